@@ -1,0 +1,27 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { settleGet } from '../src/http/meta.js'
+import { sendRepresentation } from '../src/http/representation.js'
+import { GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
+import { DiscoverResultSchema } from '../src/schema/lifecycle.js'
+
+/** server/discover: versions, capabilities and identity, cacheable with an ETag. */
+const discover: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.get(
+    '/discover',
+    {
+      schema: {
+        operationId: 'discover',
+        summary: 'server/discover',
+        tags: ['lifecycle'],
+        headers: GetHeaders,
+        response: { 200: DiscoverResultSchema, 304: NotModified, ...errorResponses() }
+      }
+    },
+    async (request, reply) => {
+      const era = await settleGet(request, reply)
+      return sendRepresentation(request, reply, fastify.mcp.discover(era), fastify.mcp.cacheHints)
+    }
+  )
+}
+
+export default discover

@@ -1,0 +1,90 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import { errors } from '../src/errors.js'
+import { Header, decodeJsonHeader } from '../src/headers.js'
+import { settleGet } from '../src/http/meta.js'
+import { sendRepresentation, sendResult } from '../src/http/representation.js'
+import { createContext, paramsFromHeaders } from '../src/http/request.js'
+import { CommonHeaders, CursorQuery, GetHeaders, NotModified, RetryGetHeaders, errorResponses } from '../src/schema/http.js'
+import { GetPromptBodySchema, GetPromptResponseSchema, ListPromptsResultSchema, type GetPromptBody } from '../src/schema/prompts.js'
+
+const NameParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 128 }) })
+
+/** prompts/list and prompts/get (GET with headers, or POST with a body when headers would be too large). */
+const prompts: FastifyPluginAsyncTypebox = async (fastify) => {
+  const mcp = fastify.mcp
+
+  fastify.get(
+    '',
+    {
+      schema: {
+        operationId: 'listPrompts',
+        summary: 'prompts/list',
+        tags: ['prompts'],
+        querystring: CursorQuery,
+        headers: GetHeaders,
+        response: { 200: ListPromptsResultSchema, 304: NotModified, ...errorResponses() }
+      }
+    },
+    async (request, reply) => {
+      const era = await settleGet(request, reply)
+      return sendRepresentation(request, reply, mcp.list('prompts', request.query.cursor, era), mcp.cacheHints)
+    }
+  )
+
+  const get = async (request: FastifyRequest, reply: FastifyReply, name: string, params: GetPromptBody) => {
+    const ctx = await createContext(request, reply, params)
+    return sendResult(request, reply, await mcp.getPrompt(name, params, ctx))
+  }
+
+  fastify.get(
+    '/:name',
+    {
+      schema: {
+        operationId: 'getPrompt',
+        summary: 'prompts/get',
+        description: 'Arguments travel in `Mcp-Arguments` (a JSON object of strings).',
+        tags: ['prompts'],
+        params: NameParams,
+        headers: Type.Object({
+          ...RetryGetHeaders.properties,
+          'mcp-arguments': Type.Optional(Type.String({ description: 'Prompt arguments as a JSON object of strings (or the base64 form).' }))
+        }),
+        response: { 200: GetPromptResponseSchema, ...errorResponses(404) }
+      }
+    },
+    async (request, reply) => {
+      const params: GetPromptBody = paramsFromHeaders(request)
+      const args = decodeJsonHeader(Header.arguments, request.headers[Header.arguments], 'object') as
+        | Record<string, unknown>
+        | undefined
+      if (args !== undefined) {
+        for (const [k, v] of Object.entries(args)) {
+          if (typeof v !== 'string') throw errors.invalidParams(`Invalid Mcp-Arguments header: argument "${k}" must be a string`)
+        }
+        params.arguments = args as Record<string, string>
+      }
+      return get(request, reply, request.params.name, params)
+    }
+  )
+
+  fastify.post(
+    '/:name',
+    {
+      schema: {
+        operationId: 'getPromptWithBody',
+        summary: 'prompts/get (parameters in the body)',
+        description: 'The same as GET, for arguments too large for a header.',
+        tags: ['prompts'],
+        params: NameParams,
+        headers: CommonHeaders,
+        body: GetPromptBodySchema,
+        response: { 200: GetPromptResponseSchema, ...errorResponses(404, 413) }
+      }
+    },
+    async (request, reply) => get(request, reply, request.params.name, request.body)
+  )
+}
+
+export default prompts

@@ -1,0 +1,130 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import { resourceNotFound } from '../src/core/resources.js'
+import { settleGet } from '../src/http/meta.js'
+import { sendEmpty, sendRepresentation, sendResult } from '../src/http/representation.js'
+import { createContext, paramsFromHeaders, type RetryParams } from '../src/http/request.js'
+import { Accepted, CommonHeaders, CursorQuery, GetHeaders, NotModified, RetryGetHeaders, errorResponses } from '../src/schema/http.js'
+import {
+  ListResourceTemplatesResultSchema,
+  ListResourcesResultSchema,
+  ReadResourceBodySchema,
+  ReadResourceResponseSchema,
+  SubscribeBodySchema
+} from '../src/schema/resources.js'
+
+const UriParams = Type.Object({
+  uri: Type.String({
+    minLength: 1,
+    maxLength: 4096,
+    description: 'The whole resource URI, percent-encoded as one path segment (encodeURIComponent).'
+  })
+})
+
+/** resources/list, resources/templates/list, resources/read, resources/subscribe and unsubscribe. */
+const resources: FastifyPluginAsyncTypebox = async (fastify) => {
+  const mcp = fastify.mcp
+  const store = fastify.mcpStore
+
+  fastify.get(
+    '',
+    {
+      schema: {
+        operationId: 'listResources',
+        summary: 'resources/list',
+        tags: ['resources'],
+        querystring: CursorQuery,
+        headers: GetHeaders,
+        response: { 200: ListResourcesResultSchema, 304: NotModified, ...errorResponses() }
+      }
+    },
+    async (request, reply) => {
+      const era = await settleGet(request, reply)
+      return sendRepresentation(request, reply, mcp.list('resources', request.query.cursor, era), mcp.cacheHints)
+    }
+  )
+
+  fastify.get(
+    '/templates',
+    {
+      schema: {
+        operationId: 'listResourceTemplates',
+        summary: 'resources/templates/list',
+        tags: ['resources'],
+        querystring: CursorQuery,
+        headers: GetHeaders,
+        response: { 200: ListResourceTemplatesResultSchema, 304: NotModified, ...errorResponses() }
+      }
+    },
+    async (request, reply) => {
+      const era = await settleGet(request, reply)
+      return sendRepresentation(request, reply, mcp.list('templates', request.query.cursor, era), mcp.cacheHints)
+    }
+  )
+
+  const read = async (request: FastifyRequest, reply: FastifyReply, uri: string, params: RetryParams) => {
+    const ctx = await createContext(request, reply, params)
+    return sendResult(request, reply, await mcp.readResource(uri, ctx), mcp.cacheHints)
+  }
+
+  fastify.get(
+    '/:uri',
+    {
+      schema: {
+        operationId: 'readResource',
+        summary: 'resources/read',
+        tags: ['resources'],
+        params: UriParams,
+        headers: RetryGetHeaders,
+        response: { 200: ReadResourceResponseSchema, 304: NotModified, ...errorResponses(404) }
+      }
+    },
+    async (request, reply) => read(request, reply, request.params.uri, paramsFromHeaders(request))
+  )
+
+  fastify.post(
+    '/:uri',
+    {
+      schema: {
+        operationId: 'readResourceWithBody',
+        summary: 'resources/read (parameters in the body)',
+        description: 'The same as GET, for parameters too large for headers.',
+        tags: ['resources'],
+        params: UriParams,
+        headers: CommonHeaders,
+        body: ReadResourceBodySchema,
+        response: { 200: ReadResourceResponseSchema, 304: NotModified, ...errorResponses(404, 413) }
+      }
+    },
+    async (request, reply) => read(request, reply, request.params.uri, request.body)
+  )
+
+  const subscription = (subscribe: boolean) => ({
+    schema: {
+      operationId: subscribe ? 'subscribeResource' : 'unsubscribeResource',
+      summary: subscribe ? 'resources/subscribe' : 'resources/unsubscribe',
+      tags: ['resources'],
+      headers: CommonHeaders,
+      body: SubscribeBodySchema,
+      response: { 202: Accepted, ...errorResponses(404) }
+    }
+  })
+
+  fastify.post('/subscribe', subscription(true), async (request, reply) => {
+    const ctx = await createContext(request, reply, request.body)
+    const { uri } = request.body
+    const known = mcp.resources.has(uri) || [...mcp.templates.values()].some((t) => t.template.match(uri) !== undefined)
+    if (!known) throw resourceNotFound(uri, ctx)
+    await store.subscribe(ctx.principal.id, uri)
+    return sendEmpty(reply, 202)
+  })
+
+  fastify.post('/unsubscribe', subscription(false), async (request, reply) => {
+    const ctx = await createContext(request, reply, request.body)
+    await store.unsubscribe(ctx.principal.id, request.body.uri)
+    return sendEmpty(reply, 202)
+  })
+}
+
+export default resources

@@ -1,0 +1,52 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import { settleGet } from '../src/http/meta.js'
+import { sendRepresentation, sendResult } from '../src/http/representation.js'
+import { createContext } from '../src/http/request.js'
+import { CommonHeaders, CursorQuery, GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
+import { CallToolBodySchema, CallToolResponseSchema, ListToolsResultSchema } from '../src/schema/tools.js'
+
+/** tools/list and tools/call. */
+const tools: FastifyPluginAsyncTypebox = async (fastify) => {
+  const mcp = fastify.mcp
+
+  fastify.get(
+    '',
+    {
+      schema: {
+        operationId: 'listTools',
+        summary: 'tools/list',
+        tags: ['tools'],
+        querystring: CursorQuery,
+        headers: GetHeaders,
+        response: { 200: ListToolsResultSchema, 304: NotModified, ...errorResponses() }
+      }
+    },
+    async (request, reply) => {
+      const era = await settleGet(request, reply)
+      return sendRepresentation(request, reply, mcp.list('tools', request.query.cursor, era), mcp.cacheHints)
+    }
+  )
+
+  fastify.post(
+    '/:name/calls',
+    {
+      schema: {
+        operationId: 'callTool',
+        summary: 'tools/call',
+        description: 'Call any tool by name. Each tool also has its own typed operation at /tools/{its name}/calls.',
+        tags: ['tools'],
+        params: Type.Object({ name: Type.String({ minLength: 1, maxLength: 128 }) }),
+        headers: CommonHeaders,
+        body: CallToolBodySchema,
+        response: { 200: CallToolResponseSchema, ...errorResponses(404, 413) }
+      }
+    },
+    async (request, reply) => {
+      const ctx = await createContext(request, reply, request.body)
+      return sendResult(request, reply, await mcp.callTool(request.params.name, request.body, ctx))
+    }
+  )
+}
+
+export default tools

@@ -1,0 +1,138 @@
+import swagger from '@fastify/swagger'
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, HTTPMethods } from 'fastify'
+import { ANONYMOUS, type Principal } from './core/context.js'
+import type { McpServer } from './core/mcp-server.js'
+import { McpError, errors } from './errors.js'
+import { Header } from './headers.js'
+import { sendError, toMcpError } from './http/errors.js'
+import { era, negotiateVersion, LATEST_VERSION, type ProtocolVersion } from './protocol.js'
+import { MemoryStore } from './store/memory.js'
+import type { Store } from './store/types.js'
+import completionsRoutes from '../routes/completions.js'
+import discoverRoutes from '../routes/discover.js'
+import initializeRoutes from '../routes/initialize.js'
+import logLevelRoutes from '../routes/log-level.js'
+import openapiRoutes from '../routes/openapi.js'
+import pingRoutes from '../routes/ping.js'
+import promptsRoutes from '../routes/prompts.js'
+import resourcesRoutes from '../routes/resources.js'
+import toolsRoutes from '../routes/tools.js'
+
+export interface McpPluginOptions {
+  /** The catalogue and protocol logic to serve. */
+  mcp: McpServer
+  /** Shared state; defaults to a {@link MemoryStore}. */
+  store?: Store
+  /** The version of a request that sends no `Mcp-Protocol-Version` (default 2026-07-28). */
+  defaultProtocolVersion?: ProtocolVersion
+  /** Identify the caller; throw an {@link McpError} (401/403) to refuse. Default: one anonymous connection. */
+  authenticate?: (request: FastifyRequest) => Promise<Principal>
+}
+
+const REQUEST_ID = /^[\x21-\x7e]{1,128}$/
+const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']
+
+/**
+ * The MCP Pure HTTP routes as an encapsulated Fastify plugin: register it at the root or under a
+ * prefix of an existing app. Its hooks, error handler and 404/405 answers apply to its routes only.
+ * @example
+ * await app.register(mcpPlugin, { prefix: '/mcp-http', mcp })
+ */
+export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, opts) => {
+  const defaultVersion = opts.defaultProtocolVersion ?? LATEST_VERSION
+  fastify.decorate('mcp', opts.mcp)
+  fastify.decorate('mcpStore', opts.store ?? new MemoryStore())
+  fastify.decorateRequest('mcpState', null as never)
+
+  fastify.addHook('onRequest', (request, reply, done) => {
+    const h = request.headers
+    const rawId = h[Header.requestId]
+    const idOk = typeof rawId === 'string' && REQUEST_ID.test(rawId)
+    const requestId = idOk ? rawId : request.id
+    reply.header(Header.requestId, requestId)
+    reply.header(Header.protocolVersion, defaultVersion)
+    if (rawId !== undefined && !idOk) {
+      return done(errors.invalidRequest('Mcp-Request-Id must be 1-128 visible ASCII characters'))
+    }
+    const header = h[Header.protocolVersion]
+    let version: ProtocolVersion
+    try {
+      version = negotiateVersion(typeof header === 'string' ? header : undefined, defaultVersion)
+    } catch (err) {
+      return done(err as Error)
+    }
+    if (version !== defaultVersion) reply.header(Header.protocolVersion, version)
+    request.mcpState = {
+      requestId,
+      version,
+      era: era(version),
+      versionFromHeader: header !== undefined && header !== '',
+      principal: ANONYMOUS
+    }
+    done()
+  })
+  if (opts.authenticate !== undefined) {
+    const authenticate = opts.authenticate
+    fastify.addHook('onRequest', async (request) => {
+      request.mcpState.principal = await authenticate(request)
+    })
+  } else {
+    fastify.addHook('onReady', async () => {
+      fastify.log.info('MCP: no authentication configured; every client shares one anonymous logical connection')
+    })
+  }
+
+  // MCP bodies are JSON; anything else is 415, not a string that fails validation later.
+  fastify.removeContentTypeParser('text/plain')
+  // Every route sends JSON text it built itself; nothing is stripped by a response schema.
+  fastify.setSerializerCompiler(() => (data) => JSON.stringify(data))
+  fastify.setErrorHandler((err, request, reply) => sendError(reply, toMcpError(err, request)))
+  fastify.setNotFoundHandler((request, reply) => {
+    sendError(reply, errors.methodNotFound(`No MCP method at ${request.method} ${request.url.split('?')[0]}`))
+  })
+
+  await fastify.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: `${opts.mcp.serverInfo.title ?? opts.mcp.serverInfo.name} (MCP over Pure HTTP)`,
+        version: opts.mcp.serverInfo.version,
+        description: 'Model Context Protocol methods as HTTP resources (SEP-1612).'
+      }
+    }
+  })
+
+  // Collect every method of every path so a wrong method is answered 405 with Allow, not 404.
+  const allowed = new Map<string, Set<string>>()
+  fastify.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method]
+    const url = route.url.slice(fastify.prefix.length) || '/'
+    const set = allowed.get(url) ?? new Set<string>()
+    for (const m of methods) set.add(m)
+    allowed.set(url, set)
+  })
+  await fastify.register(initializeRoutes)
+  await fastify.register(discoverRoutes)
+  await fastify.register(pingRoutes)
+  await fastify.register(logLevelRoutes)
+  await fastify.register(completionsRoutes)
+  await fastify.register(toolsRoutes, { prefix: '/tools' })
+  await fastify.register(promptsRoutes, { prefix: '/prompts' })
+  await fastify.register(resourcesRoutes, { prefix: '/resources' })
+  await fastify.register(openapiRoutes)
+  await fastify.register(async (f: FastifyInstance) => {
+    for (const [url, set] of [...allowed]) {
+      const allow = [...set].sort()
+      const others = METHODS.filter((m) => !set.has(m))
+      if (others.length === 0) continue
+      f.route({
+        method: others,
+        url,
+        schema: { hide: true },
+        handler: (_request, reply) => sendError(reply, errors.methodNotAllowed(allow))
+      })
+    }
+  })
+}
+
+export { McpError }

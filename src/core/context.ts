@@ -1,0 +1,42 @@
+import type { Era, ProtocolVersion } from '../protocol.js'
+import type { Meta } from '../schema/common.js'
+
+/** Who is calling. Its `id` names the logical connection: one principal never sees another's state. */
+export interface Principal {
+  /** Stable identifier of the logical connection (issuer + subject, a session id, or `anonymous`). */
+  readonly id: string
+  readonly issuer?: string
+  readonly subject?: string
+  readonly scopes: readonly string[]
+  readonly claims?: Readonly<Record<string, unknown>>
+  readonly anonymous: boolean
+}
+
+export const ANONYMOUS: Principal = Object.freeze({ id: 'anonymous', scopes: Object.freeze([]), anonymous: true })
+
+/** The subset of a pino logger the core uses; Fastify's request logger satisfies it. */
+export interface Logger {
+  debug(obj: unknown, msg?: string): void
+  info(obj: unknown, msg?: string): void
+  warn(obj: unknown, msg?: string): void
+  error(obj: unknown, msg?: string): void
+}
+
+/**
+ * Everything the core knows about one request, whichever face (Pure HTTP or JSON-RPC) it came from.
+ * Handlers receive it (extended per kind) as their `ctx`.
+ */
+export interface RequestContext {
+  /** `Mcp-Request-Id` of this request (generated when the client sent none). */
+  readonly requestId: string
+  readonly protocolVersion: ProtocolVersion
+  readonly era: Era
+  /** The request's `_meta` (from the body, or the `Mcp-Meta` header on GET). */
+  readonly meta: Meta | undefined
+  /** The client's capabilities: this request's `_meta` envelope (modern) or its `initialize` (legacy). */
+  readonly clientCapabilities: Readonly<Record<string, unknown>> | undefined
+  readonly principal: Principal
+  /** Aborted when the client goes away or cancels the request. */
+  readonly signal: AbortSignal
+  readonly log: Logger
+}

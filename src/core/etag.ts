@@ -1,0 +1,18 @@
+import { createHash } from 'node:crypto'
+
+/** A strong ETag derived from the bytes of a representation: it changes when and only when they do. */
+export function etagOf(body: string): string {
+  return `"${createHash('sha1').update(body).digest('base64url')}"`
+}
+
+/** RFC 9110 `If-None-Match`: true when the header names `etag` (weak comparison) or is `*`. */
+export function ifNoneMatch(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false
+  if (header.trim() === '*') return true
+  const opaque = etag.startsWith('W/') ? etag.slice(2) : etag
+  for (const part of header.split(',')) {
+    const t = part.trim()
+    if ((t.startsWith('W/') ? t.slice(2) : t) === opaque) return true
+  }
+  return false
+}

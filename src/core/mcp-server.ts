@@ -1,0 +1,150 @@
+import { errors } from '../errors.js'
+import type { Era } from '../protocol.js'
+import { SUPPORTED_VERSIONS, LATEST_LEGACY_VERSION, era as eraOf, isSupportedVersion, type ProtocolVersion } from '../protocol.js'
+import type { Implementation } from '../schema/common.js'
+import type { CompleteBody, CompleteResult } from '../schema/completions.js'
+import type { DiscoverResult, InitializeBody, InitializeResult } from '../schema/lifecycle.js'
+import type { GetPromptBody } from '../schema/prompts.js'
+import type { CallToolBody } from '../schema/tools.js'
+import { complete } from './completions.js'
+import type { RequestContext } from './context.js'
+import type { RetryableContext, ToolContext } from './definitions.js'
+import { etagOf } from './etag.js'
+import { decodeCursor, encodeCursor } from './pagination.js'
+import { getPrompt } from './prompts.js'
+import { ListKind, Registry } from './registry.js'
+import { readResource } from './resources.js'
+import { finish, finishCacheable, type CacheHints } from './results.js'
+import { callTool } from './tools.js'
+
+export interface McpServerOptions {
+  /** `serverInfo` of `/initialize` and `/discover`. */
+  name: string
+  version: string
+  title?: string
+  description?: string
+  /** Guidance for the model on how to use this server. */
+  instructions?: string
+  /** Items per page of every list (default 100). */
+  pageSize?: number
+  /** Cache hints of lists, reads and discover in 2026-07-28 (default `{ ttlMs: 0, cacheScope: 'private' }`). */
+  cacheHints?: Partial<CacheHints>
+}
+
+/** A representation prepared once and served many times: the JSON text and its ETag. */
+export interface Representation {
+  readonly body: string
+  readonly etag: string
+}
+
+const LIST_FIELD: Record<ListKind, string> = {
+  tools: 'tools',
+  prompts: 'prompts',
+  resources: 'resources',
+  templates: 'resourceTemplates'
+}
+
+/**
+ * The transport-independent MCP server: the catalogue (see {@link Registry}) and one method per MCP
+ * request. The Pure HTTP routes and the JSON-RPC face both call these; neither holds protocol logic.
+ */
+export class McpServer extends Registry {
+  readonly serverInfo: Implementation
+  readonly instructions: string | undefined
+  readonly pageSize: number
+  readonly cacheHints: CacheHints
+  // Serialized list pages and discover, per era; dropped when their list changes.
+  readonly #cache = new Map<string, Representation>()
+
+  constructor(options: McpServerOptions) {
+    super()
+    this.serverInfo = { name: options.name, version: options.version }
+    if (options.title !== undefined) this.serverInfo.title = options.title
+    if (options.description !== undefined) this.serverInfo.description = options.description
+    this.instructions = options.instructions
+    this.pageSize = options.pageSize ?? 100
+    this.cacheHints = { ttlMs: 0, cacheScope: 'private', ...options.cacheHints }
+    this.onChange((kind) => {
+      for (const key of this.#cache.keys()) if (key.startsWith(`${kind}:`)) this.#cache.delete(key)
+    })
+  }
+
+  /** What this server offers; the same for every client. */
+  capabilities(): Record<string, unknown> {
+    return {
+      tools: { listChanged: false },
+      prompts: { listChanged: false },
+      resources: { subscribe: true, listChanged: false },
+      completions: {},
+      logging: {}
+    }
+  }
+
+  /** `initialize`: the requested version when supported, else the newest legacy one. */
+  initialize(body: InitializeBody): InitializeResult & { protocolVersion: ProtocolVersion } {
+    const protocolVersion = isSupportedVersion(body.protocolVersion) ? body.protocolVersion : LATEST_LEGACY_VERSION
+    const result: InitializeResult & { protocolVersion: ProtocolVersion } = {
+      protocolVersion,
+      capabilities: this.capabilities(),
+      serverInfo: this.serverInfo
+    }
+    if (this.instructions !== undefined) result.instructions = this.instructions
+    return finish(eraOf(protocolVersion), result)
+  }
+
+  /** `server/discover`, serialized once per era. */
+  discover(era: Era): Representation {
+    return this.#cached(`discover:${era}`, () => {
+      const result: DiscoverResult = {
+        supportedVersions: [...SUPPORTED_VERSIONS],
+        capabilities: this.capabilities(),
+        serverInfo: this.serverInfo
+      }
+      if (this.instructions !== undefined) result.instructions = this.instructions
+      return finishCacheable(era, result, this.cacheHints)
+    })
+  }
+
+  /** One page of a list, serialized once per (list, era, page) until the list changes. */
+  list(kind: ListKind, cursor: string | undefined, era: Era): Representation {
+    const offset = decodeCursor(kind, cursor)
+    return this.#cached(`${kind}:${era}:${offset}`, () => {
+      const all = [...this[kind].values()]
+      if (offset > all.length) return undefined
+      const end = offset + this.pageSize
+      const result: Record<string, unknown> = {
+        [LIST_FIELD[kind]]: all.slice(offset, end).map((e) => e.definition)
+      }
+      if (end < all.length) result.nextCursor = encodeCursor(kind, end)
+      return finishCacheable(era, result, this.cacheHints)
+    })
+  }
+
+  callTool(name: string, body: CallToolBody, ctx: ToolContext): Promise<Record<string, unknown>> {
+    return callTool(this, name, body, ctx)
+  }
+
+  getPrompt(name: string, body: GetPromptBody, ctx: RetryableContext): Promise<Record<string, unknown>> {
+    return getPrompt(this, name, body.arguments ?? {}, ctx)
+  }
+
+  readResource(uri: string, ctx: RetryableContext): Promise<Record<string, unknown>> {
+    return readResource(this, uri, ctx)
+  }
+
+  complete(body: CompleteBody, ctx: RequestContext): Promise<CompleteResult> {
+    return complete(this, body, ctx)
+  }
+
+  #cached(key: string, build: () => Record<string, unknown> | undefined): Representation {
+    let rep = this.#cache.get(key)
+    if (rep === undefined) {
+      const result = build()
+      if (result === undefined) throw errors.invalidParams('Invalid cursor')
+      const body = JSON.stringify(result)
+      rep = { body, etag: etagOf(body) }
+      this.#cache.set(key, rep)
+    }
+    return rep
+  }
+}

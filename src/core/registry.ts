@@ -1,0 +1,203 @@
+import { Type, type TSchema } from '@sinclair/typebox'
+import type { Ajv, ValidateFunction } from 'ajv'
+import { ConfigurationError } from '../errors.js'
+import type { Prompt } from '../schema/prompts.js'
+import type { Resource, ResourceTemplate } from '../schema/resources.js'
+import type { Tool } from '../schema/tools.js'
+import type {
+  Completer,
+  PromptArgumentDefinition,
+  PromptDefinition,
+  PromptHandler,
+  Registration,
+  ResourceDefinition,
+  ResourceHandler,
+  ResourceTemplateDefinition,
+  ResourceTemplateHandler,
+  ToolDefinition,
+  ToolHandler
+} from './definitions.js'
+import { UriTemplate } from './uri-template.js'
+import { compile, createValidator } from './validation.js'
+
+export const ListKind = { tools: 'tools', prompts: 'prompts', resources: 'resources', templates: 'templates' } as const
+export type ListKind = (typeof ListKind)[keyof typeof ListKind]
+
+export interface ToolEntry {
+  readonly definition: Tool
+  readonly validateInput: ValidateFunction
+  readonly validateOutput: ValidateFunction | undefined
+  readonly handler: ToolHandler<TSchema, TSchema | undefined>
+}
+export interface PromptEntry {
+  readonly definition: Prompt
+  readonly required: readonly string[]
+  readonly completers: ReadonlyMap<string, Completer>
+  readonly handler: PromptHandler<Record<string, PromptArgumentDefinition>>
+}
+export interface ResourceEntry {
+  readonly definition: Resource
+  readonly handler: ResourceHandler
+}
+export interface TemplateEntry {
+  readonly definition: ResourceTemplate
+  readonly template: UriTemplate
+  readonly completers: ReadonlyMap<string, Completer>
+  readonly handler: ResourceTemplateHandler
+}
+
+const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/
+
+/**
+ * The catalogue: tools, prompts, resources and resource templates. Everything a request needs is
+ * prepared here, once, at registration: wire definitions, compiled validators, URI matchers.
+ * Every change bumps the list's version and tells the listeners (caches, list_changed notifications).
+ */
+export class Registry {
+  readonly tools = new Map<string, ToolEntry>()
+  readonly prompts = new Map<string, PromptEntry>()
+  readonly resources = new Map<string, ResourceEntry>()
+  readonly templates = new Map<string, TemplateEntry>()
+  readonly ajv: Ajv = createValidator()
+  readonly #listeners = new Set<(kind: ListKind) => void>()
+
+  /** Subscribe to catalogue changes; returns the unsubscribe function. */
+  onChange(listener: (kind: ListKind) => void): () => void {
+    this.#listeners.add(listener)
+    return () => this.#listeners.delete(listener)
+  }
+
+  protected changed(kind: ListKind): void {
+    for (const l of this.#listeners) l(kind)
+  }
+
+  /**
+   * Register a tool. Its arguments are typed from the TypeBox `input` schema and validated before the
+   * handler runs; `output`, when given, types and validates `structuredContent`.
+   * @example
+   * mcp.tool({ name: 'add', input: Type.Object({ a: Type.Number(), b: Type.Number() }) },
+   *   ({ a, b }) => ({ content: [{ type: 'text', text: String(a + b) }] }))
+   */
+  tool<I extends TSchema = ReturnType<typeof Type.Object<{}>>, O extends TSchema | undefined = undefined>(
+    def: ToolDefinition<I, O>,
+    handler: ToolHandler<I, O>
+  ): Registration {
+    if (!TOOL_NAME.test(def.name)) throw new ConfigurationError(`Tool name "${def.name}" must match ${TOOL_NAME}`)
+    if (this.tools.has(def.name)) throw new ConfigurationError(`Tool "${def.name}" is already registered`)
+    const input = (def.input ?? Type.Object({})) as TSchema
+    if (input.type !== 'object') throw new ConfigurationError(`Tool "${def.name}": input must be an object schema`)
+    if (def.output !== undefined && (def.output as TSchema).type !== 'object') {
+      throw new ConfigurationError(`Tool "${def.name}": output must be an object schema`)
+    }
+    const definition: Tool = stripUndefined({
+      name: def.name,
+      title: def.title,
+      description: def.description,
+      inputSchema: plainSchema(input),
+      outputSchema: def.output === undefined ? undefined : plainSchema(def.output),
+      annotations: def.annotations,
+      icons: def.icons,
+      _meta: def._meta
+    })
+    const entry: ToolEntry = {
+      definition,
+      validateInput: compile(this.ajv, definition.inputSchema, `Tool "${def.name}" input`),
+      validateOutput:
+        definition.outputSchema === undefined ? undefined : compile(this.ajv, definition.outputSchema, `Tool "${def.name}" output`),
+      handler: handler as unknown as ToolEntry['handler']
+    }
+    return this.#add(this.tools, def.name, entry, ListKind.tools)
+  }
+
+  /**
+   * Register a prompt. Arguments are declared as an object so the handler gets them typed; each may
+   * carry a completion provider.
+   * @example
+   * mcp.prompt({ name: 'greeting', arguments: { name: { required: true } } }, ({ name }) => `Say hello to ${name}`)
+   */
+  prompt<A extends Record<string, PromptArgumentDefinition> = {}>(
+    def: PromptDefinition<A>,
+    handler: PromptHandler<A>
+  ): Registration {
+    if (def.name === '' || def.name.length > 128) throw new ConfigurationError('Prompt name must be 1-128 characters')
+    if (this.prompts.has(def.name)) throw new ConfigurationError(`Prompt "${def.name}" is already registered`)
+    const args = Object.entries(def.arguments ?? {}) as [string, PromptArgumentDefinition][]
+    const definition: Prompt = stripUndefined({
+      name: def.name,
+      title: def.title,
+      description: def.description,
+      arguments:
+        args.length === 0
+          ? undefined
+          : args.map(([name, a]) => stripUndefined({ name, title: a.title, description: a.description, required: a.required })),
+      icons: def.icons,
+      _meta: def._meta
+    })
+    const entry: PromptEntry = {
+      definition,
+      required: args.filter(([, a]) => a.required === true).map(([n]) => n),
+      completers: new Map(args.flatMap(([n, a]) => (a.complete === undefined ? [] : [[n, a.complete] as const]))),
+      handler: handler as unknown as PromptEntry['handler']
+    }
+    return this.#add(this.prompts, def.name, entry, ListKind.prompts)
+  }
+
+  /** Register a concrete resource, listed by `GET /resources` and read by `GET /resources/{uri}`. */
+  resource(def: ResourceDefinition, handler: ResourceHandler): Registration {
+    assertUri(def.uri)
+    if (this.resources.has(def.uri)) throw new ConfigurationError(`Resource "${def.uri}" is already registered`)
+    return this.#add(this.resources, def.uri, { definition: stripUndefined({ ...def }), handler }, ListKind.resources)
+  }
+
+  /**
+   * Register a resource template (RFC 6570 `{var}` and `{+var}`); reads of matching URIs reach the
+   * handler with the variables decoded.
+   * @example
+   * mcp.resourceTemplate({ uriTemplate: 'demo://items/{id}', name: 'item' }, (uri, { id }) => `Item ${id}`)
+   */
+  resourceTemplate(
+    def: ResourceTemplateDefinition,
+    handler: ResourceTemplateHandler
+  ): Registration {
+    if (this.templates.has(def.uriTemplate)) throw new ConfigurationError(`Template "${def.uriTemplate}" is already registered`)
+    const template = new UriTemplate(def.uriTemplate)
+    const { complete, ...wire } = def
+    const completers = new Map<string, Completer>()
+    for (const [name, fn] of Object.entries(complete ?? {})) {
+      if (!template.variables.includes(name)) {
+        throw new ConfigurationError(`Template "${def.uriTemplate}": completer for unknown variable "${name}"`)
+      }
+      completers.set(name, fn)
+    }
+    const entry: TemplateEntry = { definition: stripUndefined(wire), template, completers, handler }
+    return this.#add(this.templates, def.uriTemplate, entry, ListKind.templates)
+  }
+
+  #add<E>(map: Map<string, E>, key: string, entry: E, kind: ListKind): Registration {
+    map.set(key, entry)
+    this.changed(kind)
+    let removed = false
+    return {
+      remove: () => {
+        if (removed || map.get(key) !== entry) return
+        removed = true
+        map.delete(key)
+        this.changed(kind)
+      }
+    }
+  }
+}
+
+/** A TypeBox schema as plain JSON Schema (TypeBox marks its schemas with symbol keys JSON drops). */
+function plainSchema(schema: TSchema): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(schema)) as Record<string, unknown>
+}
+
+function stripUndefined<T extends object>(o: T): T {
+  for (const k of Object.keys(o) as (keyof T)[]) if (o[k] === undefined) delete o[k]
+  return o
+}
+
+function assertUri(uri: string): void {
+  if (!/^[A-Za-z][A-Za-z0-9+.-]*:/.test(uri)) throw new ConfigurationError(`Resource URI "${uri}" must be absolute`)
+}

@@ -1,0 +1,57 @@
+import { McpError, errors } from '../errors.js'
+import type { ContentBlock } from '../schema/content.js'
+import type { CallToolBody } from '../schema/tools.js'
+import type { ToolContext } from './definitions.js'
+import type { Registry } from './registry.js'
+import { finish, isInputRequired } from './results.js'
+import { describeErrors } from './validation.js'
+import { guardInputRequired } from './mrtr.js'
+
+/**
+ * `tools/call`. Arguments are checked against the tool's compiled input schema (400 -32602 naming
+ * the field); a handler that throws becomes an `isError` result, as MCP wants tool failures reported
+ * to the model; a protocol error ({@link McpError}) is passed through.
+ */
+export async function callTool(
+  registry: Registry,
+  name: string,
+  body: CallToolBody,
+  ctx: ToolContext
+): Promise<Record<string, unknown>> {
+  const entry = registry.tools.get(name)
+  if (entry === undefined) throw errors.notFound(`Unknown tool: ${name}`)
+  const args = body.arguments ?? {}
+  if (!entry.validateInput(args)) {
+    const { message, path } = describeErrors(entry.validateInput.errors)
+    throw errors.invalidParams(`Invalid arguments for tool ${name}: ${message}`, { path })
+  }
+  let out
+  try {
+    out = await entry.handler(args, ctx)
+  } catch (err) {
+    if (err instanceof McpError) throw err
+    ctx.log.warn({ err, tool: name }, 'tool handler failed')
+    const text = err instanceof Error ? err.message : String(err)
+    return finish(ctx.era, { content: [{ type: 'text', text }], isError: true })
+  }
+  if (isInputRequired(out)) return guardInputRequired(out, ctx)
+  const result: Record<string, unknown> =
+    typeof out === 'string' ? { content: [{ type: 'text', text: out }] } : { ...out }
+  if (result.structuredContent !== undefined && result.content === undefined) {
+    // Backwards compatibility (MCP): a tool with structured output also returns it as text.
+    result.content = [{ type: 'text', text: JSON.stringify(result.structuredContent) }] satisfies ContentBlock[]
+  }
+  result.content ??= []
+  if (entry.validateOutput !== undefined && result.isError !== true) {
+    const sc = result.structuredContent
+    const problem =
+      sc === undefined ? 'structuredContent is missing'
+      : entry.validateOutput(sc) ? undefined
+      : describeErrors(entry.validateOutput.errors).message
+    if (problem !== undefined) {
+      ctx.log.error({ tool: name, problem }, 'tool result does not match its outputSchema')
+      throw new McpError(-32603, `Tool ${name} returned a result that does not match its outputSchema: ${problem}`, 500)
+    }
+  }
+  return finish(ctx.era, result)
+}

@@ -1,0 +1,93 @@
+import { Type } from '@sinclair/typebox'
+import { McpServer } from '../core/mcp-server.js'
+
+/**
+ * The demo server's whole catalogue, in one place. Later features add their demo tools here.
+ */
+export function createDemoServer(options: { pageSize?: number; cacheHints?: McpServer['cacheHints'] } = {}): McpServer {
+  const mcp = new McpServer({
+    name: 'mcp-pure-http-demo',
+    version: '0.1.0',
+    title: 'MCP Pure HTTP demo',
+    instructions: 'A demo server: echo text, add numbers, look up (made-up) weather, read demo resources.',
+    ...options
+  })
+
+  mcp.tool(
+    {
+      name: 'echo',
+      title: 'Echo',
+      description: 'Returns the text it is given.',
+      input: Type.Object({ text: Type.String({ description: 'The text to echo.', maxLength: 100_000 }) }),
+      annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false }
+    },
+    ({ text }) => text
+  )
+
+  mcp.tool(
+    {
+      name: 'add',
+      title: 'Add',
+      description: 'Adds two numbers and returns the sum as structured output.',
+      input: Type.Object({ a: Type.Number(), b: Type.Number() }),
+      output: Type.Object({ sum: Type.Number() }),
+      annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false }
+    },
+    ({ a, b }) => ({ structuredContent: { sum: a + b } })
+  )
+
+  mcp.tool(
+    {
+      name: 'get_weather',
+      title: 'Weather',
+      description: 'Current weather for a location (made up, but the same for the same location).',
+      input: Type.Object({ location: Type.String({ minLength: 1, maxLength: 200 }) }),
+      annotations: { readOnlyHint: true, openWorldHint: false }
+    },
+    ({ location }) => {
+      const seed = [...location].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7)
+      const conditions = ['Sunny', 'Partly cloudy', 'Cloudy', 'Light rain', 'Windy'][seed % 5]
+      return `Weather in ${location}: ${conditions}, ${(seed % 30) + 5}°C`
+    }
+  )
+
+  mcp.resource(
+    { uri: 'demo://readme', name: 'readme', title: 'Read me', description: 'What this demo offers.', mimeType: 'text/markdown' },
+    () => '# MCP Pure HTTP demo\n\nTools: echo, add, get_weather. Resources: demo://readme, demo://items/{id}. Prompt: greeting.\n'
+  )
+
+  const items = new Map(['apple', 'banana', 'cherry'].map((name, i) => [String(i + 1), name]))
+  mcp.resourceTemplate(
+    {
+      uriTemplate: 'demo://items/{id}',
+      name: 'item',
+      title: 'Item',
+      description: 'A demo item by id (1, 2 or 3).',
+      mimeType: 'application/json',
+      complete: { id: (value) => [...items.keys()].filter((id) => id.startsWith(value)) }
+    },
+    (_uri, { id }) => {
+      const name = items.get(id!)
+      return name === undefined ? undefined : JSON.stringify({ id: Number(id), name })
+    }
+  )
+
+  const names = ['Ada', 'Alan', 'Barbara', 'Grace', 'Linus', 'Margaret']
+  mcp.prompt(
+    {
+      name: 'greeting',
+      title: 'Greeting',
+      description: 'A friendly greeting for someone.',
+      arguments: {
+        name: {
+          description: 'Who to greet.',
+          required: true,
+          complete: (value: string) => names.filter((n) => n.toLowerCase().startsWith(value.toLowerCase()))
+        }
+      }
+    },
+    ({ name }) => `Please write a short, warm greeting for ${name}.`
+  )
+
+  return mcp
+}

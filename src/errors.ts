@@ -1,0 +1,66 @@
+/**
+ * The one error catalogue. A {@link McpError} is a wire error: it carries the JSON-RPC code, the HTTP
+ * status and a stable name, and both faces (Pure HTTP and JSON-RPC) render it as is. Anything else
+ * thrown while serving a request is a programming error and becomes an opaque 500 -32603.
+ */
+export const ErrorCode = {
+  parseError: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internalError: -32603,
+  /** Legacy-era (before 2026-07-28) code for an unknown resource. */
+  resourceNotFoundLegacy: -32002,
+  headerMismatch: -32020,
+  missingCapability: -32021,
+  unsupportedVersion: -32022
+} as const
+
+export class McpError extends Error {
+  override readonly name = 'McpError'
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly status: number,
+    readonly data?: unknown,
+    /** Extra response headers (Allow, Retry-After, WWW-Authenticate). */
+    readonly headers?: Record<string, string>
+  ) {
+    super(message)
+  }
+
+  toJSON(): { code: number; message: string; data?: unknown } {
+    return this.data === undefined
+      ? { code: this.code, message: this.message }
+      : { code: this.code, message: this.message, data: this.data }
+  }
+}
+
+/** Constructors for every wire error the server answers; routes and core never spell a code themselves. */
+export const errors = {
+  parse: (message = 'Parse error: the body is not valid JSON') => new McpError(ErrorCode.parseError, message, 400),
+  invalidRequest: (message: string) => new McpError(ErrorCode.invalidRequest, message, 400),
+  invalidParams: (message: string, data?: unknown) => new McpError(ErrorCode.invalidParams, message, 400, data),
+  methodNotFound: (message = 'Method not found') => new McpError(ErrorCode.methodNotFound, message, 404),
+  methodNotAllowed: (allow: string[]) =>
+    new McpError(ErrorCode.methodNotFound, 'Method not allowed', 405, { allow }, { allow: allow.join(', ') }),
+  notFound: (message: string, code: number = ErrorCode.invalidParams, data?: unknown) =>
+    new McpError(code, message, 404, data),
+  headerMismatch: (message: string) => new McpError(ErrorCode.headerMismatch, message, 400),
+  missingCapability: (requiredCapabilities: Record<string, unknown>, message = 'Missing required client capability') =>
+    new McpError(ErrorCode.missingCapability, message, 400, { requiredCapabilities }),
+  unsupportedVersion: (requested: string, supported: readonly string[]) =>
+    new McpError(ErrorCode.unsupportedVersion, `Unsupported protocol version: ${requested}`, 400, {
+      supported,
+      requested
+    }),
+  payloadTooLarge: (message = 'Request body too large') => new McpError(ErrorCode.invalidRequest, message, 413),
+  unsupportedMediaType: (message = 'Content-Type must be application/json') =>
+    new McpError(ErrorCode.invalidRequest, message, 415),
+  internal: () => new McpError(ErrorCode.internalError, 'Internal error', 500)
+}
+
+/** A mistake in how the library is used (bad registration, bad configuration): never sent on the wire. */
+export class ConfigurationError extends Error {
+  override readonly name = 'ConfigurationError'
+}

@@ -1,0 +1,69 @@
+import { errors } from './errors.js'
+
+/** Header names of the Pure HTTP binding, lower-cased as Node presents them. */
+export const Header = {
+  protocolVersion: 'mcp-protocol-version',
+  requestId: 'mcp-request-id',
+  meta: 'mcp-meta',
+  arguments: 'mcp-arguments',
+  inputResponses: 'mcp-input-responses',
+  requestState: 'mcp-request-state',
+  sessionId: 'mcp-session-id'
+} as const
+
+const ENCODED = /^=\?base64\?([A-Za-z0-9+/_-]*={0,2})\?=$/
+// Visible ASCII plus space and tab: anything else must use the base64 form.
+const PLAIN = /^[\t\x20-\x7e]*$/
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+/**
+ * Decode a JSON-valued header: either the JSON text itself (ASCII only) or `=?base64?<base64 of
+ * UTF-8 JSON>?=`. Returns undefined when the header is absent; throws 400 -32602 naming the header
+ * for anything malformed, so a bad header is never silently ignored.
+ */
+export function decodeJsonHeader(
+  name: string,
+  raw: string | string[] | undefined,
+  expect: 'object' | 'string'
+): unknown {
+  if (raw === undefined) return undefined
+  if (Array.isArray(raw)) throw errors.invalidParams(`Invalid ${display(name)} header: sent more than once`)
+  let text: string
+  const m = ENCODED.exec(raw)
+  if (m !== null) {
+    const bytes = Buffer.from(m[1]!, m[1]!.includes('-') || m[1]!.includes('_') ? 'base64url' : 'base64')
+    try {
+      text = utf8.decode(bytes)
+    } catch {
+      throw errors.invalidParams(`Invalid ${display(name)} header: base64 content is not UTF-8`)
+    }
+  } else {
+    if (!PLAIN.test(raw)) {
+      throw errors.invalidParams(`Invalid ${display(name)} header: non-ASCII values must use the =?base64?...?= form`)
+    }
+    text = raw
+  }
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    throw errors.invalidParams(`Invalid ${display(name)} header: not valid JSON`)
+  }
+  const ok = expect === 'object' ? isPlainObject(value) : typeof value === 'string'
+  if (!ok) throw errors.invalidParams(`Invalid ${display(name)} header: must be a JSON ${expect}`)
+  return value
+}
+
+/** Encode a value for a JSON header, choosing the base64 form only when the JSON is not plain ASCII. */
+export function encodeJsonHeader(value: unknown): string {
+  const text = JSON.stringify(value)
+  return PLAIN.test(text) ? text : `=?base64?${Buffer.from(text, 'utf8').toString('base64')}?=`
+}
+
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+function display(name: string): string {
+  return name.replace(/(^|-)([a-z])/g, (_, dash: string, c: string) => dash + c.toUpperCase())
+}

@@ -1,0 +1,15 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { Header, decodeJsonHeader } from '../headers.js'
+import type { Meta } from '../schema/common.js'
+import { createContext } from './request.js'
+
+/**
+ * For routes with no handler context (lists, discover, ping): decode and check `Mcp-Meta` (a bad one is
+ * 400, never ignored) and let its envelope settle the version. Returns the era to answer in.
+ */
+export async function settleGet(request: FastifyRequest, reply: FastifyReply): Promise<'legacy' | 'modern'> {
+  const raw = request.headers[Header.meta]
+  if (raw === undefined) return request.mcpState.era
+  const meta = decodeJsonHeader(Header.meta, raw, 'object') as Meta
+  return (await createContext(request, reply, { _meta: meta })).era
+}

@@ -1,0 +1,37 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Representation } from '../core/mcp-server.js'
+import { etagOf, ifNoneMatch } from '../core/etag.js'
+import type { CacheHints } from '../core/results.js'
+
+const JSON_TYPE = 'application/json; charset=utf-8'
+
+/**
+ * Send a cacheable representation: ETag, Cache-Control from the server's cache hints, Vary on the
+ * headers that change it, and 304 with no body when `If-None-Match` already names it.
+ */
+export function sendRepresentation(request: FastifyRequest, reply: FastifyReply, rep: Representation, hints: CacheHints) {
+  reply.header('etag', rep.etag)
+  reply.header('cache-control', `${hints.cacheScope}, max-age=${Math.floor(hints.ttlMs / 1000)}`)
+  reply.header('vary', 'Mcp-Protocol-Version, Mcp-Meta, Authorization')
+  if (ifNoneMatch(request.headers['if-none-match'], rep.etag)) return reply.code(304).send()
+  return reply.type(JSON_TYPE).send(rep.body)
+}
+
+/** Send a computed result; with `cacheable`, as a representation with its own ETag. */
+export function sendResult(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  result: object,
+  cacheable?: CacheHints
+): FastifyReply {
+  const body = JSON.stringify(result)
+  if (cacheable !== undefined && (result as { resultType?: string }).resultType !== 'input_required') {
+    return sendRepresentation(request, reply, { body, etag: etagOf(body) }, cacheable)
+  }
+  return reply.type(JSON_TYPE).send(body)
+}
+
+/** An answer with a status and no body (202 Accepted, 204 No Content). */
+export function sendEmpty(reply: FastifyReply, status: 202 | 204): FastifyReply {
+  return reply.code(status).send()
+}

@@ -1,0 +1,139 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Principal } from '../core/context.js'
+import type { RetryableContext } from '../core/definitions.js'
+import type { McpServer } from '../core/mcp-server.js'
+import { errors } from '../errors.js'
+import { Header, decodeJsonHeader, isPlainObject } from '../headers.js'
+import { MetaKey, era as eraOf, isSupportedVersion, SUPPORTED_VERSIONS, type Era, type ProtocolVersion } from '../protocol.js'
+import type { Meta } from '../schema/common.js'
+import type { InputResponses } from '../schema/mrtr.js'
+import type { Store } from '../store/types.js'
+
+/** What the MCP hooks learn about a request before its route runs. */
+export interface McpRequestState {
+  requestId: string
+  version: ProtocolVersion
+  era: Era
+  /** True when the version came from the header (else the server default). */
+  versionFromHeader: boolean
+  principal: Principal
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    mcpState: McpRequestState
+  }
+  interface FastifyInstance {
+    mcp: McpServer
+    mcpStore: Store
+  }
+}
+
+/** Parameters of a request that may be a retry (tools/call, prompts/get, resources/read). */
+export interface RetryParams {
+  _meta?: Meta
+  inputResponses?: InputResponses
+  requestState?: string
+}
+
+/** The `_meta`, input responses and state of a GET, from the `Mcp-*` headers. */
+export function paramsFromHeaders(request: FastifyRequest): RetryParams {
+  const h = request.headers
+  const params: RetryParams = {}
+  const meta = decodeJsonHeader(Header.meta, h[Header.meta], 'object') as Meta | undefined
+  if (meta !== undefined) params._meta = meta
+  const responses = decodeJsonHeader(Header.inputResponses, h[Header.inputResponses], 'object') as InputResponses | undefined
+  if (responses !== undefined) {
+    for (const [k, v] of Object.entries(responses)) {
+      if (!isPlainObject(v)) throw errors.invalidParams(`Invalid Mcp-Input-Responses header: "${k}" must be an object`)
+    }
+    params.inputResponses = responses
+  }
+  const state = h[Header.requestState]
+  if (state !== undefined) {
+    if (Array.isArray(state) || state === '' || state.length > 65536) throw errors.invalidParams('Invalid Mcp-Request-State header')
+    // The opaque token itself; a JSON string form ("...") is accepted too.
+    params.requestState = state.startsWith('"') ? (decodeJsonHeader(Header.requestState, state, 'string') as string) : state
+  }
+  return params
+}
+
+class HttpRequestContext implements RetryableContext {
+  #controller: AbortController | undefined
+  constructor(
+    readonly requestId: string,
+    readonly protocolVersion: ProtocolVersion,
+    readonly era: Era,
+    readonly meta: Meta | undefined,
+    readonly clientCapabilities: Readonly<Record<string, unknown>> | undefined,
+    readonly principal: Principal,
+    readonly log: FastifyRequest['log'],
+    readonly inputResponses: InputResponses | undefined,
+    readonly requestState: string | undefined,
+    readonly reply: FastifyReply
+  ) {}
+
+  // Created on first use: most handlers never look at it, and an AbortController is not free.
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      const controller = (this.#controller = new AbortController())
+      const res = this.reply.raw
+      const abort = () => controller.abort(new Error('The client closed the connection'))
+      if (res.destroyed && !res.writableFinished) abort()
+      else res.once('close', () => res.writableFinished || abort())
+    }
+    return this.#controller.signal
+  }
+}
+
+/**
+ * Build the core's request context. In 2026-07-28 the `_meta` envelope may name the version and
+ * carries the client's capabilities; a version there that contradicts the header is 400 -32020.
+ * In the legacy era the capabilities are those its `initialize` declared for the connection.
+ */
+export async function createContext(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  params: RetryParams = {}
+): Promise<HttpRequestContext> {
+  const state = request.mcpState
+  const meta = params._meta
+  let { version, era } = state
+  const metaVersion = meta?.[MetaKey.protocolVersion]
+  if (metaVersion !== undefined) {
+    if (typeof metaVersion !== 'string') throw errors.invalidParams(`_meta["${MetaKey.protocolVersion}"] must be a string`)
+    if (state.versionFromHeader && metaVersion !== version) {
+      throw errors.headerMismatch(`Mcp-Protocol-Version header (${version}) does not match _meta protocol version (${metaVersion})`)
+    }
+    if (!state.versionFromHeader) {
+      if (!isSupportedVersion(metaVersion)) throw errors.unsupportedVersion(metaVersion.slice(0, 64), SUPPORTED_VERSIONS)
+      version = metaVersion
+      era = eraOf(version)
+      state.version = version
+      state.era = era
+      reply.header(Header.protocolVersion, version)
+    }
+  }
+  let caps: Record<string, unknown> | undefined
+  if (era === 'modern') {
+    const declared = meta?.[MetaKey.clientCapabilities]
+    if (declared !== undefined && !isPlainObject(declared)) {
+      throw errors.invalidParams(`_meta["${MetaKey.clientCapabilities}"] must be an object`)
+    }
+    caps = declared
+  } else {
+    caps = (await request.server.mcpStore.getLegacyClient(state.principal.id))?.capabilities
+  }
+  return new HttpRequestContext(
+    state.requestId,
+    version,
+    era,
+    meta,
+    caps,
+    state.principal,
+    request.log,
+    params.inputResponses,
+    params.requestState,
+    reply
+  )
+}

@@ -1,0 +1,12 @@
+/** The public API of the package. */
+export { McpServer, type McpServerOptions, type Representation } from './core/mcp-server.js'
+export type * from './core/definitions.js'
+export { ANONYMOUS, type Principal, type RequestContext, type Logger } from './core/context.js'
+export { mcpPlugin, type McpPluginOptions } from './app.js'
+export { buildServer, type BuildServerOptions } from './server.js'
+export { McpError, ErrorCode, errors, ConfigurationError } from './errors.js'
+export { SUPPORTED_VERSIONS, LATEST_VERSION, type ProtocolVersion } from './protocol.js'
+export { MemoryStore } from './store/memory.js'
+export type { Store, StoreLimits, LegacyClient } from './store/types.js'
+export { loadConfig, type Config } from './config.js'
+export { encodeJsonHeader } from './headers.js'

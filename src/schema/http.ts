@@ -1,0 +1,55 @@
+import { Type, type TSchema } from '@sinclair/typebox'
+import { ErrorSchema } from './common.js'
+
+const version = Type.Optional(
+  Type.String({ maxLength: 64, description: 'Protocol version of the request (default: the server default, 2026-07-28).' })
+)
+const requestId = Type.Optional(
+  Type.String({ maxLength: 128, description: 'Unique id of this request; echoed, logged, and named by cancellation.' })
+)
+const jsonHeader = (what: string) =>
+  Type.Optional(Type.String({ description: `${what} as JSON text, or \`=?base64?<base64 of UTF-8 JSON>?=\` when not ASCII.` }))
+
+/** Headers every MCP request may send. */
+export const CommonHeaders = Type.Object({ 'mcp-protocol-version': version, 'mcp-request-id': requestId })
+
+/** Headers of a GET request: its parameters travel here. */
+export const GetHeaders = Type.Object({
+  'mcp-protocol-version': version,
+  'mcp-request-id': requestId,
+  'mcp-meta': jsonHeader('The request `_meta` object')
+})
+
+/** Headers of a GET that may be a multi round-trip retry (prompts/get, resources/read). */
+export const RetryGetHeaders = Type.Object({
+  'mcp-protocol-version': version,
+  'mcp-request-id': requestId,
+  'mcp-meta': jsonHeader('The request `_meta` object'),
+  'mcp-input-responses': jsonHeader('`inputResponses`'),
+  'mcp-request-state': Type.Optional(Type.String({ description: '`requestState`, echoed verbatim.' }))
+})
+
+export const CursorQuery = Type.Object({
+  cursor: Type.Optional(Type.String({ maxLength: 512, description: '`nextCursor` of the previous page.' }))
+})
+
+export const NotModified = Type.Null({ description: 'Not modified: the `If-None-Match` ETag is current.' })
+export const Accepted = Type.Null({ description: 'Accepted.' })
+
+const err = (description: string) => Type.Object(ErrorSchema.properties, { description })
+
+/** The error responses of a route, documented once. */
+export function errorResponses(...extra: (404 | 405 | 409 | 413)[]): Record<number, TSchema> {
+  const out: Record<number, TSchema> = {
+    400: err('Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022.'),
+    500: err('Internal error -32603; the body never carries details.')
+  }
+  for (const code of extra) {
+    out[code] =
+      code === 404 ? err('Not found (-32602, or -32002 for a resource in the legacy era).')
+      : code === 405 ? err('Method not allowed; see the Allow header.')
+      : code === 409 ? err('Conflict.')
+      : err('Request body too large.')
+  }
+  return out
+}

@@ -1,0 +1,38 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { ImplementationSchema, JsonObject, MetaSchema, cacheableFields, resultFields } from './common.js'
+
+export const ClientCapabilitiesSchema = JsonObject('What the client supports: elicitation, sampling, roots, tasks, ...')
+export const ServerCapabilitiesSchema = JsonObject('What the server offers: tools, prompts, resources, ...')
+
+export const InitializeBodySchema = Type.Object({
+  protocolVersion: Type.String({ maxLength: 64 }),
+  capabilities: ClientCapabilitiesSchema,
+  clientInfo: ImplementationSchema,
+  _meta: Type.Optional(MetaSchema)
+})
+export type InitializeBody = Static<typeof InitializeBodySchema>
+
+export const InitializeResultSchema = Type.Object({
+  protocolVersion: Type.String(),
+  capabilities: ServerCapabilitiesSchema,
+  serverInfo: ImplementationSchema,
+  instructions: Type.Optional(Type.String()),
+  ...resultFields
+})
+export type InitializeResult = Static<typeof InitializeResultSchema>
+
+export const DiscoverResultSchema = Type.Object({
+  supportedVersions: Type.Array(Type.String()),
+  capabilities: ServerCapabilitiesSchema,
+  serverInfo: ImplementationSchema,
+  instructions: Type.Optional(Type.String()),
+  ...cacheableFields
+})
+export type DiscoverResult = Static<typeof DiscoverResultSchema>
+
+export const LoggingLevels = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const
+export type LoggingLevel = (typeof LoggingLevels)[number]
+export const LoggingLevelSchema = Type.Union(LoggingLevels.map((l) => Type.Literal(l)))
+
+export const SetLevelBodySchema = Type.Object({ level: LoggingLevelSchema, _meta: Type.Optional(MetaSchema) })
+export type SetLevelBody = Static<typeof SetLevelBodySchema>

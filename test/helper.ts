@@ -1,0 +1,38 @@
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
+import type { Test } from 'tap'
+import { createDemoServer } from '../src/demo/catalogue.js'
+import type { McpServer } from '../src/core/mcp-server.js'
+import { buildServer, type BuildServerOptions } from '../src/server.js'
+
+export interface Built {
+  app: FastifyInstance
+  mcp: McpServer
+}
+
+/** A demo server per test (or the given catalogue), closed when the test ends. */
+export async function build(t: Test, options: Partial<BuildServerOptions> = {}): Promise<Built> {
+  const mcp = options.mcp ?? createDemoServer()
+  const app = await buildServer({ logger: false, ...options, mcp })
+  t.teardown(() => app.close())
+  await app.ready()
+  return { app, mcp }
+}
+
+/** Inject and parse: status, headers and the JSON body (undefined when there is none). */
+export async function call(
+  app: FastifyInstance,
+  opts: InjectOptions
+): Promise<{ status: number; headers: LightMyRequestResponse['headers']; body: any; raw: string }> {
+  const res = await app.inject(opts)
+  return {
+    status: res.statusCode,
+    headers: res.headers,
+    body: res.payload === '' ? undefined : JSON.parse(res.payload),
+    raw: res.payload
+  }
+}
+
+export const json = (body: unknown) => ({
+  payload: JSON.stringify(body),
+  headers: { 'content-type': 'application/json' }
+})
