@@ -1,0 +1,139 @@
+import { readFile } from 'node:fs/promises'
+import type { AddressInfo } from 'node:net'
+import t from 'tap'
+import { Type } from '@sinclair/typebox'
+import createClient from 'openapi-fetch'
+import type { paths } from '../openapi/schema.js'
+import { generateOpenApi } from '../scripts/openapi-lib.js'
+import { createDemoServer } from '../src/demo/catalogue.js'
+import { buildServer } from '../src/server.js'
+import { build, call } from './helper.js'
+
+/** Every route of the binding, with its methods; the 405 helpers and HEAD must not appear. */
+const ROUTES: Record<string, string[]> = {
+  '/initialize': ['post'],
+  '/discover': ['get'],
+  '/ping': ['get'],
+  '/logLevel': ['post'],
+  '/completions': ['post'],
+  '/tools': ['get'],
+  '/tools/{name}/calls': ['post'],
+  '/prompts': ['get'],
+  '/prompts/{name}': ['get', 'post'],
+  '/resources': ['get'],
+  '/resources/templates': ['get'],
+  '/resources/{uri}': ['get', 'post'],
+  '/resources/subscribe': ['post'],
+  '/resources/unsubscribe': ['post'],
+  '/openapi.json': ['get']
+}
+const DEMO_TOOLS = ['echo', 'add', 'get_weather']
+
+const bodySchema = (op: any) => op.requestBody.content['application/json'].schema
+const callResultSchema = (op: any) =>
+  op.responses['200'].content['application/json'].schema.anyOf.find((s: any) => s.properties?.content !== undefined)
+
+/** Where two texts first differ, as a line number and both lines, for a readable failure. */
+function firstDifference(committed: string, generated: string) {
+  const a = committed.split('\n')
+  const b = generated.split('\n')
+  const line = a.findIndex((text, i) => text !== b[i])
+  const at = line === -1 ? a.length : line
+  return { line: at + 1, committed: a[at], generated: b[at] }
+}
+
+t.test('the committed openapi/ files are what the code generates now', async (t) => {
+  for (const [name, generated] of Object.entries(await generateOpenApi())) {
+    const committed = await readFile(new URL(`../openapi/${name}`, import.meta.url), 'utf8').catch(() => '')
+    const same = committed === generated
+    t.ok(same, `openapi/${name} is stale: run \`npm run openapi\` and commit the result`, same ? {} : firstDifference(committed, generated))
+  }
+})
+
+t.test('the document describes every route of the binding and one operation per tool', async (t) => {
+  const { app } = await build(t)
+  const res = await call(app, { url: '/openapi.json' })
+  t.equal(res.status, 200)
+  const doc = res.body
+  t.equal(doc.openapi, '3.1.0')
+  const methods = Object.fromEntries(Object.entries(doc.paths).map(([path, item]) => [path, Object.keys(item as object).sort()]))
+  const toolPaths = Object.fromEntries(DEMO_TOOLS.map((name) => [`/tools/${name}/calls`, ['post']]))
+  t.strictSame(methods, { ...ROUTES, ...toolPaths }, 'exactly the binding: no 405 helpers, no HEAD')
+
+  const ids = Object.values(doc.paths).flatMap((item) => Object.values(item as object).map((op) => op.operationId))
+  t.equal(new Set(ids).size, ids.length, 'operationIds are unique')
+  t.notOk(ids.includes(undefined), 'every operation has an operationId')
+
+  const { tools } = (await call(app, { url: '/tools' })).body
+  t.same(tools.map((tool: { name: string }) => tool.name), DEMO_TOOLS)
+  for (const tool of tools) {
+    const op = doc.paths[`/tools/${tool.name}/calls`].post
+    t.equal(op.operationId, `callTool_${tool.name}`)
+    t.equal(op.description, tool.description)
+    t.notOk(op.parameters.some((p: { in: string }) => p.in === 'path'), `${tool.name}: no path parameter left`)
+    t.strictSame(bodySchema(op).properties.arguments, tool.inputSchema, `${tool.name}: arguments is the inputSchema`)
+    t.strictSame(bodySchema(op).required, ['arguments'])
+  }
+  const add = tools.find((tool: { name: string }) => tool.name === 'add')
+  const addResult = callResultSchema(doc.paths['/tools/add/calls'].post)
+  t.strictSame(addResult.properties.structuredContent, add.outputSchema, 'add: structuredContent is the outputSchema')
+  t.strictSame(
+    callResultSchema(doc.paths['/tools/echo/calls'].post).properties.structuredContent,
+    callResultSchema(doc.paths['/tools/{name}/calls'].post).properties.structuredContent,
+    'a tool without outputSchema keeps the generic structuredContent'
+  )
+})
+
+t.test('tools registered or removed at run time appear in and leave the document', async (t) => {
+  const { app, mcp } = await build(t)
+  const paths = async () => (await call(app, { url: '/openapi.json' })).body.paths
+  t.notOk('/tools/late/calls' in (await paths()))
+  const input = Type.Object({ n: Type.Integer() })
+  const registration = mcp.tool({ name: 'late', description: 'Added at run time.', input }, ({ n }) => String(n))
+  const op = (await paths())['/tools/late/calls']?.post
+  t.equal(op?.operationId, 'callTool_late')
+  t.equal(op?.description, 'Added at run time.')
+  t.strictSame(bodySchema(op).properties.arguments, JSON.parse(JSON.stringify(input)))
+  registration.remove()
+  const after = await paths()
+  t.notOk('/tools/late/calls' in after)
+  t.ok('/tools/add/calls' in after, 'the other tools stay')
+})
+
+t.test('a client generated from the committed document calls the server over a real socket', async (t) => {
+  const app = await buildServer({ logger: false, mcp: createDemoServer() })
+  t.teardown(() => app.close())
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = app.server.address() as AddressInfo
+  const client = createClient<paths>({ baseUrl: `http://127.0.0.1:${port}` })
+  const sent: string[] = []
+  client.use({ onRequest: ({ request }) => void sent.push(new URL(request.url).pathname) })
+
+  const add = await client.POST('/tools/add/calls', { body: { arguments: { a: 2, b: 3 } } })
+  t.equal(add.response.status, 200)
+  t.equal(add.data !== undefined && 'content' in add.data ? add.data.structuredContent?.sum : undefined, 5)
+
+  const echo = await client.POST('/tools/echo/calls', { body: { arguments: { text: 'hello' } } })
+  t.strictSame(echo.data, { content: [{ type: 'text', text: 'hello' }], resultType: 'complete' })
+
+  const list = await client.GET('/tools')
+  t.same(list.data?.tools.map((tool) => tool.name), DEMO_TOOLS)
+
+  // openapi-fetch encodes path parameters with encodeURIComponent, which is what the server expects.
+  const readme = await client.GET('/resources/{uri}', { params: { path: { uri: 'demo://readme' } } })
+  t.equal(sent.at(-1), '/resources/demo%3A%2F%2Freadme')
+  t.match(readme.data !== undefined && 'contents' in readme.data ? readme.data.contents[0] : undefined, {
+    uri: 'demo://readme',
+    text: /^# MCP Pure HTTP demo/
+  })
+
+  const unknown = await client.POST('/tools/{name}/calls', { params: { path: { name: 'nope' } }, body: {} })
+  t.equal(unknown.response.status, 404)
+  t.equal(unknown.data, undefined)
+  t.strictSame(unknown.error, { code: -32602, message: 'Unknown tool: nope' })
+
+  // @ts-expect-error each tool's operation types its arguments: a string `a` does not compile
+  const wrong = await client.POST('/tools/add/calls', { body: { arguments: { a: 'x', b: 3 } } })
+  t.equal(wrong.response.status, 400)
+  t.equal(wrong.error?.message, 'Invalid arguments for tool add: a must be number')
+})
