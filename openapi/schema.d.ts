@@ -390,7 +390,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The negotiated version and what this server offers. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -486,7 +486,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description Supported versions, capabilities and identity of this server. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -717,7 +717,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Completion suggestions (at most 100). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -801,7 +801,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description One page of tools. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -933,7 +933,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The tool result (`isError: true` when the tool failed), or input_required (2026-07-28). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1140,7 +1140,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description One page of prompts. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1243,7 +1243,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The prompt messages, or input_required (2026-07-28). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1453,7 +1453,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The prompt messages, or input_required (2026-07-28). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1659,7 +1659,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description One page of resources. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1759,7 +1759,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description One page of resource templates. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1863,7 +1863,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The resource contents, or input_required (2026-07-28). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2003,7 +2003,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The resource contents, or input_required (2026-07-28). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2057,13 +2057,6 @@ export interface operations {
                         };
                     };
                 };
-            };
-            /** @description Not modified: the `If-None-Match` ETag is current. */
-            304: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
             400: {
@@ -2334,7 +2327,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The tool result (`isError: true` when the tool failed), or input_required (2026-07-28). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2561,7 +2554,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The tool result (`isError: true` when the tool failed), or input_required (2026-07-28). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2786,7 +2779,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The tool result (`isError: true` when the tool failed), or input_required (2026-07-28). */
             200: {
                 headers: {
                     [name: string]: unknown;

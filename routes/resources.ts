@@ -63,9 +63,10 @@ const resources: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   )
 
-  const read = async (request: FastifyRequest, reply: FastifyReply, uri: string, params: RetryParams) => {
+  // GET reads are HTTP-cacheable (ETag, 304); POST ones are not (RFC 9110 allows 304 only for GET/HEAD).
+  const read = async (request: FastifyRequest, reply: FastifyReply, uri: string, params: RetryParams, cacheable: boolean) => {
     const ctx = await createContext(request, reply, params)
-    return sendResult(request, reply, await mcp.readResource(uri, ctx), mcp.cacheHints)
+    return sendResult(request, reply, await mcp.readResource(uri, ctx), cacheable ? mcp.cacheHints : undefined)
   }
 
   fastify.get(
@@ -80,7 +81,7 @@ const resources: FastifyPluginAsyncTypebox = async (fastify) => {
         response: { 200: ReadResourceResponseSchema, 304: NotModified, ...errorResponses(404) }
       }
     },
-    async (request, reply) => read(request, reply, request.params.uri, paramsFromHeaders(request))
+    async (request, reply) => read(request, reply, request.params.uri, paramsFromHeaders(request), true)
   )
 
   fastify.post(
@@ -94,10 +95,10 @@ const resources: FastifyPluginAsyncTypebox = async (fastify) => {
         params: UriParams,
         headers: CommonHeaders,
         body: ReadResourceBodySchema,
-        response: { 200: ReadResourceResponseSchema, 304: NotModified, ...errorResponses(404, 413) }
+        response: { 200: ReadResourceResponseSchema, ...errorResponses(404, 413) }
       }
     },
-    async (request, reply) => read(request, reply, request.params.uri, request.body)
+    async (request, reply) => read(request, reply, request.params.uri, request.body, false)
   )
 
   const subscription = (subscribe: boolean) => ({

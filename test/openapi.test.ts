@@ -137,3 +137,33 @@ t.test('a client generated from the committed document calls the server over a r
   t.equal(wrong.response.status, 400)
   t.equal(wrong.error?.message, 'Invalid arguments for tool add: a must be number')
 })
+
+t.test('tool schemas with local $refs and names with dots stay valid in the document', async (t) => {
+  const { app, mcp } = await build(t)
+  const Point = Type.Object({ x: Type.Number(), y: Type.Number() })
+  const input = Type.Unsafe<{ p: { x: number; y: number } }>({
+    type: 'object',
+    $defs: { P: Point },
+    properties: { p: { $ref: '#/$defs/P' }, tag: { const: { $ref: '#/not/a/ref' } } },
+    required: ['p']
+  })
+  mcp.tool({ name: 'geo.point', input, output: Type.Unsafe<{ q: unknown }>({ type: 'object', $defs: { Q: Point }, properties: { q: { $ref: '#/$defs/Q' } } }) }, ({ p }) => ({ structuredContent: { q: p } }))
+  mcp.tool({ name: 'geo-point' }, () => 'dash')
+  const doc = (await call(app, { url: '/openapi.json' })).body
+  const dotted = doc.paths['/tools/geo.point/calls'].post
+  t.equal(dotted.operationId, 'callTool_geo.point')
+  t.equal(doc.paths['/tools/geo-point/calls'].post.operationId, 'callTool_geo-point', 'no two tools share an operationId')
+  const ref = dotted.requestBody.content['application/json'].schema.properties.arguments.properties.p.$ref
+  t.equal(ref, '#/paths/~1tools~1geo.point~1calls/post/requestBody/content/application~1json/schema/properties/arguments/$defs/P')
+  // Resolve the rebased pointer against the document itself.
+  const resolve = (pointer: string) =>
+    pointer.slice(2).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~')).reduce((o: any, k) => o?.[k], doc)
+  t.same(resolve(ref).required, ['x', 'y'], 'the $ref resolves to the definition')
+  const args = dotted.requestBody.content['application/json'].schema.properties.arguments
+  t.same(args.properties.tag.const, { $ref: '#/not/a/ref' }, 'values under const are data, not references')
+  const out = dotted.responses['200'].content['application/json'].schema.anyOf.find((s: any) => s.properties?.content)
+  t.same(resolve(out.properties.structuredContent.properties.q.$ref).required, ['x', 'y'])
+  await t.resolves(import('openapi-typescript').then((m) => m.default(doc)), 'openapi-typescript accepts the document')
+  const res = await call(app, { method: 'POST', url: '/tools/geo.point/calls', payload: { arguments: { p: { x: 1, y: 2 } } } })
+  t.same(res.body.structuredContent, { q: { x: 1, y: 2 } })
+})

@@ -39,17 +39,14 @@ export const Accepted = Type.Null({ description: 'Accepted.' })
 const err = (description: string) => Type.Object(ErrorSchema.properties, { description })
 
 /** The error responses of a route, documented once. */
-export function errorResponses(...extra: (404 | 405 | 409 | 413)[]): Record<number, TSchema> {
+export function errorResponses(...extra: (404 | 413)[]): Record<number, TSchema> {
   const out: Record<number, TSchema> = {
     400: err('Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022.'),
     500: err('Internal error -32603; the body never carries details.')
   }
   for (const code of extra) {
     out[code] =
-      code === 404 ? err('Not found (-32602, or -32002 for a resource in the legacy era).')
-      : code === 405 ? err('Method not allowed; see the Allow header.')
-      : code === 409 ? err('Conflict.')
-      : err('Request body too large.')
+      code === 404 ? err('Not found (-32602, or -32002 for a resource in the legacy era).') : err('Request body too large.')
   }
   return out
 }

@@ -21,7 +21,10 @@ export const PromptSchema = Type.Object({
 })
 export type Prompt = Static<typeof PromptSchema>
 
-export const ListPromptsResultSchema = Type.Object({ prompts: Type.Array(PromptSchema), ...paginatedFields })
+export const ListPromptsResultSchema = Type.Object(
+  { prompts: Type.Array(PromptSchema), ...paginatedFields },
+  { description: 'One page of prompts.' }
+)
 
 export const PromptArgumentsSchema = Type.Record(Type.String(), Type.String(), {
   description: 'Prompt arguments: names to string values.'
@@ -48,4 +51,6 @@ export const GetPromptResultSchema = Type.Object({
 })
 export type GetPromptResult = Static<typeof GetPromptResultSchema>
 
-export const GetPromptResponseSchema = Type.Union([GetPromptResultSchema, InputRequiredResultSchema])
+export const GetPromptResponseSchema = Type.Union([GetPromptResultSchema, InputRequiredResultSchema], {
+  description: 'The prompt messages, or input_required (2026-07-28).'
+})

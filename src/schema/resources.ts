@@ -28,18 +28,23 @@ export const ResourceTemplateSchema = Type.Object({
 })
 export type ResourceTemplate = Static<typeof ResourceTemplateSchema>
 
-export const ListResourcesResultSchema = Type.Object({ resources: Type.Array(ResourceSchema), ...paginatedFields })
-export const ListResourceTemplatesResultSchema = Type.Object({
-  resourceTemplates: Type.Array(ResourceTemplateSchema),
-  ...paginatedFields
-})
+export const ListResourcesResultSchema = Type.Object(
+  { resources: Type.Array(ResourceSchema), ...paginatedFields },
+  { description: 'One page of resources.' }
+)
+export const ListResourceTemplatesResultSchema = Type.Object(
+  { resourceTemplates: Type.Array(ResourceTemplateSchema), ...paginatedFields },
+  { description: 'One page of resource templates.' }
+)
 
 export const ReadResourceResultSchema = Type.Object({
   contents: Type.Array(ResourceContentsSchema),
   ...cacheableFields
 })
 export type ReadResourceResult = Static<typeof ReadResourceResultSchema>
-export const ReadResourceResponseSchema = Type.Union([ReadResourceResultSchema, InputRequiredResultSchema])
+export const ReadResourceResponseSchema = Type.Union([ReadResourceResultSchema, InputRequiredResultSchema], {
+  description: 'The resource contents, or input_required (2026-07-28).'
+})
 
 /** `POST /resources/{uri}`: the fallback for parameters too large for headers. */
 export const ReadResourceBodySchema = Type.Object({ _meta: Type.Optional(MetaSchema), ...retryFields })

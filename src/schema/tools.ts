@@ -34,7 +34,10 @@ export const ToolSchema = Type.Object(
 )
 export type Tool = Static<typeof ToolSchema>
 
-export const ListToolsResultSchema = Type.Object({ tools: Type.Array(ToolSchema), ...paginatedFields })
+export const ListToolsResultSchema = Type.Object(
+  { tools: Type.Array(ToolSchema), ...paginatedFields },
+  { description: 'One page of tools.' }
+)
 
 /** `POST /tools/{name}/calls`: the `tools/call` params without `name`. */
 export const CallToolBodySchema = Type.Object(
@@ -59,4 +62,6 @@ export const CallToolResultSchema = Type.Object(
 )
 export type CallToolResult = Static<typeof CallToolResultSchema>
 
-export const CallToolResponseSchema = Type.Union([CallToolResultSchema, InputRequiredResultSchema])
+export const CallToolResponseSchema = Type.Union([CallToolResultSchema, InputRequiredResultSchema], {
+  description: 'The tool result (`isError: true` when the tool failed), or input_required (2026-07-28).'
+})
