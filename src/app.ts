@@ -95,10 +95,20 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
     openapi: {
       openapi: '3.1.0',
       info: {
-        title: `${opts.mcp.serverInfo.title ?? opts.mcp.serverInfo.name} (MCP over Pure HTTP)`,
+        title: opts.mcp.serverInfo.title ?? opts.mcp.serverInfo.name,
         version: opts.mcp.serverInfo.version,
-        description: 'Model Context Protocol methods as HTTP resources (SEP-1612).'
-      }
+        description: 'Model Context Protocol methods as HTTP resources (the Pure HTTP transport, SEP-1612).',
+        license: { name: 'MIT', identifier: 'MIT' }
+      },
+      tags: [
+        { name: 'lifecycle', description: 'initialize, server/discover, ping, logging/setLevel' },
+        { name: 'tools', description: 'tools/list and tools/call by name' },
+        { name: 'tool calls', description: 'One typed operation per registered tool' },
+        { name: 'prompts', description: 'prompts/list and prompts/get' },
+        { name: 'resources', description: 'resources/list, templates, read, subscribe' },
+        { name: 'completions', description: 'completion/complete' },
+        { name: 'meta', description: 'This document' }
+      ]
     }
   })
 
@@ -106,7 +116,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   const allowed = new Map<string, Set<string>>()
   fastify.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method]
-    const url = route.url.slice(fastify.prefix.length) || '/'
+    const url = route.url.slice(fastify.prefix.length)
     const set = allowed.get(url) ?? new Set<string>()
     for (const m of methods) set.add(m)
     allowed.set(url, set)
@@ -124,7 +134,6 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
     for (const [url, set] of [...allowed]) {
       const allow = [...set].sort()
       const others = METHODS.filter((m) => !set.has(m))
-      if (others.length === 0) continue
       f.route({
         method: others,
         url,

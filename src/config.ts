@@ -41,7 +41,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const config = Value.Default(ConfigSchema, raw) as Config
   const problems = [...Value.Errors(ConfigSchema, config)].map(
-    (e) => `${e.path.slice(1) || '(config)'}=${JSON.stringify(e.value)}: ${e.message}`
+    (e) => `${e.path.slice(1)}=${JSON.stringify(e.value)}: ${e.message}`
   )
   if (problems.length > 0) throw new ConfigurationError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
   return config

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { mcpPlugin, type McpPluginOptions } from './app.js'
+import type { Socket } from 'node:net'
+import { ErrorCode } from './errors.js'
 import { Header } from './headers.js'
 
 export interface BuildServerOptions extends McpPluginOptions {
@@ -21,15 +23,41 @@ export interface BuildServerOptions extends McpPluginOptions {
  * await app.listen({ host: '127.0.0.1', port: 3000 })
  */
 export async function buildServer(options: BuildServerOptions): Promise<FastifyInstance> {
-  const { logger, bodyLimit, prefix, ...plugin } = options
+  const { logger, bodyLimit, prefix, ...plugin } = { logger: { level: 'info' }, bodyLimit: 1024 * 1024, ...options }
   const app = Fastify({
-    logger: logger ?? { level: 'info' },
-    bodyLimit: bodyLimit ?? 1024 * 1024,
+    logger,
+    bodyLimit,
     requestIdHeader: Header.requestId,
     genReqId: () => randomUUID(),
     routerOptions: { maxParamLength: 4096 },
-    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } }
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
+    clientErrorHandler
   }).withTypeProvider<TypeBoxTypeProvider>()
   await app.register(mcpPlugin, prefix === undefined ? plugin : { ...plugin, prefix })
   return app
+}
+
+/**
+ * Errors Node's HTTP parser raises before Fastify sees a request (headers too large, malformed
+ * requests) still get the binding's error body. The usual cause of a 431 is a large `Mcp-Arguments`
+ * or `Mcp-Meta`: the POST form of the route takes the same parameters in the body.
+ */
+const CLIENT_ERRORS: Record<string, [number, string, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'Request headers too large: send the parameters in the body with POST'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'Request timeout']
+}
+
+function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
+  // A reset or half-closed socket has nobody to answer: races no test can provoke reliably.
+  /* c8 ignore next */
+  if (err.code === 'ECONNRESET' || socket.destroyed) return
+  const [status, reason, message] = CLIENT_ERRORS[String(err.code)] ?? [400, 'Bad Request', 'Malformed HTTP request']
+  const body = JSON.stringify({ code: ErrorCode.invalidRequest, message })
+  /* c8 ignore next */
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${body}`
+    )
+  }
+  socket.destroy(err)
 }

@@ -42,7 +42,7 @@ t.test('pagination follows nextCursor to the end; bad cursors are 400', async (t
   t.same(second.body.tools.map((x: { name: string }) => x.name), ['get_weather'])
   t.notOk('nextCursor' in second.body)
   t.not(first.headers.etag, second.headers.etag, 'each page has its own ETag')
-  for (const cursor of ['garbage', Buffer.from('{"k":"prompts","o":2}').toString('base64url'), Buffer.from('{"k":"tools","o":99}').toString('base64url')]) {
+  for (const cursor of ['garbage', Buffer.from('null').toString('base64url'), Buffer.from('{"k":"prompts","o":2}').toString('base64url'), Buffer.from('{"k":"tools","o":99}').toString('base64url')]) {
     const bad = await call(app, { url: `/tools?cursor=${cursor}` })
     t.equal(bad.status, 400, cursor)
     t.same(bad.body, { code: -32602, message: 'Invalid cursor' })
@@ -117,6 +117,8 @@ t.test('bad bodies: parse error, empty, not an object, wrong media type, too lar
   t.same([text.status, text.body.code], [415, -32600])
   const big = await call(app, post('/tools/echo/calls', { arguments: { text: 'x'.repeat(4096) } }))
   t.same([big.status, big.body.code], [413, -32600])
+  const short = await call(app, { method: 'POST', url: '/tools/echo/calls', payload: '{"arguments":{}}', headers: { 'content-type': 'application/json', 'content-length': '3' } })
+  t.same([short.status, short.body.code], [400, -32600], 'a Content-Length that does not match the body')
 })
 
 t.test('unknown tool is 404 -32602', async (t) => {
@@ -168,4 +170,50 @@ t.test('registration rejects bad definitions', async (t) => {
   t.throws(() => mcp.tool({ name: 'a', input: Type.Unsafe<{}>({ type: 'object', properties: { x: { type: 'nonsense' } } }) }, () => ''), /invalid JSON Schema/)
   mcp.tool({ name: 'a' }, () => '')
   t.throws(() => mcp.tool({ name: 'a' }, () => ''), /already registered/)
+})
+
+t.test('the demo catalogue: get_weather is deterministic per location', async (t) => {
+  const { app } = await build(t)
+  const a = await call(app, post('/tools/get_weather/calls', { arguments: { location: 'Oslo' } }))
+  const b = await call(app, post('/tools/get_weather/calls', { arguments: { location: 'Oslo' } }))
+  t.match(a.body.content[0].text, /^Weather in Oslo: [A-Za-z ]+, \d+°C$/)
+  t.equal(a.body.content[0].text, b.body.content[0].text)
+  const empty = await call(app, post('/tools/get_weather/calls', { arguments: { location: '' } }))
+  t.same([empty.status, empty.body.message], [400, 'Invalid arguments for tool get_weather: location must NOT have fewer than 1 characters'])
+})
+
+t.test('validation messages for closed objects and enums; throwing a non-Error', async (t) => {
+  const mcp = new McpServer({ name: 't', version: '1' })
+  mcp.tool(
+    { name: 'strict', input: Type.Object({ mode: Type.Union([Type.Literal('a'), Type.Literal('b')]) }, { additionalProperties: false }) },
+    ({ mode }) => mode
+  )
+  mcp.tool({ name: 'pick', input: Type.Unsafe<{ c: string }>({ type: 'object', properties: { c: { enum: ['red', 'blue'] } } }) }, () => 'ok')
+  mcp.tool({ name: 'odd' }, () => {
+    throw 'a string' // eslint-disable-line no-throw-literal
+  })
+  const { app } = await build(t, { mcp })
+  const extra = await call(app, post('/tools/strict/calls', { arguments: { mode: 'a', other: 1 } }))
+  t.same(extra.body, { code: -32602, message: 'Invalid arguments for tool strict: other is not allowed', data: { path: '/other' } })
+  const enumErr = await call(app, post('/tools/pick/calls', { arguments: { c: 'green' } }))
+  t.equal(enumErr.body.message, 'Invalid arguments for tool pick: c must be one of ["red","blue"]')
+  mcp.tool({ name: 'some', input: Type.Object({}, { minProperties: 1 }) }, () => 'ok')
+  const root = await call(app, post('/tools/some/calls', { arguments: {} }))
+  t.same(root.body, { code: -32602, message: 'Invalid arguments for tool some: (root) must NOT have fewer than 1 properties', data: { path: '' } })
+  const odd = await call(app, post('/tools/odd/calls', {}))
+  t.same(odd.body.content, [{ type: 'text', text: 'a string' }])
+})
+
+t.test('a registration handle removes only what it registered', async (t) => {
+  const mcp = new McpServer({ name: 't', version: '1' })
+  const changes: string[] = []
+  mcp.onChange((kind) => changes.push(kind))
+  const first = mcp.tool({ name: 'x' }, () => 'first')
+  first.remove()
+  first.remove()
+  mcp.tool({ name: 'x' }, () => 'second')
+  first.remove()
+  t.same(changes, ['tools', 'tools', 'tools'], 'a second remove() and a stale handle change nothing')
+  const { app } = await build(t, { mcp })
+  t.equal((await call(app, post('/tools/x/calls', {}))).body.content[0].text, 'second')
 })

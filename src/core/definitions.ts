@@ -62,15 +62,17 @@ export interface PromptArgumentDefinition {
   complete?: Completer
 }
 
+/** The handler's view of the arguments: required ones are strings, the others may be missing. */
 export type PromptArgs<A extends Record<string, PromptArgumentDefinition>> = {
-  [K in keyof A]: A[K]['required'] extends true ? string : string | undefined
+  [K in keyof A]: A[K] extends { required: true } ? string : string | undefined
 }
 
 export interface PromptDefinition<A extends Record<string, PromptArgumentDefinition>> {
   name: string
   title?: string
   description?: string
-  arguments?: A
+  // The intersection keeps completers contextually typed while `A` is inferred from the literal.
+  arguments?: A & { [K in keyof A]: PromptArgumentDefinition }
   icons?: Tool['icons']
   _meta?: Meta
 }

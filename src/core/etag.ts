@@ -9,10 +9,10 @@ export function etagOf(body: string): string {
 export function ifNoneMatch(header: string | undefined, etag: string): boolean {
   if (header === undefined) return false
   if (header.trim() === '*') return true
-  const opaque = etag.startsWith('W/') ? etag.slice(2) : etag
+  // Our ETags are strong; the header's may be weak (W/"..."), which weak comparison ignores.
   for (const part of header.split(',')) {
     const t = part.trim()
-    if ((t.startsWith('W/') ? t.slice(2) : t) === opaque) return true
+    if ((t.startsWith('W/') ? t.slice(2) : t) === etag) return true
   }
   return false
 }

@@ -115,7 +115,7 @@ export class Registry {
    * @example
    * mcp.prompt({ name: 'greeting', arguments: { name: { required: true } } }, ({ name }) => `Say hello to ${name}`)
    */
-  prompt<A extends Record<string, PromptArgumentDefinition> = {}>(
+  prompt<const A extends Record<string, PromptArgumentDefinition> = {}>(
     def: PromptDefinition<A>,
     handler: PromptHandler<A>
   ): Registration {

@@ -82,7 +82,7 @@ export function createDemoServer(options: { pageSize?: number; cacheHints?: McpS
         name: {
           description: 'Who to greet.',
           required: true,
-          complete: (value: string) => names.filter((n) => n.toLowerCase().startsWith(value.toLowerCase()))
+          complete: (value) => names.filter((n) => n.toLowerCase().startsWith(value.toLowerCase()))
         }
       }
     },

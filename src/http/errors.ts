@@ -22,9 +22,8 @@ export function toMcpError(err: unknown, request: FastifyRequest): McpError {
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return errors.invalidRequest('Content-Length does not match the body')
   }
-  if (err instanceof SyntaxError && e.statusCode === 400) return errors.parse()
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
-    return new McpError(ErrorCode.invalidRequest, e.message ?? 'Bad request', e.statusCode)
+    return new McpError(ErrorCode.invalidRequest, String(e.message), e.statusCode)
   }
   request.log.error({ err }, 'unhandled error')
   return errors.internal()

@@ -1,0 +1,38 @@
+import t from 'tap'
+import Fastify from 'fastify'
+import { mcpPlugin } from '../src/app.js'
+import { createDemoServer } from '../src/demo/catalogue.js'
+import { buildServer } from '../src/server.js'
+
+t.test('the MCP routes mount under a prefix inside an existing app', async (t) => {
+  const app = Fastify({ routerOptions: { maxParamLength: 4096 } })
+  t.teardown(() => app.close())
+  app.get('/health', async () => ({ ok: true }))
+  await app.register(mcpPlugin, { prefix: '/mcp-http', mcp: createDemoServer() })
+  await app.ready()
+  const tools = await app.inject({ url: '/mcp-http/tools' })
+  t.equal(tools.statusCode, 200)
+  t.equal(tools.json().tools.length, 3)
+  const call = await app.inject({ method: 'POST', url: '/mcp-http/tools/echo/calls', payload: { arguments: { text: 'hi' } } })
+  t.equal(call.json().content[0].text, 'hi')
+  const health = await app.inject({ url: '/health' })
+  t.same(health.json(), { ok: true })
+  t.notOk(health.headers['mcp-protocol-version'], 'the MCP hooks stay inside the plugin')
+  const notMcp = await app.inject({ url: '/elsewhere' })
+  t.equal(notMcp.statusCode, 404)
+  t.notOk(notMcp.headers['mcp-protocol-version'], 'the app keeps its own 404 outside the prefix')
+  const mcp404 = await app.inject({ url: '/mcp-http/nowhere' })
+  t.same([mcp404.statusCode, mcp404.json().code], [404, -32601])
+  const wrong = await app.inject({ method: 'DELETE', url: '/mcp-http/tools' })
+  t.same([wrong.statusCode, wrong.headers.allow], [405, 'GET, HEAD'])
+  const doc = (await app.inject({ url: '/mcp-http/openapi.json' })).json()
+  t.ok(doc.paths['/mcp-http/tools/echo/calls'], 'the document names the prefixed paths')
+  t.notOk(doc.paths['/health'], 'and only the MCP routes')
+})
+
+t.test('buildServer takes a prefix too', async (t) => {
+  const app = await buildServer({ mcp: createDemoServer(), logger: false, prefix: '/v1' })
+  t.teardown(() => app.close())
+  t.equal((await app.inject({ url: '/v1/discover' })).statusCode, 200)
+  t.equal((await app.inject({ url: '/discover' })).statusCode, 404)
+})

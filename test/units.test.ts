@@ -1,0 +1,81 @@
+import t from 'tap'
+import { ifNoneMatch, etagOf } from '../src/core/etag.js'
+import { UriTemplate } from '../src/core/uri-template.js'
+import { decodeJsonHeader, encodeJsonHeader } from '../src/headers.js'
+import { loadConfig } from '../src/config.js'
+import { MemoryStore } from '../src/store/memory.js'
+
+t.test('JSON headers: plain, base64, and every way to get them wrong', async (t) => {
+  t.equal(decodeJsonHeader('mcp-meta', undefined, 'object'), undefined)
+  t.same(decodeJsonHeader('mcp-meta', '{"a":1}', 'object'), { a: 1 })
+  t.same(decodeJsonHeader('mcp-meta', encodeJsonHeader({ who: 'Zoë' }), 'object'), { who: 'Zoë' })
+  t.equal(encodeJsonHeader({ a: 'b' }), '{"a":"b"}', 'ASCII stays plain')
+  t.match(encodeJsonHeader({ a: 'é' }), /^=\?base64\?[A-Za-z0-9+/=]+\?=$/)
+  t.equal(decodeJsonHeader('mcp-request-state', '"abc"', 'string'), 'abc')
+  t.throws(() => decodeJsonHeader('mcp-meta', ['{}', '{}'], 'object'), /Mcp-Meta header: sent more than once/)
+  t.throws(() => decodeJsonHeader('mcp-meta', '"x"', 'object'), /must be a JSON object/)
+  t.throws(() => decodeJsonHeader('mcp-request-state', '{}', 'string'), /Mcp-Request-State header: must be a JSON string/)
+  t.throws(() => decodeJsonHeader('mcp-meta', '=?base64?e30?', 'object'), /not valid JSON/, 'an unterminated encoded form is not JSON')
+})
+
+t.test('URI templates: level 1 and reserved expansion', async (t) => {
+  const simple = new UriTemplate('demo://items/{id}')
+  t.same(simple.variables, ['id'])
+  t.same(simple.match('demo://items/42'), { id: '42' })
+  t.same(simple.match('demo://items/a%20b'), { id: 'a b' })
+  t.equal(simple.match('demo://items/4/2'), undefined, '{var} does not span a slash')
+  t.equal(simple.match('demo://items/'), undefined)
+  t.equal(simple.match('demo://items/%E0%A4%A'), undefined, 'bad percent-encoding does not match')
+  t.equal(simple.expand({ id: 'a/b' }), 'demo://items/a%2Fb')
+  const two = new UriTemplate('db://{table}/rows/{row}')
+  t.same(two.match('db://users/rows/7'), { table: 'users', row: '7' })
+  const reserved = new UriTemplate('file:///{+path}')
+  t.same(reserved.match('file:///a/b/c.txt'), { path: 'a/b/c.txt' })
+  t.equal(reserved.expand({ path: 'a/b c' }), 'file:///a/b%20c')
+  t.equal(new UriTemplate('x:{a}.{b}').match('x:1.2')?.b, '2', 'literal dots are escaped')
+  t.throws(() => new UriTemplate('x:{a}/{a}'), /appears twice/)
+  t.throws(() => new UriTemplate('x:{?q}'), /only \{var\} and \{\+var\}/)
+  t.throws(() => new UriTemplate('x:{a'), /only \{var\} and \{\+var\}/)
+})
+
+t.test('ETags', async (t) => {
+  const tag = etagOf('{"a":1}')
+  t.equal(tag, etagOf('{"a":1}'))
+  t.not(tag, etagOf('{"a":2}'))
+  t.ok(ifNoneMatch(tag, tag))
+  t.ok(ifNoneMatch(`W/${tag}`, tag))
+  t.ok(ifNoneMatch(` "zzz" ,${tag}`, tag))
+  t.notOk(ifNoneMatch('"zzz"', tag))
+  t.notOk(ifNoneMatch(undefined, tag))
+})
+
+t.test('configuration from the environment', async (t) => {
+  const defaults = loadConfig({})
+  t.same(
+    [defaults.HOST, defaults.PORT, defaults.MCP_PAGE_SIZE, defaults.MCP_DEFAULT_PROTOCOL_VERSION, defaults.MCP_CACHE_SCOPE],
+    ['127.0.0.1', 3000, 100, '2026-07-28', 'private']
+  )
+  const set = loadConfig({ PORT: '8080', MCP_PAGE_SIZE: '5', MCP_DEFAULT_PROTOCOL_VERSION: '2025-11-25', LOG_LEVEL: 'warn' })
+  t.same([set.PORT, set.MCP_PAGE_SIZE, set.MCP_DEFAULT_PROTOCOL_VERSION, set.LOG_LEVEL], [8080, 5, '2025-11-25', 'warn'])
+  t.throws(() => loadConfig({ PORT: 'eighty' }), /PORT="eighty"/)
+  t.throws(() => loadConfig({ PORT: '70000' }), /PORT=70000/)
+  t.throws(() => loadConfig({ MCP_PAGE_SIZE: '0' }), /MCP_PAGE_SIZE=0/)
+  t.throws(() => loadConfig({ MCP_DEFAULT_PROTOCOL_VERSION: '2024-11-05' }), /MCP_DEFAULT_PROTOCOL_VERSION/)
+})
+
+t.test('memory store: owners are isolated and memory is bounded', async (t) => {
+  const store = new MemoryStore({ maxSubscriptions: 2, maxConnections: 2 })
+  t.equal(await store.subscribe('alice', 'x:1'), true)
+  t.equal(await store.subscribe('alice', 'x:1'), false, 'already subscribed')
+  await store.subscribe('alice', 'x:2')
+  await t.rejects(store.subscribe('alice', 'x:3'), { status: 429, message: /Too many subscriptions/ })
+  t.same(await store.subscriptions('bob'), [], 'bob sees nothing of alice')
+  t.equal(await store.unsubscribe('bob', 'x:1'), false)
+  await store.setLogLevel('bob', 'error')
+  t.equal(await store.getLogLevel('alice'), undefined)
+  await store.setLogLevel('carol', 'debug')
+  t.same(await store.subscriptions('alice'), [], 'the least recently used connection is forgotten beyond the limit')
+  t.equal(await store.getLogLevel('bob'), 'error')
+  await store.close()
+  t.equal(await store.getLogLevel('bob'), undefined)
+})
