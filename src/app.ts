@@ -1,8 +1,11 @@
 import swagger from '@fastify/swagger'
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, HTTPMethods } from 'fastify'
+import { withResourceMetadata } from './auth/bearer.js'
+import { oauthSetup, type OAuthOptions } from './auth/oauth.js'
+import { hostOriginCheck, type HostOriginOptions } from './auth/origin.js'
 import { ANONYMOUS, type Principal } from './core/context.js'
 import type { McpServer } from './core/mcp-server.js'
-import { McpError, errors } from './errors.js'
+import { ConfigurationError, McpError, errors } from './errors.js'
 import { Header } from './headers.js'
 import { sendError, toMcpError } from './http/errors.js'
 import { era, negotiateVersion, LATEST_VERSION, type ProtocolVersion } from './protocol.js'
@@ -17,16 +20,36 @@ import pingRoutes from '../routes/ping.js'
 import promptsRoutes from '../routes/prompts.js'
 import resourcesRoutes from '../routes/resources.js'
 import toolsRoutes from '../routes/tools.js'
+import wellKnownRoutes from '../routes/well-known.js'
 
-export interface McpPluginOptions {
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route answers without authentication (the RFC 9728 metadata). */
+    mcpPublic?: boolean
+  }
+}
+
+export interface McpPluginOptions extends HostOriginOptions {
   /** The catalogue and protocol logic to serve. */
   mcp: McpServer
   /** Shared state; defaults to a {@link MemoryStore}. */
   store?: Store
   /** The version of a request that sends no `Mcp-Protocol-Version` (default 2026-07-28). */
   defaultProtocolVersion?: ProtocolVersion
-  /** Identify the caller; throw an {@link McpError} (401/403) to refuse. Default: one anonymous connection. */
+  /**
+   * Identify the caller; throw an {@link McpError} (401/403) to refuse. Default: one anonymous
+   * connection. Tool scopes are checked for every principal that is not `anonymous`: return
+   * `anonymous: true` only for callers no authentication applies to.
+   */
   authenticate?: (request: FastifyRequest) => Promise<Principal>
+  /**
+   * OAuth 2.1 resource server: bearer JWTs checked on every route (see `bearerAuth`) and
+   * `/.well-known/oauth-protected-resource` (RFC 9728). Replaces `authenticate`.
+   * @example
+   * { oauth: { issuer: 'https://auth.example.com', audience: 'https://mcp.example.com',
+   *            jwksUrl: 'https://auth.example.com/jwks.json' } }
+   */
+  oauth?: OAuthOptions
 }
 
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/
@@ -71,9 +94,16 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
     }
     done()
   })
-  if (opts.authenticate !== undefined) {
-    const authenticate = opts.authenticate
+  const hostOrigin = hostOriginCheck(opts)
+  if (hostOrigin !== undefined) fastify.addHook('onRequest', hostOrigin)
+  if (opts.oauth !== undefined && opts.authenticate !== undefined) {
+    throw new ConfigurationError('mcpPlugin: give either oauth or authenticate, not both')
+  }
+  const oauth = opts.oauth === undefined ? undefined : oauthSetup(opts.oauth, fastify.prefix)
+  const authenticate = oauth?.authenticate ?? opts.authenticate
+  if (authenticate !== undefined) {
     fastify.addHook('onRequest', async (request) => {
+      if (request.routeOptions.config.mcpPublic === true) return
       request.mcpState.principal = await authenticate(request)
     })
   } else {
@@ -86,7 +116,11 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   fastify.removeContentTypeParser('text/plain')
   // Every route sends JSON text it built itself; nothing is stripped by a response schema.
   fastify.setSerializerCompiler(() => (data) => JSON.stringify(data))
-  fastify.setErrorHandler((err, request, reply) => sendError(reply, toMcpError(err, request)))
+  const metadataUrl = oauth?.metadataUrl
+  fastify.setErrorHandler((err, request, reply) => {
+    const error = toMcpError(err, request)
+    sendError(reply, metadataUrl === undefined ? error : withResourceMetadata(error, metadataUrl))
+  })
   fastify.setNotFoundHandler((request, reply) => {
     sendError(reply, errors.methodNotFound(`No MCP method at ${request.method} ${request.url.split('?')[0]}`))
   })
@@ -108,7 +142,15 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
         { name: 'resources', description: 'resources/list, templates, read, subscribe' },
         { name: 'completions', description: 'completion/complete' },
         { name: 'meta', description: 'This document' }
-      ]
+      ],
+      ...(oauth === undefined ? {} : {
+        components: {
+          securitySchemes: {
+            bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: `OAuth 2.1 access token; metadata: ${oauth.metadataUrl}` }
+          }
+        },
+        security: [{ bearer: [] }]
+      })
     }
   })
 
@@ -130,6 +172,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   await fastify.register(promptsRoutes, { prefix: '/prompts' })
   await fastify.register(resourcesRoutes, { prefix: '/resources' })
   await fastify.register(openapiRoutes)
+  if (oauth !== undefined) await fastify.register(wellKnownRoutes, oauth.metadata)
   await fastify.register(async (f: FastifyInstance) => {
     for (const [url, set] of [...allowed]) {
       const allow = [...set].sort()

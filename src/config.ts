@@ -1,10 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
+import type { OAuthOptions } from './auth/oauth.js'
+import { isLoopbackHost, loopbackOnly, type HostOriginOptions } from './auth/origin.js'
 import { ConfigurationError } from './errors.js'
 import { SUPPORTED_VERSIONS } from './protocol.js'
 
 const Int = (min: number, max: number, def: number, description: string) =>
   Type.Integer({ minimum: min, maximum: max, default: def, description })
+const Str = (description: string) => Type.Optional(Type.String({ minLength: 1, description }))
 
 /** Environment configuration of the server, validated once at start-up. */
 export const ConfigSchema = Type.Object({
@@ -24,7 +27,16 @@ export const ConfigSchema = Type.Object({
   MCP_CACHE_SCOPE: Type.Union([Type.Literal('private'), Type.Literal('public')], {
     default: 'private',
     description: 'cacheScope of lists, reads and discover.'
-  })
+  }),
+  MCP_OAUTH_AUDIENCE: Str("This server's resource URI; setting it turns OAuth on (needs ISSUER and JWKS_URL)."),
+  MCP_OAUTH_ISSUER: Str('Accepted token issuer(s), comma-separated.'),
+  MCP_OAUTH_JWKS_URL: Str("The authorization server's JWKS URL (https)."),
+  MCP_OAUTH_AUTHORIZATION_SERVERS: Str('authorization_servers of the RFC 9728 metadata, comma-separated (default: the issuers).'),
+  MCP_OAUTH_ALGORITHMS: Str('Accepted JWS algorithms, comma-separated (default RS256,ES256,EdDSA,PS256).'),
+  MCP_OAUTH_CLOCK_TOLERANCE_SEC: Int(0, 600, 30, 'Leeway for exp and nbf, in seconds.'),
+  MCP_OAUTH_RESOURCE_METADATA_URL: Str('resource_metadata URL of the challenges (default: derived from the audience).'),
+  MCP_ALLOWED_HOSTS: Str('Accepted Host headers, comma-separated, or * for any (default: loopback names when HOST is loopback).'),
+  MCP_ALLOWED_ORIGINS: Str('Accepted Origin headers, comma-separated, or * for any (default: loopback origins when HOST is loopback).')
 })
 export type Config = Static<typeof ConfigSchema>
 
@@ -43,6 +55,51 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const problems = [...Value.Errors(ConfigSchema, config)].map(
     (e) => `${e.path.slice(1)}=${JSON.stringify(e.value)}: ${e.message}`
   )
+  problems.push(...oauthProblems(config))
   if (problems.length > 0) throw new ConfigurationError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
   return config
+}
+
+const OAUTH_REQUIRED = ['MCP_OAUTH_ISSUER', 'MCP_OAUTH_JWKS_URL'] as const
+const OAUTH_OTHERS = [...OAUTH_REQUIRED, 'MCP_OAUTH_AUTHORIZATION_SERVERS', 'MCP_OAUTH_ALGORITHMS', 'MCP_OAUTH_RESOURCE_METADATA_URL'] as const
+
+function oauthProblems(c: Config): string[] {
+  if (c.MCP_OAUTH_AUDIENCE !== undefined) {
+    return OAUTH_REQUIRED.filter((k) => c[k] === undefined).map((k) => `${k} is required when MCP_OAUTH_AUDIENCE is set`)
+  }
+  const set = OAUTH_OTHERS.filter((k) => c[k] !== undefined)
+  return set.length === 0 ? [] : [`MCP_OAUTH_AUDIENCE is required when ${set.join(', ')} is set (it turns OAuth on)`]
+}
+
+const list = (v: string): string[] => v.split(/[\s,]+/).filter((s) => s !== '')
+
+/** The server's `oauth` option from `MCP_OAUTH_*`; undefined when `MCP_OAUTH_AUDIENCE` is not set. */
+export function oauthFromConfig(c: Config): OAuthOptions | undefined {
+  if (c.MCP_OAUTH_AUDIENCE === undefined) return undefined
+  const options: OAuthOptions = {
+    audience: c.MCP_OAUTH_AUDIENCE,
+    issuer: list(c.MCP_OAUTH_ISSUER!),
+    jwksUrl: c.MCP_OAUTH_JWKS_URL!,
+    clockToleranceSec: c.MCP_OAUTH_CLOCK_TOLERANCE_SEC
+  }
+  if (c.MCP_OAUTH_AUTHORIZATION_SERVERS !== undefined) options.authorizationServers = list(c.MCP_OAUTH_AUTHORIZATION_SERVERS)
+  if (c.MCP_OAUTH_ALGORITHMS !== undefined) options.algorithms = list(c.MCP_OAUTH_ALGORITHMS)
+  if (c.MCP_OAUTH_RESOURCE_METADATA_URL !== undefined) options.resourceMetadataUrl = c.MCP_OAUTH_RESOURCE_METADATA_URL
+  return options
+}
+
+/**
+ * Host and Origin allow-lists against DNS rebinding: `MCP_ALLOWED_HOSTS` / `MCP_ALLOWED_ORIGINS`
+ * (`*`: any), else, when HOST is a loopback address, the loopback names on PORT.
+ */
+export function hostOriginFromConfig(c: Config): HostOriginOptions {
+  const defaults: HostOriginOptions = isLoopbackHost(c.HOST) ? loopbackOnly(c.PORT) : {}
+  const pick = (v: string | undefined, fallback: readonly string[] | undefined) =>
+    v === undefined ? fallback : v.trim() === '*' ? undefined : list(v)
+  const out: HostOriginOptions = {}
+  const hosts = pick(c.MCP_ALLOWED_HOSTS, defaults.allowedHosts)
+  const origins = pick(c.MCP_ALLOWED_ORIGINS, defaults.allowedOrigins)
+  if (hosts !== undefined) out.allowedHosts = hosts
+  if (origins !== undefined) out.allowedOrigins = origins
+  return out
 }

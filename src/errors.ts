@@ -57,7 +57,20 @@ export const errors = {
   payloadTooLarge: (message = 'Request body too large') => new McpError(ErrorCode.invalidRequest, message, 413),
   unsupportedMediaType: (message = 'Content-Type must be application/json') =>
     new McpError(ErrorCode.invalidRequest, message, 415),
-  internal: () => new McpError(ErrorCode.internalError, 'Internal error', 500)
+  internal: () => new McpError(ErrorCode.internalError, 'Internal error', 500),
+  /** 401: no usable credentials; `challenge` is the `WWW-Authenticate` value (RFC 6750). */
+  unauthorized: (message: string, challenge: string) =>
+    new McpError(ErrorCode.invalidRequest, message, 401, undefined, { 'www-authenticate': challenge }),
+  /** 403: the request is understood and refused (a Host or Origin not allowed). */
+  forbidden: (message: string) => new McpError(ErrorCode.invalidRequest, message, 403),
+  /** 403: the token lacks a scope the target requires (RFC 6750 `insufficient_scope`). */
+  insufficientScope: (what: string, scopes: readonly string[]) =>
+    new McpError(ErrorCode.invalidRequest, `Insufficient scope: ${what} requires ${scopes.join(' ')}`, 403, undefined, {
+      'www-authenticate': `Bearer error="insufficient_scope", scope="${scopes.join(' ')}"`
+    }),
+  /** 503: a dependency the server needs (the authorization server's keys) cannot be reached. */
+  unavailable: (message: string, retryAfterSec: number) =>
+    new McpError(ErrorCode.internalError, message, 503, undefined, { 'retry-after': String(retryAfterSec) })
 }
 
 /** A mistake in how the library is used (bad registration, bad configuration): never sent on the wire. */

@@ -1,4 +1,4 @@
-import { loadConfig } from './config.js'
+import { hostOriginFromConfig, loadConfig, oauthFromConfig } from './config.js'
 import { createDemoServer } from './demo/catalogue.js'
 import { ConfigurationError } from './errors.js'
 import { buildServer } from './server.js'
@@ -14,7 +14,9 @@ async function main(): Promise<void> {
     mcp,
     logger: { level: config.LOG_LEVEL },
     bodyLimit: config.MCP_BODY_LIMIT,
-    defaultProtocolVersion: config.MCP_DEFAULT_PROTOCOL_VERSION
+    defaultProtocolVersion: config.MCP_DEFAULT_PROTOCOL_VERSION,
+    oauth: oauthFromConfig(config),
+    ...hostOriginFromConfig(config)
   })
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {

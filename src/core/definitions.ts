@@ -42,6 +42,11 @@ export interface ToolDefinition<I extends TSchema, O extends TSchema | undefined
   annotations?: ToolAnnotations
   icons?: Tool['icons']
   _meta?: Meta
+  /**
+   * OAuth scopes a caller's token must all carry (else 403 `insufficient_scope`). Checked only for
+   * authenticated principals: without authentication there are no tokens and so no scopes.
+   */
+  scopes?: readonly string[]
 }
 
 export type ToolHandler<I extends TSchema, O extends TSchema | undefined> = (

@@ -25,6 +25,8 @@ export type ListKind = (typeof ListKind)[keyof typeof ListKind]
 
 export interface ToolEntry {
   readonly definition: Tool
+  /** OAuth scopes a caller must hold (empty: none). */
+  readonly scopes: readonly string[]
   readonly validateInput: ValidateFunction
   readonly validateOutput: ValidateFunction | undefined
   readonly handler: ToolHandler<TSchema, TSchema | undefined>
@@ -47,6 +49,8 @@ export interface TemplateEntry {
 }
 
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/
+// RFC 6749 scope-token (NQCHAR): safe inside a quoted WWW-Authenticate parameter.
+const SCOPE = /^[\x21\x23-\x5b\x5d-\x7e]+$/
 
 /**
  * The catalogue: tools, prompts, resources and resource templates. Everything a request needs is
@@ -84,6 +88,9 @@ export class Registry {
   ): Registration {
     if (!TOOL_NAME.test(def.name)) throw new ConfigurationError(`Tool name "${def.name}" must match ${TOOL_NAME}`)
     if (this.tools.has(def.name)) throw new ConfigurationError(`Tool "${def.name}" is already registered`)
+    const scopes = Object.freeze([...new Set(def.scopes ?? [])])
+    const badScope = scopes.find((s) => !SCOPE.test(s))
+    if (badScope !== undefined) throw new ConfigurationError(`Tool "${def.name}": "${badScope}" is not an OAuth scope token`)
     const input = (def.input ?? Type.Object({})) as TSchema
     if (input.type !== 'object') throw new ConfigurationError(`Tool "${def.name}": input must be an object schema`)
     if (def.output !== undefined && (def.output as TSchema).type !== 'object') {
@@ -101,6 +108,7 @@ export class Registry {
     })
     const entry: ToolEntry = {
       definition,
+      scopes,
       validateInput: compile(this.ajv, definition.inputSchema, `Tool "${def.name}" input`),
       validateOutput:
         definition.outputSchema === undefined ? undefined : compile(this.ajv, definition.outputSchema, `Tool "${def.name}" output`),

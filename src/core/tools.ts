@@ -20,6 +20,13 @@ export async function callTool(
 ): Promise<Record<string, unknown>> {
   const entry = registry.tools.get(name)
   if (entry === undefined) throw errors.notFound(`Unknown tool: ${name}`)
+  // Scopes before arguments (a caller without them learns nothing of the input): 403 -32600 with an
+  // RFC 6750 insufficient_scope challenge. Anonymous callers exist only without authentication,
+  // where no token carries scopes; the check is then off.
+  const principal = ctx.principal
+  if (!principal.anonymous && entry.scopes.some((s) => !principal.scopes.includes(s))) {
+    throw errors.insufficientScope(`tool ${name}`, entry.scopes)
+  }
   const args = body.arguments ?? {}
   if (!entry.validateInput(args)) {
     const { message, path } = describeErrors(entry.validateInput.errors)

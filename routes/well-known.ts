@@ -1,0 +1,48 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { ProtectedResourceMetadataSchema, type ProtectedResourceMetadata } from '../src/schema/auth.js'
+
+export interface WellKnownOptions {
+  resource: string
+  authorizationServers: readonly string[]
+  /** When absent, the scopes the registered tools require, kept current as tools come and go. */
+  scopesSupported?: readonly string[] | undefined
+}
+
+/**
+ * `/.well-known/oauth-protected-resource` (RFC 9728): how a client finds the authorization server.
+ * Public by nature: its route sets `config.mcpPublic`, which the authentication hook honours.
+ */
+const wellKnown: FastifyPluginAsyncTypebox<WellKnownOptions> = async (fastify, opts) => {
+  const mcp = fastify.mcp
+  let body: ProtectedResourceMetadata | undefined
+  const unsubscribe = mcp.onChange((kind) => {
+    if (kind === 'tools') body = undefined
+  })
+  fastify.addHook('onClose', async () => unsubscribe())
+  const document = (): ProtectedResourceMetadata => {
+    const scopes = opts.scopesSupported ?? [...new Set([...mcp.tools.values()].flatMap((t) => t.scopes))].sort()
+    return {
+      resource: opts.resource,
+      authorization_servers: [...opts.authorizationServers],
+      scopes_supported: [...scopes],
+      bearer_methods_supported: ['header']
+    }
+  }
+
+  fastify.get(
+    '/.well-known/oauth-protected-resource',
+    {
+      config: { mcpPublic: true },
+      schema: {
+        operationId: 'oauthProtectedResource',
+        summary: 'OAuth 2.0 Protected Resource Metadata (RFC 9728)',
+        tags: ['meta'],
+        security: [],
+        response: { 200: ProtectedResourceMetadataSchema }
+      }
+    },
+    async () => (body ??= document())
+  )
+}
+
+export default wellKnown

@@ -1,0 +1,128 @@
+import type { FastifyRequest } from 'fastify'
+import { errors as jose, type JSONWebKeySet, type JWTPayload } from 'jose'
+import type { Principal } from '../core/context.js'
+import { McpError, errors } from '../errors.js'
+import { parseUrl, tokenVerifier } from './verify.js'
+
+export { DEFAULT_ALGORITHMS } from './verify.js'
+
+/** How the resource server checks bearer access tokens (JWTs, RFC 9068 style). */
+export interface BearerAuthOptions {
+  /** The accepted `iss` value, or several. */
+  issuer: string | readonly string[]
+  /** This server's resource URI (RFC 8707): a token must name it in `aud`. */
+  audience: string
+  /** The authorization server's JWKS endpoint (`jwks_uri`); https, or http on a loopback host. */
+  jwksUrl?: string | URL
+  /** A static JSON Web Key Set (public keys), instead of or besides `jwksUrl`. */
+  jwks?: JSONWebKeySet
+  /**
+   * Accepted `alg` values (default RS256, ES256, EdDSA, PS256). A token whose `alg` is not listed is
+   * refused before any key is used, which is what prevents HS/RS confusion. `none` is never accepted;
+   * HS256/384/512 only when listed here and a `secret` is given.
+   */
+  algorithms?: readonly string[]
+  /** The shared HMAC key of HS* tokens, at least 32 bytes. Never derived from a public key. */
+  secret?: string | Uint8Array
+  /** Leeway for `exp` and `nbf`, in seconds (default 30). */
+  clockToleranceSec?: number
+  /** Where clients find the RFC 9728 metadata; sent as `resource_metadata` in every challenge. */
+  resourceMetadataUrl?: string
+}
+
+/** Identifies the caller of a request, or throws the 401/503 {@link McpError} to answer. */
+export type Authenticate = (request: FastifyRequest) => Promise<Principal>
+
+// RFC 6750 section 2.1: the scheme is case-insensitive, the token is b64token.
+const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
+const BEARER_SCHEME = /^bearer(?: |$)/i
+// Failures of the key set itself (unreachable, not JSON, bad keys): the server's problem, not the token's.
+const KEY_SET_FAILURES = new Set(['ERR_JOSE_GENERIC', 'ERR_JWKS_TIMEOUT', 'ERR_JWKS_INVALID', 'ERR_JWK_INVALID'])
+
+/**
+ * An OAuth 2.1 resource server: the `authenticate` function of `mcpPlugin` that accepts
+ * `Authorization: Bearer <JWT>` signed by the authorization server, for this audience, unexpired.
+ * The principal is `${iss}|${sub}` with the scopes of `scope` (space-separated) or `scp`. A request
+ * without a token is 401 with the `WWW-Authenticate: Bearer` challenge; a rejected token adds
+ * `error="invalid_token"`. The token never reaches handlers: it is removed from the request's
+ * headers as soon as it is read, and only the verified claims are kept (no token passthrough).
+ * @example
+ * const authenticate = bearerAuth({
+ *   issuer: 'https://auth.example.com',
+ *   audience: 'https://mcp.example.com',
+ *   jwksUrl: 'https://auth.example.com/.well-known/jwks.json'
+ * })
+ * await app.register(mcpPlugin, { mcp, authenticate })
+ */
+export function bearerAuth(options: BearerAuthOptions): Authenticate {
+  const verify = tokenVerifier(options)
+  const metadata = options.resourceMetadataUrl === undefined ? '' : `, resource_metadata="${parseUrl(options.resourceMetadataUrl, 'resourceMetadataUrl').href}"`
+  const refuse = (message: string, error?: string) =>
+    errors.unauthorized(message, `Bearer realm="mcp"${error === undefined ? '' : `, error="${error}"`}${metadata}`)
+
+  return async (request) => {
+    const header = takeAuthorization(request)
+    if (header === undefined) throw refuse('Authorization required: send an OAuth access token as "Authorization: Bearer <token>"')
+    const m = BEARER.exec(header)
+    if (m === null) {
+      if (BEARER_SCHEME.test(header)) throw refuse('Malformed Authorization header: expected "Bearer <token>"', 'invalid_request')
+      throw refuse('Authorization required: only the Bearer scheme is supported')
+    }
+    let payload: JWTPayload
+    try {
+      payload = await verify(m[1]!)
+    } catch (err) {
+      const code = err instanceof jose.JOSEError ? err.code : undefined
+      if (code === undefined || KEY_SET_FAILURES.has(code)) {
+        request.log.error({ err }, 'cannot verify access tokens: the key set is unavailable')
+        throw errors.unavailable("Cannot verify the access token now: the authorization server's keys are unavailable", 5)
+      }
+      request.log.info({ reason: code, detail: (err as Error).message }, 'access token rejected')
+      throw refuse(code === 'ERR_JWT_EXPIRED' ? 'The access token has expired' : 'Invalid access token', 'invalid_token')
+    }
+    const { iss, sub } = payload
+    if (typeof sub !== 'string' || sub === '') {
+      request.log.info({ reason: 'no subject' }, 'access token rejected')
+      throw refuse('Invalid access token', 'invalid_token')
+    }
+    return Object.freeze({
+      id: `${iss}|${sub}`,
+      issuer: iss!,
+      subject: sub,
+      scopes: Object.freeze(scopesOf(payload)),
+      claims: Object.freeze({ ...payload }),
+      anonymous: false
+    })
+  }
+}
+
+/** Read the Authorization header and remove it from the request, so nothing downstream can forward it. */
+function takeAuthorization(request: FastifyRequest): string | undefined {
+  const raw = request.raw
+  const value = raw.headers.authorization
+  if (value === undefined) return undefined
+  delete raw.headers.authorization
+  const list = raw.rawHeaders
+  for (let i = list.length - 2; i >= 0; i -= 2) if (list[i]!.toLowerCase() === 'authorization') list.splice(i, 2)
+  return value
+}
+
+/** `scope` (RFC 9068, space-separated) or `scp` (an array, or a string as some providers send it). */
+function scopesOf(payload: JWTPayload): string[] {
+  const raw = payload.scope ?? payload.scp
+  const list = typeof raw === 'string' ? raw.split(' ') : Array.isArray(raw) ? raw : []
+  return list.filter((s): s is string => typeof s === 'string' && s !== '')
+}
+
+/**
+ * Add `resource_metadata` to a Bearer challenge that lacks it (the 403 `insufficient_scope` of the
+ * core, which does not know where the metadata lives).
+ */
+export function withResourceMetadata(error: McpError, metadataUrl: string): McpError {
+  const challenge = error.headers?.['www-authenticate']
+  if (challenge === undefined || !challenge.startsWith('Bearer') || challenge.includes('resource_metadata=')) return error
+  return new McpError(error.code, error.message, error.status, error.data, {
+    ...error.headers,
+    'www-authenticate': `${challenge}, resource_metadata="${metadataUrl}"`
+  })
+}

@@ -1,0 +1,50 @@
+import { ConfigurationError } from '../errors.js'
+import { bearerAuth, type Authenticate, type BearerAuthOptions } from './bearer.js'
+
+/**
+ * `mcpPlugin`'s OAuth 2.1 resource-server mode: {@link bearerAuth} on every route, plus the RFC 9728
+ * metadata document at `/.well-known/oauth-protected-resource` (under the plugin's prefix).
+ */
+export interface OAuthOptions extends BearerAuthOptions {
+  /** RFC 9728 `authorization_servers`: where clients get tokens (default: the issuers). */
+  authorizationServers?: readonly string[]
+  /** RFC 9728 `scopes_supported` (default: the scopes the registered tools require, kept current). */
+  scopesSupported?: readonly string[]
+}
+
+export interface OAuthSetup {
+  authenticate: Authenticate
+  /** The `resource_metadata` URL every challenge names. */
+  metadataUrl: string
+  /** What the metadata route publishes. */
+  metadata: { resource: string; authorizationServers: readonly string[]; scopesSupported: readonly string[] | undefined }
+}
+
+export const WELL_KNOWN_PATH = '/.well-known/oauth-protected-resource'
+
+/**
+ * Check the OAuth options and derive the rest. The audience must be the server's resource URI (an
+ * absolute http(s) URL without fragment, RFC 8707); the metadata URL defaults to that URL's origin
+ * plus the plugin's prefix plus {@link WELL_KNOWN_PATH}, where the plugin serves it. Behind a proxy
+ * that rewrites paths, set `resourceMetadataUrl`.
+ */
+export function oauthSetup(options: OAuthOptions, prefix: string): OAuthSetup {
+  let resource: URL
+  try {
+    resource = new URL(options.audience)
+  } catch {
+    throw new ConfigurationError(`oauth: audience must be this server's resource URI (an absolute URL), not "${options.audience}"`)
+  }
+  if ((resource.protocol !== 'https:' && resource.protocol !== 'http:') || resource.hash !== '') {
+    throw new ConfigurationError(`oauth: audience must be an http(s) URL without fragment, not "${options.audience}"`)
+  }
+  const metadataUrl = options.resourceMetadataUrl ?? `${resource.origin}${prefix}${WELL_KNOWN_PATH}`
+  const issuers = typeof options.issuer === 'string' ? [options.issuer] : [...options.issuer]
+  const authorizationServers = [...(options.authorizationServers ?? issuers)]
+  if (authorizationServers.length === 0) throw new ConfigurationError('oauth: authorizationServers must not be empty')
+  return {
+    authenticate: bearerAuth({ ...options, resourceMetadataUrl: metadataUrl }),
+    metadataUrl: new URL(metadataUrl).href,
+    metadata: { resource: options.audience, authorizationServers, scopesSupported: options.scopesSupported }
+  }
+}
