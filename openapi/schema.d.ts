@@ -327,9 +327,29 @@ export interface paths {
         put?: never;
         /**
          * tools/call get_weather
-         * @description Current weather for a location (made up, but the same for the same location).
+         * @description Current weather for a location (made up, but the same for the same location). Asks for the location when it is missing.
          */
         post: operations["callTool_get_weather"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tools/update_work_item/calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tools/call update_work_item
+         * @description Update a work item; the custom rules of the project may ask for more fields (two rounds for a duplicate).
+         */
+        post: operations["callTool_update_work_item"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2758,7 +2778,236 @@ export interface operations {
             content: {
                 "application/json": {
                     arguments: {
-                        location: string;
+                        location?: string;
+                    };
+                    /** @description Free-form request or result metadata (`_meta`). */
+                    _meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description The client answers, under the keys of `inputRequests`. */
+                    inputResponses?: {
+                        [key: string]: {
+                            [key: string]: unknown;
+                        };
+                    };
+                    /** @description Echoed verbatim from the previous `input_required` result. */
+                    requestState?: string;
+                    task?: {
+                        ttl?: number;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The tool result (`isError: true` when the tool failed), or input_required (2026-07-28). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        content: ({
+                            /** @enum {string} */
+                            type: "text";
+                            text: string;
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "image";
+                            data: string;
+                            mimeType: string;
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "audio";
+                            data: string;
+                            mimeType: string;
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "resource_link";
+                            uri: string;
+                            name: string;
+                            title?: string;
+                            description?: string;
+                            mimeType?: string;
+                            size?: number;
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "resource";
+                            resource: {
+                                uri: string;
+                                mimeType?: string;
+                                text: string;
+                                /** @description Free-form request or result metadata (`_meta`). */
+                                _meta?: {
+                                    [key: string]: unknown;
+                                };
+                            } | {
+                                uri: string;
+                                mimeType?: string;
+                                /** @description Base64-encoded bytes. */
+                                blob: string;
+                                /** @description Free-form request or result metadata (`_meta`). */
+                                _meta?: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        })[];
+                        /** @description Output matching the tool `outputSchema`. */
+                        structuredContent?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description True when the tool itself failed. */
+                        isError?: boolean;
+                        /** @description Free-form request or result metadata (`_meta`). */
+                        _meta?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+                        resultType?: "complete" | "input_required" | "task";
+                    } | {
+                        /** @enum {string} */
+                        resultType: "input_required";
+                        /** @description Server-assigned keys to the requests the client must answer. */
+                        inputRequests?: {
+                            [key: string]: {
+                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
+                                params?: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                        };
+                        /** @description Opaque; echo it on the retry. */
+                        requestState?: string;
+                        /** @description Free-form request or result metadata (`_meta`). */
+                        _meta?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Internal error -32603; the body never carries details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+        };
+    };
+    callTool_update_work_item: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Protocol version of the request (default: the server default, 2026-07-28). */
+                "mcp-protocol-version"?: string;
+                /** @description Unique id of this request; echoed, logged, and named by cancellation. */
+                "mcp-request-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description tools/call params; `name` comes from the path (ignored here when present). */
+        requestBody: {
+            content: {
+                "application/json": {
+                    arguments: {
+                        workItemId: number;
+                        fields: {
+                            [key: string]: string;
+                        };
                     };
                     /** @description Free-form request or result metadata (`_meta`). */
                     _meta?: {

@@ -111,6 +111,13 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
       fastify.log.info('MCP: no authentication configured; every client shares one anonymous logical connection')
     })
   }
+  if (opts.mcp.sealer.ephemeral) {
+    fastify.addHook('onReady', async () => {
+      fastify.log.warn(
+        'MCP: requestState is sealed with an ephemeral key; several instances cannot read each other\'s state and a restart invalidates it. Set MCP_STATE_KEYS.'
+      )
+    })
+  }
 
   // MCP bodies are JSON; anything else is 415, not a string that fails validation later.
   fastify.removeContentTypeParser('text/plain')

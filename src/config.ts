@@ -24,6 +24,13 @@ export const ConfigSchema = Type.Object({
   MCP_PAGE_SIZE: Int(1, 10000, 100, 'Items per list page.'),
   MCP_BODY_LIMIT: Int(1024, 64 * 1024 * 1024, 1024 * 1024, 'Largest request body in bytes (413 beyond).'),
   MCP_CACHE_TTL_MS: Int(0, 86_400_000, 0, 'ttlMs of lists, reads and discover (2026-07-28).'),
+  MCP_STATE_KEYS: Type.Optional(
+    Type.String({
+      pattern: '^[^:,]+:[A-Za-z0-9_-]{43}(,[^:,]+:[A-Za-z0-9_-]{43})*$',
+      description: 'Key ring sealing requestState: kid:base64url(32 bytes)[,kid:key...], the first seals.'
+    })
+  ),
+  MCP_STATE_TTL_MS: Int(1000, 7 * 86_400_000, 15 * 60_000, 'How long a requestState stays valid.'),
   MCP_CACHE_SCOPE: Type.Union([Type.Literal('private'), Type.Literal('public')], {
     default: 'private',
     description: 'cacheScope of lists, reads and discover.'

@@ -12,4 +12,8 @@ export { SUPPORTED_VERSIONS, LATEST_VERSION, type ProtocolVersion } from './prot
 export { MemoryStore } from './store/memory.js'
 export type { Store, StoreLimits, LegacyClient } from './store/types.js'
 export { loadConfig, oauthFromConfig, hostOriginFromConfig, type Config } from './config.js'
+export { elicit, elicitUrl, sample, listRoots, type Question, type Outcome, type Root, type SampledMessage } from './mrtr/questions.js'
+export { resolver, full, type Resolver, type FullOutcome, type ResolverMap, type Values } from './mrtr/resolvers.js'
+export { inputRequired, type HandRolledInputRequired } from './mrtr/run.js'
+export { StateSealer, type StateKey, type SealBinding } from './mrtr/seal.js'
 export { encodeJsonHeader } from './headers.js'

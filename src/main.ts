@@ -8,7 +8,9 @@ async function main(): Promise<void> {
   const config = loadConfig()
   const mcp = createDemoServer({
     pageSize: config.MCP_PAGE_SIZE,
-    cacheHints: { ttlMs: config.MCP_CACHE_TTL_MS, cacheScope: config.MCP_CACHE_SCOPE }
+    cacheHints: { ttlMs: config.MCP_CACHE_TTL_MS, cacheScope: config.MCP_CACHE_SCOPE },
+    stateTtlMs: config.MCP_STATE_TTL_MS,
+    ...(config.MCP_STATE_KEYS === undefined ? {} : { stateKeys: config.MCP_STATE_KEYS })
   })
   const app = await buildServer({
     mcp,

@@ -31,6 +31,7 @@ t.test('the demo server starts on HOST:PORT, serves the catalogue, and stops on 
     child.once('exit', (code) => reject(new Error(`exited early with ${code}`)))
   })
   t.match(out, /every client shares one anonymous logical connection/, 'the anonymous connection is announced')
+  t.match(out, /sealed with an ephemeral key/, 'and so is the ephemeral state key')
   const discover = await fetch(`http://127.0.0.1:${port}/discover`)
   t.equal(discover.status, 200)
   t.equal(((await discover.json()) as { serverInfo: { name: string } }).serverInfo.name, 'mcp-pure-http-demo')
@@ -43,6 +44,46 @@ t.test('the demo server starts on HOST:PORT, serves the catalogue, and stops on 
   child.kill('SIGTERM')
   const [code] = await once(child, 'exit')
   t.equal(code, 0, 'a clean exit on SIGTERM')
+})
+
+t.test('MCP_STATE_KEYS: instances with the same ring read each other\'s requestState', async (t) => {
+  const ring = `k1:${Buffer.alloc(32, 7).toString('base64url')}`
+  const ports = [await freePort(), await freePort()]
+  const children = ports.map((port) =>
+    spawn(process.execPath, [main], { env: { ...process.env, PORT: String(port), MCP_STATE_KEYS: ring }, stdio: ['ignore', 'pipe', 'pipe'] })
+  )
+  t.teardown(async () => {
+    // SIGTERM and wait: a clean exit is also what writes the child's coverage.
+    await Promise.all(children.map((c) => (c.kill('SIGTERM'), once(c, 'exit'))))
+  })
+  const logs = await Promise.all(
+    children.map(
+      (child) =>
+        new Promise<string>((resolve) => {
+          let out = ''
+          child.stdout.on('data', (d) => {
+            out += d
+            if (out.includes('Server listening')) resolve(out)
+          })
+        })
+    )
+  )
+  for (const log of logs) t.notMatch(log, /ephemeral key/)
+  const meta = { 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } }
+  const post = async (port: number, body: unknown) =>
+    (await fetch(`http://127.0.0.1:${port}/tools/get_weather/calls`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body)
+    }).then((r) => r.json())) as { requestState?: string; content?: { text: string }[] }
+  const first = await post(ports[0]!, { _meta: meta, arguments: {} })
+  const second = await post(ports[1]!, {
+    _meta: meta,
+    arguments: {},
+    requestState: first.requestState,
+    inputResponses: { location: { action: 'accept', content: { location: 'Lima' } } }
+  })
+  t.match(second.content?.[0]?.text, /^Weather in Lima: /)
 })
 
 t.test('a port already in use stops the start with exit code 1', async (t) => {

@@ -114,3 +114,14 @@ t.test('a completer may refuse with a protocol error', async (t) => {
   const res = await call(app, { method: 'POST', url: '/completions', payload: { ref: { type: 'ref/prompt', name: 'p' }, argument: { name: 'a', value: '' } } })
   t.same([res.status, res.body], [400, { code: -32602, message: 'too short' }])
 })
+
+t.test('a store that fails is a 500 with no details, and is logged', async (t) => {
+  const store = new MemoryStore()
+  store.setLogLevel = async () => {
+    throw new Error('ECONNREFUSED 10.0.0.7:6379')
+  }
+  const { app } = await build(t, { store })
+  const res = await call(app, { method: 'POST', url: '/logLevel', payload: { level: 'info' } })
+  t.same([res.status, res.body], [500, { code: -32603, message: 'Internal error' }])
+  t.notMatch(res.raw, /ECONNREFUSED/)
+})

@@ -120,7 +120,8 @@ t.test('rejected tokens: 401 -32600 with error="invalid_token", and the reason o
     ['no exp', await token({}, { exp: undefined }), 'Invalid access token'],
     ['no sub', await token({ sub: undefined as never }), 'Invalid access token'],
     ['a numeric sub', await token({ sub: 7 as never }), 'Invalid access token'],
-    ['not a JWT', 'abc.def', 'Invalid access token'],
+    // Distinctive parts: the log check below looks for the second part, which must not occur by chance.
+    ['not a JWT', 'not-a-jwt.c2VjcmV0LXBhcnQtb2YtYS10b2tlbg', 'Invalid access token'],
     ['alg: none', `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ iss: ISSUER, aud: AUDIENCE, sub: 'alice', exp: now() + 300 })}.`, 'Invalid access token'],
     [
       'HS256 signed with the RSA public key as HMAC secret',

@@ -27,7 +27,7 @@ const ROUTES: Record<string, string[]> = {
   '/resources/unsubscribe': ['post'],
   '/openapi.json': ['get']
 }
-const DEMO_TOOLS = ['echo', 'add', 'get_weather']
+const DEMO_TOOLS = ['echo', 'add', 'get_weather', 'update_work_item']
 
 const bodySchema = (op: any) => op.requestBody.content['application/json'].schema
 const callResultSchema = (op: any) =>

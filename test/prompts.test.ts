@@ -7,7 +7,8 @@ t.test('GET /prompts lists prompts with their arguments and an ETag', async (t) 
   const { app } = await build(t)
   const res = await call(app, { url: '/prompts' })
   t.equal(res.status, 200)
-  t.same(res.body.prompts, [
+  t.same(res.body.prompts.map((p: { name: string }) => p.name), ['greeting', 'code_review'])
+  t.same(res.body.prompts.slice(0, 1), [
     {
       name: 'greeting',
       title: 'Greeting',

@@ -15,7 +15,7 @@ t.test('GET /tools lists the catalogue with modern-era fields', async (t) => {
   const { app } = await build(t)
   const res = await call(app, { url: '/tools' })
   t.equal(res.status, 200)
-  t.same(res.body.tools.map((x: { name: string }) => x.name), ['echo', 'add', 'get_weather'])
+  t.same(res.body.tools.map((x: { name: string }) => x.name), ['echo', 'add', 'get_weather', 'update_work_item'])
   t.equal(res.body.resultType, 'complete')
   t.equal(res.body.ttlMs, 0)
   t.equal(res.body.cacheScope, 'private')
@@ -39,7 +39,7 @@ t.test('pagination follows nextCursor to the end; bad cursors are 400', async (t
   t.equal(first.body.tools.length, 2)
   t.type(first.body.nextCursor, 'string')
   const second = await call(app, { url: `/tools?cursor=${encodeURIComponent(first.body.nextCursor)}` })
-  t.same(second.body.tools.map((x: { name: string }) => x.name), ['get_weather'])
+  t.same(second.body.tools.map((x: { name: string }) => x.name), ['get_weather', 'update_work_item'])
   t.notOk('nextCursor' in second.body)
   t.not(first.headers.etag, second.headers.etag, 'each page has its own ETag')
   for (const cursor of ['garbage', Buffer.from('null').toString('base64url'), Buffer.from('{"k":"prompts","o":2}').toString('base64url'), Buffer.from('{"k":"tools","o":99}').toString('base64url')]) {

@@ -1,7 +1,9 @@
 import type { Static, TSchema } from '@sinclair/typebox'
 import type { Meta } from '../schema/common.js'
 import type { ContentBlock, ResourceContents } from '../schema/content.js'
-import type { InputRequiredResult, InputResponses } from '../schema/mrtr.js'
+import type { InputResponses } from '../schema/mrtr.js'
+import type { HandRolledInputRequired } from '../mrtr/run.js'
+import type { ResolverMap, Values } from '../mrtr/resolvers.js'
 import type { GetPromptResult, PromptMessage } from '../schema/prompts.js'
 import type { Resource, ResourceTemplate } from '../schema/resources.js'
 import type { Tool, ToolAnnotations } from '../schema/tools.js'
@@ -9,18 +11,40 @@ import type { RequestContext } from './context.js'
 
 type MaybePromise<T> = T | Promise<T>
 
-/** The context of a request that may be retried with input (tools/call, prompts/get, resources/read). */
-export interface RetryableContext extends RequestContext {
-  /** Answers to the `inputRequests` of a previous `input_required` result, by key. */
+/**
+ * The context of a request that may be retried with input (tools/call, prompts/get, resources/read,
+ * SEP-2322).
+ */
+export interface RetryableContext<S = unknown, R = Record<string, unknown>> extends RequestContext {
+  /**
+   * Answers to the questions this server asked in the previous round, by key, each already checked
+   * against what was asked (shape, and a form's schema). Keys it did not ask are dropped.
+   */
   readonly inputResponses: InputResponses | undefined
-  /** The `requestState` the client echoed (already verified when sealed state is in use). */
-  readonly requestState: string | undefined
+  /** The state a hand-rolled handler returned with its last `inputRequired(...)`, opened and verified. */
+  readonly requestState: S | undefined
+  /** The values of the declared resolvers. */
+  readonly resolved: R
 }
 
-export type ToolContext = RetryableContext
+export type ToolContext<S = unknown, R = Record<string, unknown>> = RetryableContext<S, R>
+
+/** The static type of an optional schema. */
+export type StateOf<S> = S extends TSchema ? Static<S> : unknown
+
+/**
+ * How a handler asks for input: hand-rolled, returning {@link inputRequired} with an optional `state`
+ * schema, or with `resolvers` that fill `ctx.resolved` first. One or the other, not both.
+ */
+export interface RetryableOptions<S extends TSchema | undefined, R extends ResolverMap> {
+  /** Schema of the state a hand-rolled handler carries between rounds (sealed; typed as `ctx.requestState`). */
+  state?: S
+  /** Resolvers whose values the handler receives as `ctx.resolved`, asked of the client as needed. */
+  resolvers?: R
+}
 
 /** What a tool handler may return: a string (one text block), a result, or `input_required`. */
-export type ToolReturn<O> =
+export type ToolReturn<O, S = unknown> =
   | string
   | {
       content?: ContentBlock[]
@@ -28,9 +52,10 @@ export type ToolReturn<O> =
       isError?: boolean
       _meta?: Meta
     }
-  | InputRequiredResult
+  | HandRolledInputRequired<S>
 
-export interface ToolDefinition<I extends TSchema, O extends TSchema | undefined> {
+export interface ToolDefinition<I extends TSchema, O extends TSchema | undefined, S extends TSchema | undefined = undefined, R extends ResolverMap = {}>
+  extends RetryableOptions<S, R> {
   /** 1-128 characters of `A-Z a-z 0-9 _ - .` */
   name: string
   title?: string
@@ -49,10 +74,10 @@ export interface ToolDefinition<I extends TSchema, O extends TSchema | undefined
   scopes?: readonly string[]
 }
 
-export type ToolHandler<I extends TSchema, O extends TSchema | undefined> = (
+export type ToolHandler<I extends TSchema, O extends TSchema | undefined, S extends TSchema | undefined = undefined, R extends ResolverMap = {}> = (
   args: Static<I>,
-  ctx: ToolContext
-) => MaybePromise<ToolReturn<O extends TSchema ? Static<O> : Record<string, unknown>>>
+  ctx: ToolContext<StateOf<S>, Values<R>>
+) => MaybePromise<ToolReturn<O extends TSchema ? Static<O> : Record<string, unknown>, StateOf<S>>>
 
 /** A completion provider: suggestions for the value typed so far. At most 100 are sent. */
 export type Completer = (
@@ -72,7 +97,8 @@ export type PromptArgs<A extends Record<string, PromptArgumentDefinition>> = {
   [K in keyof A]: A[K] extends { required: true } ? string : string | undefined
 }
 
-export interface PromptDefinition<A extends Record<string, PromptArgumentDefinition>> {
+export interface PromptDefinition<A extends Record<string, PromptArgumentDefinition>, S extends TSchema | undefined = undefined, R extends ResolverMap = {}>
+  extends RetryableOptions<S, R> {
   name: string
   title?: string
   description?: string
@@ -82,35 +108,42 @@ export interface PromptDefinition<A extends Record<string, PromptArgumentDefinit
   _meta?: Meta
 }
 
-export type PromptReturn = string | PromptMessage[] | (Omit<GetPromptResult, 'resultType'>) | InputRequiredResult
+export type PromptReturn<S = unknown> = string | PromptMessage[] | Omit<GetPromptResult, 'resultType'> | HandRolledInputRequired<S>
 
-export type PromptHandler<A extends Record<string, PromptArgumentDefinition>> = (
+export type PromptHandler<A extends Record<string, PromptArgumentDefinition>, S extends TSchema | undefined = undefined, R extends ResolverMap = {}> = (
   args: PromptArgs<A>,
-  ctx: RetryableContext
-) => MaybePromise<PromptReturn>
+  ctx: RetryableContext<StateOf<S>, Values<R>>
+) => MaybePromise<PromptReturn<StateOf<S>>>
 
 /** A resource read: text, bytes, whole contents, or `input_required`; `undefined` means "no such resource". */
-export type ResourceReturn =
+export type ResourceReturn<S = unknown> =
   | string
   | Uint8Array
   | { contents: ResourceContents[]; _meta?: Meta }
-  | InputRequiredResult
+  | HandRolledInputRequired<S>
   | undefined
 
-export type ResourceDefinition = Resource
+export interface ResourceDefinition<S extends TSchema | undefined = undefined, R extends ResolverMap = {}>
+  extends Resource,
+    RetryableOptions<S, R> {}
 
-export type ResourceHandler = (uri: string, ctx: RetryableContext) => MaybePromise<ResourceReturn>
+export type ResourceHandler<S extends TSchema | undefined = undefined, R extends ResolverMap = {}> = (
+  uri: string,
+  ctx: RetryableContext<StateOf<S>, Values<R>>
+) => MaybePromise<ResourceReturn<StateOf<S>>>
 
-export interface ResourceTemplateDefinition extends ResourceTemplate {
+export interface ResourceTemplateDefinition<S extends TSchema | undefined = undefined, R extends ResolverMap = {}>
+  extends ResourceTemplate,
+    RetryableOptions<S, R> {
   /** Completion providers for the template's variables, by variable name. */
   complete?: Record<string, Completer>
 }
 
-export type ResourceTemplateHandler = (
+export type ResourceTemplateHandler<S extends TSchema | undefined = undefined, R extends ResolverMap = {}> = (
   uri: string,
   variables: Readonly<Record<string, string>>,
-  ctx: RetryableContext
-) => MaybePromise<ResourceReturn>
+  ctx: RetryableContext<StateOf<S>, Values<R>>
+) => MaybePromise<ResourceReturn<StateOf<S>>>
 
 /** Returned by every registration: `remove()` takes the entry away at run time. */
 export interface Registration {

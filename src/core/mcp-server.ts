@@ -8,7 +8,8 @@ import type { GetPromptBody } from '../schema/prompts.js'
 import type { CallToolBody } from '../schema/tools.js'
 import { complete } from './completions.js'
 import type { RequestContext } from './context.js'
-import type { RetryableContext, ToolContext } from './definitions.js'
+import type { RetryParams } from '../mrtr/run.js'
+import { StateSealer, type StateKey } from '../mrtr/seal.js'
 import { etagOf } from './etag.js'
 import { decodeCursor, encodeCursor } from './pagination.js'
 import { getPrompt } from './prompts.js'
@@ -29,6 +30,15 @@ export interface McpServerOptions {
   pageSize?: number
   /** Cache hints of lists, reads and discover in 2026-07-28 (default `{ ttlMs: 0, cacheScope: 'private' }`). */
   cacheHints?: Partial<CacheHints>
+  /**
+   * Keys that seal `requestState` (`kid:base64url-32-bytes,...`, the first seals; or parsed keys).
+   * Every instance behind one load balancer needs the same ring. Default: an ephemeral key.
+   */
+  stateKeys?: string | readonly StateKey[]
+  /** How long a client has to answer before its `requestState` expires (default 15 minutes). */
+  stateTtlMs?: number
+  /** Largest `requestState` accepted, in bytes (default 32 KiB). */
+  maxStateBytes?: number
 }
 
 /** A representation prepared once and served many times: the JSON text and its ETag. */
@@ -53,6 +63,8 @@ export class McpServer extends Registry {
   readonly instructions: string | undefined
   readonly pageSize: number
   readonly cacheHints: CacheHints
+  /** Seals and opens `requestState` (and later resume tokens). */
+  readonly sealer: StateSealer
   // Serialized list pages and discover, per era; dropped when their list changes.
   readonly #cache = new Map<string, Representation>()
 
@@ -64,6 +76,8 @@ export class McpServer extends Registry {
     this.instructions = options.instructions
     this.pageSize = options.pageSize ?? 100
     this.cacheHints = { ttlMs: 0, cacheScope: 'private', ...options.cacheHints }
+    const keys = typeof options.stateKeys === 'string' ? StateSealer.parseKeys(options.stateKeys) : options.stateKeys
+    this.sealer = new StateSealer(keys, { ttlMs: options.stateTtlMs ?? 15 * 60_000, maxBytes: options.maxStateBytes ?? 32 * 1024 })
     this.onChange((kind) => {
       for (const key of this.#cache.keys()) if (key.startsWith(`${kind}:`)) this.#cache.delete(key)
     })
@@ -120,16 +134,16 @@ export class McpServer extends Registry {
     })
   }
 
-  callTool(name: string, body: CallToolBody, ctx: ToolContext): Promise<Record<string, unknown>> {
+  callTool(name: string, body: CallToolBody, ctx: RequestContext): Promise<Record<string, unknown>> {
     return callTool(this, name, body, ctx)
   }
 
-  getPrompt(name: string, body: GetPromptBody, ctx: RetryableContext): Promise<Record<string, unknown>> {
-    return getPrompt(this, name, body.arguments ?? {}, ctx)
+  getPrompt(name: string, body: GetPromptBody, ctx: RequestContext): Promise<Record<string, unknown>> {
+    return getPrompt(this, name, body, ctx)
   }
 
-  readResource(uri: string, ctx: RetryableContext): Promise<Record<string, unknown>> {
-    return readResource(this, uri, ctx)
+  readResource(uri: string, params: RetryParams, ctx: RequestContext): Promise<Record<string, unknown>> {
+    return readResource(this, uri, params, ctx)
   }
 
   complete(body: CompleteBody, ctx: RequestContext): Promise<CompleteResult> {

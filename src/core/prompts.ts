@@ -1,31 +1,42 @@
-import { McpError, errors } from '../errors.js'
-import type { RetryableContext } from './definitions.js'
-import { guardInputRequired } from './mrtr.js'
-import type { Registry } from './registry.js'
-import { finish, isInputRequired } from './results.js'
+import { ConfigurationError, McpError, errors } from '../errors.js'
+import { runRound } from '../mrtr/run.js'
+import { digestArguments } from '../mrtr/seal.js'
+import type { GetPromptBody } from '../schema/prompts.js'
+import type { RequestContext } from './context.js'
+import type { McpServer } from './mcp-server.js'
+import { finish } from './results.js'
 
 /** `prompts/get`: required arguments are checked before the handler runs (400 -32602 naming them). */
 export async function getPrompt(
-  registry: Registry,
+  server: McpServer,
   name: string,
-  args: Record<string, string>,
-  ctx: RetryableContext
+  body: GetPromptBody,
+  ctx: RequestContext
 ): Promise<Record<string, unknown>> {
-  const entry = registry.prompts.get(name)
+  const entry = server.prompts.get(name)
   if (entry === undefined) throw errors.notFound(`Unknown prompt: ${name}`)
+  const args = body.arguments ?? {}
   const missing = entry.required.filter((a) => typeof args[a] !== 'string')
   if (missing.length > 0) {
     throw errors.invalidParams(`Missing required argument${missing.length > 1 ? 's' : ''} for prompt ${name}: ${missing.join(', ')}`)
   }
-  let out
+  let round
   try {
-    out = await entry.handler(args as never, ctx)
+    round = await runRound(
+      server.sealer,
+      entry.mrtr,
+      { method: 'prompts/get', target: name, args: digestArguments(args) },
+      args,
+      body,
+      ctx,
+      async (c) => entry.handler(args as never, c)
+    )
   } catch (err) {
-    if (err instanceof McpError) throw err
-    ctx.log.error({ err, prompt: name }, 'prompt handler failed')
-    throw errors.internal()
+    throw handlerFailure(err, ctx, { prompt: name })
   }
-  if (isInputRequired(out)) return guardInputRequired(out, ctx)
+  if (round.kind === 'input_required') return round.result
+  if (round.kind === 'declined') throw errors.invalidParams(round.message)
+  const out = round.value
   const result: Record<string, unknown> =
     typeof out === 'string' ? { messages: [{ role: 'user', content: { type: 'text', text: out } }] }
     : Array.isArray(out) ? { messages: out }
@@ -34,4 +45,11 @@ export async function getPrompt(
     result.description = entry.definition.description
   }
   return finish(ctx.era, result)
+}
+
+/** A failure outside a tool: protocol errors pass; anything else is logged and hidden behind a 500. */
+export function handlerFailure(err: unknown, ctx: RequestContext, where: Record<string, string>): McpError {
+  if (err instanceof McpError) return err
+  ctx.log.error({ err, ...where }, err instanceof ConfigurationError ? 'handler misuses the library' : 'handler failed')
+  return errors.internal()
 }

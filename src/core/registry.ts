@@ -17,6 +17,9 @@ import type {
   ToolDefinition,
   ToolHandler
 } from './definitions.js'
+import { plan } from '../mrtr/resolvers.js'
+import type { MrtrSpec } from '../mrtr/run.js'
+import type { ResolverMap } from '../mrtr/resolvers.js'
 import { UriTemplate } from './uri-template.js'
 import { compile, createValidator } from './validation.js'
 
@@ -29,23 +32,27 @@ export interface ToolEntry {
   readonly scopes: readonly string[]
   readonly validateInput: ValidateFunction
   readonly validateOutput: ValidateFunction | undefined
-  readonly handler: ToolHandler<TSchema, TSchema | undefined>
+  readonly handler: ToolHandler<TSchema, TSchema | undefined, TSchema | undefined, ResolverMap>
+  readonly mrtr: MrtrSpec
 }
 export interface PromptEntry {
   readonly definition: Prompt
   readonly required: readonly string[]
   readonly completers: ReadonlyMap<string, Completer>
-  readonly handler: PromptHandler<Record<string, PromptArgumentDefinition>>
+  readonly handler: PromptHandler<Record<string, PromptArgumentDefinition>, TSchema | undefined, ResolverMap>
+  readonly mrtr: MrtrSpec
 }
 export interface ResourceEntry {
   readonly definition: Resource
-  readonly handler: ResourceHandler
+  readonly handler: ResourceHandler<TSchema | undefined, ResolverMap>
+  readonly mrtr: MrtrSpec
 }
 export interface TemplateEntry {
   readonly definition: ResourceTemplate
   readonly template: UriTemplate
   readonly completers: ReadonlyMap<string, Completer>
-  readonly handler: ResourceTemplateHandler
+  readonly handler: ResourceTemplateHandler<TSchema | undefined, ResolverMap>
+  readonly mrtr: MrtrSpec
 }
 
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/
@@ -82,10 +89,12 @@ export class Registry {
    * mcp.tool({ name: 'add', input: Type.Object({ a: Type.Number(), b: Type.Number() }) },
    *   ({ a, b }) => ({ content: [{ type: 'text', text: String(a + b) }] }))
    */
-  tool<I extends TSchema = ReturnType<typeof Type.Object<{}>>, O extends TSchema | undefined = undefined>(
-    def: ToolDefinition<I, O>,
-    handler: ToolHandler<I, O>
-  ): Registration {
+  tool<
+    I extends TSchema = ReturnType<typeof Type.Object<{}>>,
+    O extends TSchema | undefined = undefined,
+    S extends TSchema | undefined = undefined,
+    const R extends ResolverMap = {}
+  >(def: ToolDefinition<I, O, S, R>, handler: ToolHandler<I, O, S, R>): Registration {
     if (!TOOL_NAME.test(def.name)) throw new ConfigurationError(`Tool name "${def.name}" must match ${TOOL_NAME}`)
     if (this.tools.has(def.name)) throw new ConfigurationError(`Tool "${def.name}" is already registered`)
     const scopes = Object.freeze([...new Set(def.scopes ?? [])])
@@ -112,7 +121,8 @@ export class Registry {
       validateInput: compile(this.ajv, definition.inputSchema, `Tool "${def.name}" input`),
       validateOutput:
         definition.outputSchema === undefined ? undefined : compile(this.ajv, definition.outputSchema, `Tool "${def.name}" output`),
-      handler: handler as unknown as ToolEntry['handler']
+      handler: handler as unknown as ToolEntry['handler'],
+      mrtr: this.#mrtr(`Tool "${def.name}"`, def, Object.keys((input as { properties?: object }).properties ?? {}))
     }
     return this.#add(this.tools, def.name, entry, ListKind.tools)
   }
@@ -123,10 +133,11 @@ export class Registry {
    * @example
    * mcp.prompt({ name: 'greeting', arguments: { name: { required: true } } }, ({ name }) => `Say hello to ${name}`)
    */
-  prompt<const A extends Record<string, PromptArgumentDefinition> = {}>(
-    def: PromptDefinition<A>,
-    handler: PromptHandler<A>
-  ): Registration {
+  prompt<
+    const A extends Record<string, PromptArgumentDefinition> = {},
+    S extends TSchema | undefined = undefined,
+    const R extends ResolverMap = {}
+  >(def: PromptDefinition<A, S, R>, handler: PromptHandler<A, S, R>): Registration {
     if (def.name === '' || def.name.length > 128) throw new ConfigurationError('Prompt name must be 1-128 characters')
     if (this.prompts.has(def.name)) throw new ConfigurationError(`Prompt "${def.name}" is already registered`)
     const args = Object.entries(def.arguments ?? {}) as [string, PromptArgumentDefinition][]
@@ -145,16 +156,26 @@ export class Registry {
       definition,
       required: args.filter(([, a]) => a.required === true).map(([n]) => n),
       completers: new Map(args.flatMap(([n, a]) => (a.complete === undefined ? [] : [[n, a.complete] as const]))),
-      handler: handler as unknown as PromptEntry['handler']
+      handler: handler as unknown as PromptEntry['handler'],
+      mrtr: this.#mrtr(`Prompt "${def.name}"`, def, args.map(([n]) => n))
     }
     return this.#add(this.prompts, def.name, entry, ListKind.prompts)
   }
 
   /** Register a concrete resource, listed by `GET /resources` and read by `GET /resources/{uri}`. */
-  resource(def: ResourceDefinition, handler: ResourceHandler): Registration {
+  resource<S extends TSchema | undefined = undefined, const R extends ResolverMap = {}>(
+    def: ResourceDefinition<S, R>,
+    handler: ResourceHandler<S, R>
+  ): Registration {
     assertUri(def.uri)
     if (this.resources.has(def.uri)) throw new ConfigurationError(`Resource "${def.uri}" is already registered`)
-    return this.#add(this.resources, def.uri, { definition: stripUndefined({ ...def }), handler }, ListKind.resources)
+    const { state: _state, resolvers: _resolvers, ...wire } = def
+    const entry: ResourceEntry = {
+      definition: stripUndefined(wire),
+      handler: handler as unknown as ResourceEntry['handler'],
+      mrtr: this.#mrtr(`Resource "${def.uri}"`, def, [])
+    }
+    return this.#add(this.resources, def.uri, entry, ListKind.resources)
   }
 
   /**
@@ -163,13 +184,13 @@ export class Registry {
    * @example
    * mcp.resourceTemplate({ uriTemplate: 'demo://items/{id}', name: 'item' }, (uri, { id }) => `Item ${id}`)
    */
-  resourceTemplate(
-    def: ResourceTemplateDefinition,
-    handler: ResourceTemplateHandler
+  resourceTemplate<S extends TSchema | undefined = undefined, const R extends ResolverMap = {}>(
+    def: ResourceTemplateDefinition<S, R>,
+    handler: ResourceTemplateHandler<S, R>
   ): Registration {
     if (this.templates.has(def.uriTemplate)) throw new ConfigurationError(`Template "${def.uriTemplate}" is already registered`)
     const template = new UriTemplate(def.uriTemplate)
-    const { complete, ...wire } = def
+    const { complete, state: _state, resolvers: _resolvers, ...wire } = def
     const completers = new Map<string, Completer>()
     for (const [name, fn] of Object.entries(complete ?? {})) {
       if (!template.variables.includes(name)) {
@@ -177,8 +198,25 @@ export class Registry {
       }
       completers.set(name, fn)
     }
-    const entry: TemplateEntry = { definition: stripUndefined(wire), template, completers, handler }
+    const entry: TemplateEntry = {
+      definition: stripUndefined(wire),
+      template,
+      completers,
+      handler: handler as unknown as TemplateEntry['handler'],
+      mrtr: this.#mrtr(`Template "${def.uriTemplate}"`, def, template.variables)
+    }
     return this.#add(this.templates, def.uriTemplate, entry, ListKind.templates)
+  }
+
+  /** Check and prepare how an entry asks for input: resolvers or a hand-rolled state, not both. */
+  #mrtr(owner: string, def: { state?: TSchema | undefined; resolvers?: ResolverMap | undefined }, argumentNames: readonly string[]): MrtrSpec {
+    if (def.state !== undefined && def.resolvers !== undefined) {
+      throw new ConfigurationError(`${owner}: resolvers and a hand-rolled state cannot be mixed (one input channel per call)`)
+    }
+    return {
+      plan: def.resolvers === undefined ? undefined : plan(owner, def.resolvers, argumentNames),
+      validateState: def.state === undefined ? undefined : compile(this.ajv, plainSchema(def.state), `${owner} state`)
+    }
   }
 
   #add<E>(map: Map<string, E>, key: string, entry: E, kind: ListKind): Registration {

@@ -1,37 +1,47 @@
 import { ErrorCode, McpError, errors } from '../errors.js'
-import type { RetryableContext } from './definitions.js'
-import { guardInputRequired } from './mrtr.js'
+import { runRound, type RetryParams } from '../mrtr/run.js'
+import type { RequestContext } from './context.js'
 import type { McpServer } from './mcp-server.js'
-import { finishCacheable, isInputRequired } from './results.js'
+import { handlerFailure } from './prompts.js'
+import { finishCacheable } from './results.js'
 
 /**
  * `resources/read`: a registered resource by exact URI, else the first template that matches.
  * A handler returns text, bytes or whole contents; `undefined` means the resource does not exist.
  */
-export async function readResource(server: McpServer, uri: string, ctx: RetryableContext): Promise<Record<string, unknown>> {
-  let mimeType: string | undefined
-  let out
-  try {
-    const exact = server.resources.get(uri)
-    if (exact !== undefined) {
-      mimeType = exact.definition.mimeType
-      out = await exact.handler(uri, ctx)
-    } else {
-      for (const t of server.templates.values()) {
-        const vars = t.template.match(uri)
-        if (vars === undefined) continue
-        mimeType = t.definition.mimeType
-        out = await t.handler(uri, vars, ctx)
+export async function readResource(
+  server: McpServer,
+  uri: string,
+  params: RetryParams,
+  ctx: RequestContext
+): Promise<Record<string, unknown>> {
+  const exact = server.resources.get(uri)
+  let found
+  if (exact !== undefined) {
+    found = { entry: exact, vars: {}, call: (c: Parameters<typeof exact.handler>[1]) => exact.handler(uri, c) }
+  } else {
+    for (const t of server.templates.values()) {
+      const vars = t.template.match(uri)
+      if (vars !== undefined) {
+        found = { entry: t, vars, call: (c: Parameters<typeof t.handler>[2]) => t.handler(uri, vars, c) }
         break
       }
     }
-  } catch (err) {
-    if (err instanceof McpError) throw err
-    ctx.log.error({ err, uri }, 'resource handler failed')
-    throw errors.internal()
   }
+  if (found === undefined) throw resourceNotFound(uri, ctx)
+  const { entry, vars, call } = found
+  let round
+  try {
+    // The URI is the target; a template's variables are part of it, so no argument digest is needed.
+    round = await runRound(server.sealer, entry.mrtr, { method: 'resources/read', target: uri, args: '' }, vars, params, ctx, async (c) => call(c))
+  } catch (err) {
+    throw handlerFailure(err, ctx, { uri })
+  }
+  if (round.kind === 'input_required') return round.result
+  if (round.kind === 'declined') throw errors.invalidParams(round.message)
+  const out = round.value
   if (out === undefined) throw resourceNotFound(uri, ctx)
-  if (isInputRequired(out)) return guardInputRequired(out, ctx)
+  const mimeType = entry.definition.mimeType
   const result: Record<string, unknown> =
     typeof out === 'string' ? { contents: [withMime({ uri, text: out }, mimeType)] }
     : out instanceof Uint8Array ? { contents: [withMime({ uri, blob: Buffer.from(out).toString('base64') }, mimeType)] }

@@ -30,7 +30,3 @@ export function finishCacheable<T extends Result>(era: Era, result: T, hints: Ca
   }
   return result
 }
-
-export function isInputRequired(v: unknown): v is { resultType: 'input_required' } {
-  return typeof v === 'object' && v !== null && (v as Result).resultType === 'input_required'
-}

@@ -1,24 +1,26 @@
-import { McpError, errors } from '../errors.js'
+import { ConfigurationError, McpError, errors } from '../errors.js'
+import { runRound } from '../mrtr/run.js'
+import { digestArguments } from '../mrtr/seal.js'
 import type { ContentBlock } from '../schema/content.js'
 import type { CallToolBody } from '../schema/tools.js'
-import type { ToolContext } from './definitions.js'
-import type { Registry } from './registry.js'
-import { finish, isInputRequired } from './results.js'
+import type { RequestContext } from './context.js'
+import type { McpServer } from './mcp-server.js'
+import { finish } from './results.js'
 import { describeErrors } from './validation.js'
-import { guardInputRequired } from './mrtr.js'
 
 /**
  * `tools/call`. Arguments are checked against the tool's compiled input schema (400 -32602 naming
  * the field); a handler that throws becomes an `isError` result, as MCP wants tool failures reported
- * to the model; a protocol error ({@link McpError}) is passed through.
+ * to the model; a protocol error ({@link McpError}) is passed through. A round that needs input
+ * answers `input_required` (see {@link runRound}).
  */
 export async function callTool(
-  registry: Registry,
+  server: McpServer,
   name: string,
   body: CallToolBody,
-  ctx: ToolContext
+  ctx: RequestContext
 ): Promise<Record<string, unknown>> {
-  const entry = registry.tools.get(name)
+  const entry = server.tools.get(name)
   if (entry === undefined) throw errors.notFound(`Unknown tool: ${name}`)
   // Scopes before arguments (a caller without them learns nothing of the input): 403 -32600 with an
   // RFC 6750 insufficient_scope challenge. Anonymous callers exist only without authentication,
@@ -32,16 +34,29 @@ export async function callTool(
     const { message, path } = describeErrors(entry.validateInput.errors)
     throw errors.invalidParams(`Invalid arguments for tool ${name}: ${message}`, { path })
   }
-  let out
+  let round
   try {
-    out = await entry.handler(args, ctx)
+    round = await runRound(
+      server.sealer,
+      entry.mrtr,
+      { method: 'tools/call', target: name, args: digestArguments(args) },
+      args,
+      body,
+      ctx,
+      async (c) => entry.handler(args, c)
+    )
   } catch (err) {
     if (err instanceof McpError) throw err
+    if (err instanceof ConfigurationError) {
+      ctx.log.error({ err, tool: name }, 'tool misuses the library')
+      throw errors.internal()
+    }
     ctx.log.warn({ err, tool: name }, 'tool handler failed')
-    const text = err instanceof Error ? err.message : String(err)
-    return finish(ctx.era, { content: [{ type: 'text', text }], isError: true })
+    return toolError(ctx, err instanceof Error ? err.message : String(err))
   }
-  if (isInputRequired(out)) return guardInputRequired(out, ctx)
+  if (round.kind === 'input_required') return round.result
+  if (round.kind === 'declined') return toolError(ctx, round.message)
+  const out = round.value
   const result: Record<string, unknown> =
     typeof out === 'string' ? { content: [{ type: 'text', text: out }] } : { ...out }
   if (result.structuredContent !== undefined && result.content === undefined) {
@@ -61,4 +76,8 @@ export async function callTool(
     }
   }
   return finish(ctx.era, result)
+}
+
+function toolError(ctx: RequestContext, text: string): Record<string, unknown> {
+  return finish(ctx.era, { content: [{ type: 'text', text }], isError: true })
 }

@@ -1,10 +1,11 @@
 import { Type } from '@sinclair/typebox'
-import { McpServer } from '../core/mcp-server.js'
+import { McpServer, type McpServerOptions } from '../core/mcp-server.js'
+import { registerAskingDemos } from './asking.js'
 
 /**
  * The demo server's whole catalogue, in one place. Later features add their demo tools here.
  */
-export function createDemoServer(options: { pageSize?: number; cacheHints?: McpServer['cacheHints'] } = {}): McpServer {
+export function createDemoServer(options: Omit<McpServerOptions, 'name' | 'version'> = {}): McpServer {
   const mcp = new McpServer({
     name: 'mcp-pure-http-demo',
     version: '0.1.0',
@@ -36,20 +37,6 @@ export function createDemoServer(options: { pageSize?: number; cacheHints?: McpS
     ({ a, b }) => ({ structuredContent: { sum: a + b } })
   )
 
-  mcp.tool(
-    {
-      name: 'get_weather',
-      title: 'Weather',
-      description: 'Current weather for a location (made up, but the same for the same location).',
-      input: Type.Object({ location: Type.String({ minLength: 1, maxLength: 200 }) }),
-      annotations: { readOnlyHint: true, openWorldHint: false }
-    },
-    ({ location }) => {
-      const seed = [...location].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7)
-      const conditions = ['Sunny', 'Partly cloudy', 'Cloudy', 'Light rain', 'Windy'][seed % 5]
-      return `Weather in ${location}: ${conditions}, ${(seed % 30) + 5}°C`
-    }
-  )
 
   mcp.resource(
     { uri: 'demo://readme', name: 'readme', title: 'Read me', description: 'What this demo offers.', mimeType: 'text/markdown' },
@@ -89,5 +76,6 @@ export function createDemoServer(options: { pageSize?: number; cacheHints?: McpS
     ({ name }) => `Please write a short, warm greeting for ${name}.`
   )
 
+  registerAskingDemos(mcp)
   return mcp
 }

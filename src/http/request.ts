@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Principal } from '../core/context.js'
-import type { RetryableContext } from '../core/definitions.js'
+import type { RequestContext } from '../core/context.js'
 import type { McpServer } from '../core/mcp-server.js'
 import { errors } from '../errors.js'
 import { Header, decodeJsonHeader, isPlainObject } from '../headers.js'
@@ -58,8 +58,12 @@ export function paramsFromHeaders(request: FastifyRequest): RetryParams {
   return params
 }
 
-class HttpRequestContext implements RetryableContext {
-  #controller: AbortController | undefined
+const kController = Symbol('mcp.abortController')
+
+class HttpRequestContext implements RequestContext {
+  // Not a #private field: the core derives handler contexts with Object.create(ctx), and private
+  // fields are not reachable through the prototype chain.
+  [kController]: AbortController | undefined
   constructor(
     readonly requestId: string,
     readonly protocolVersion: ProtocolVersion,
@@ -68,26 +72,24 @@ class HttpRequestContext implements RetryableContext {
     readonly clientCapabilities: Readonly<Record<string, unknown>> | undefined,
     readonly principal: Principal,
     readonly log: FastifyRequest['log'],
-    readonly inputResponses: InputResponses | undefined,
-    readonly requestState: string | undefined,
     readonly reply: FastifyReply
   ) {}
 
   // Created on first use: most handlers never look at it, and an AbortController is not free.
   get signal(): AbortSignal {
-    if (this.#controller === undefined) {
-      const controller = (this.#controller = new AbortController())
+    if (this[kController] === undefined) {
+      const controller = (this[kController] = new AbortController())
       const res = this.reply.raw
       const abort = () => controller.abort(new Error('The client closed the connection'))
       if (res.destroyed && !res.writableFinished) abort()
       else res.once('close', () => res.writableFinished || abort())
     }
-    return this.#controller.signal
+    return this[kController].signal
   }
 }
 
 /**
- * Build the core's request context. In 2026-07-28 the `_meta` envelope may name the version and
+ * Build the core's request context (the retry fields stay in `params`, for the core to check). In 2026-07-28 the `_meta` envelope may name the version and
  * carries the client's capabilities; a version there that contradicts the header is 400 -32020.
  * In the legacy era the capabilities are those its `initialize` declared for the connection.
  */
@@ -132,8 +134,6 @@ export async function createContext(
     caps,
     state.principal,
     request.log,
-    params.inputResponses,
-    params.requestState,
     reply
   )
 }

@@ -1,0 +1,98 @@
+import type { Static, TSchema } from '@sinclair/typebox'
+import type { InputRequest } from '../schema/mrtr.js'
+import { digestArguments } from './seal.js'
+
+const QUESTION = Symbol.for('mcp-pure-http.question')
+
+/** What the client answered to an elicitation; `decline` and `cancel` carry no content. */
+export type Outcome<T> = { action: 'accept'; content: T } | { action: 'decline' } | { action: 'cancel' }
+
+export interface Root {
+  uri: string
+  name?: string
+}
+
+/** A sampling answer (`CreateMessageResult`). */
+export interface SampledMessage {
+  role: 'user' | 'assistant'
+  content: unknown
+  model: string
+  stopReason?: string
+  [key: string]: unknown
+}
+
+/**
+ * A question for the client: the server-to-client request to send, and how to read its answer.
+ * Made by {@link elicit}, {@link elicitUrl}, {@link sample} and {@link listRoots}; `T` is what the
+ * asker receives once it is answered.
+ */
+export interface Question<T> {
+  readonly [QUESTION]: true
+  readonly request: InputRequest
+  /** The capability the client must have declared to be asked this. */
+  readonly capability: { readonly name: string; readonly sub?: string }
+  /** Digest of the request: a changed question is a new question. */
+  readonly digest: string
+  /** Phantom: the type of the answer. */
+  readonly answer?: T
+}
+
+export function isQuestion(v: unknown): v is Question<unknown> {
+  return typeof v === 'object' && v !== null && (v as Record<symbol, unknown>)[QUESTION] === true
+}
+
+function question<T>(request: InputRequest, capability: Question<T>['capability']): Question<T> {
+  return { [QUESTION]: true, request, capability, digest: digestArguments(request) }
+}
+
+/**
+ * Ask the user to fill a form (`elicitation/create`, form mode). Its answer is the accepted content,
+ * typed by `schema` (a flat object of primitives, as MCP requires).
+ * @example elicit('Which city?', Type.Object({ city: Type.String() }))
+ */
+export function elicit<S extends TSchema>(message: string, schema: S): Question<Static<S>> {
+  const requestedSchema = JSON.parse(JSON.stringify(schema)) as Record<string, unknown>
+  return question({ method: 'elicitation/create', params: { mode: 'form', message, requestedSchema } }, { name: 'elicitation' })
+}
+
+/** Send the user to a URL (`elicitation/create`, url mode); the answer is `true` once they accept. */
+export function elicitUrl(message: string, url: string, elicitationId: string): Question<true> {
+  return question(
+    { method: 'elicitation/create', params: { mode: 'url', message, url, elicitationId } },
+    { name: 'elicitation', sub: 'url' }
+  )
+}
+
+/** Ask the client's model (`sampling/createMessage`). */
+export function sample(params: {
+  messages: { role: 'user' | 'assistant'; content: Record<string, unknown> }[]
+  maxTokens: number
+  systemPrompt?: string
+  [key: string]: unknown
+}): Question<SampledMessage> {
+  return question({ method: 'sampling/createMessage', params }, { name: 'sampling' })
+}
+
+/** Ask for the client's roots (`roots/list`); the answer is the list. */
+export function listRoots(): Question<Root[]> {
+  return question({ method: 'roots/list' }, { name: 'roots' })
+}
+
+const CAPABILITY: Record<InputRequest['method'], string> = {
+  'elicitation/create': 'elicitation',
+  'sampling/createMessage': 'sampling',
+  'roots/list': 'roots'
+}
+
+/** A raw MCP request (as a hand-rolled handler may return it) as a question. */
+export function questionFor(request: InputRequest): Question<unknown> {
+  const name = CAPABILITY[request.method]
+  return question(request, request.params?.mode === 'url' ? { name, sub: 'url' } : { name })
+}
+
+/** Whether the client declared what `q` needs (elicitation url mode needs `elicitation.url`). */
+export function clientCan(q: Question<unknown>, caps: Readonly<Record<string, unknown>> | undefined): boolean {
+  const cap = caps?.[q.capability.name]
+  if (cap === undefined || cap === null) return false
+  return q.capability.sub === undefined || (typeof cap === 'object' && (cap as Record<string, unknown>)[q.capability.sub] !== undefined)
+}

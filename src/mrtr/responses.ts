@@ -1,0 +1,74 @@
+import { Type } from '@sinclair/typebox'
+import type { ValidateFunction } from 'ajv'
+import { errors } from '../errors.js'
+import { compile, createValidator, describeErrors } from '../core/validation.js'
+import { digestArguments } from './seal.js'
+
+/** A question as remembered in sealed state between rounds. */
+export interface Asked {
+  /** Method of the request. */
+  m: string
+  /** Digest of the request. */
+  h: string
+  /** requestedSchema of a form elicitation. */
+  s?: Record<string, unknown>
+}
+
+const ajv = createValidator()
+const shapes: Record<string, ValidateFunction> = {
+  'elicitation/create': compile(
+    ajv,
+    Type.Object({
+      action: Type.Unsafe<'accept' | 'decline' | 'cancel'>({ type: 'string', enum: ['accept', 'decline', 'cancel'] }),
+      content: Type.Optional(Type.Record(Type.String(), Type.Unknown()))
+    }),
+    'ElicitResult'
+  ),
+  'sampling/createMessage': compile(
+    ajv,
+    Type.Object({
+      role: Type.Unsafe<'user' | 'assistant'>({ type: 'string', enum: ['user', 'assistant'] }),
+      content: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Array(Type.Record(Type.String(), Type.Unknown()))]),
+      model: Type.String()
+    }),
+    'CreateMessageResult'
+  ),
+  'roots/list': compile(
+    ajv,
+    Type.Object({ roots: Type.Array(Type.Object({ uri: Type.String({ pattern: '^file://' }), name: Type.Optional(Type.String()) })) }),
+    'ListRootsResult'
+  )
+}
+
+// requestedSchemas compiled once each; bounded, oldest dropped first.
+const formValidators = new Map<string, ValidateFunction>()
+const MAX_FORMS = 500
+
+function formValidator(schema: Record<string, unknown>): ValidateFunction {
+  const key = digestArguments(schema)
+  let v = formValidators.get(key)
+  if (v === undefined) {
+    v = compile(ajv, schema, 'requestedSchema')
+    if (formValidators.size >= MAX_FORMS) formValidators.delete(formValidators.keys().next().value!)
+    formValidators.set(key, v)
+  }
+  return v
+}
+
+/**
+ * Check a client's answer to a question the server asked: the result shape of its method, and for an
+ * accepted form elicitation, the content against the requested schema. 400 -32602 naming the key.
+ */
+export function checkResponse(key: string, asked: Asked, response: unknown): void {
+  const shape = shapes[asked.m]!
+  if (!shape(response)) {
+    throw errors.invalidParams(`Invalid inputResponses["${key}"]: ${describeErrors(shape.errors).message}`)
+  }
+  const r = response as { action?: string; content?: unknown }
+  if (asked.s !== undefined && r.action === 'accept') {
+    const form = formValidator(asked.s)
+    if (!form(r.content ?? {})) {
+      throw errors.invalidParams(`Invalid inputResponses["${key}"]: content.${describeErrors(form.errors).message}`)
+    }
+  }
+}
