@@ -56,15 +56,8 @@ const prompts: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       const params: GetPromptBody = paramsFromHeaders(request)
-      const args = decodeJsonHeader(Header.arguments, request.headers[Header.arguments], 'object') as
-        | Record<string, unknown>
-        | undefined
-      if (args !== undefined) {
-        for (const [k, v] of Object.entries(args)) {
-          if (typeof v !== 'string') throw errors.invalidParams(`Invalid Mcp-Arguments header: argument "${k}" must be a string`)
-        }
-        params.arguments = args as Record<string, string>
-      }
+      const args = argumentsFromHeader(request)
+      if (args !== undefined) params.arguments = args
       return get(request, reply, request.params.name, params)
     }
   )
@@ -83,8 +76,24 @@ const prompts: FastifyPluginAsyncTypebox = async (fastify) => {
         response: { 200: GetPromptResponseSchema, ...errorResponses(404, 413) }
       }
     },
-    async (request, reply) => get(request, reply, request.params.name, request.body)
+    async (request, reply) => {
+      const args = argumentsFromHeader(request)
+      if (args === undefined) return get(request, reply, request.params.name, request.body)
+      if (request.body.arguments !== undefined) {
+        throw errors.invalidParams('Send the arguments in the body or in the Mcp-Arguments header, not both')
+      }
+      return get(request, reply, request.params.name, { ...request.body, arguments: args })
+    }
   )
+}
+
+/** `Mcp-Arguments`: a JSON object of strings, plain or base64; anything else is 400 naming the header. */
+function argumentsFromHeader(request: FastifyRequest): Record<string, string> | undefined {
+  const args = decodeJsonHeader(Header.arguments, request.headers[Header.arguments], 'object') as Record<string, unknown> | undefined
+  for (const [k, v] of Object.entries(args ?? {})) {
+    if (typeof v !== 'string') throw errors.invalidParams(`Invalid Mcp-Arguments header: argument "${k}" must be a string`)
+  }
+  return args as Record<string, string> | undefined
 }
 
 export default prompts

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import swagger from '@fastify/swagger'
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, HTTPMethods } from 'fastify'
 import { withResourceMetadata } from './auth/bearer.js'
@@ -6,7 +7,7 @@ import { hostOriginCheck, type HostOriginOptions } from './auth/origin.js'
 import { ANONYMOUS, type Principal } from './core/context.js'
 import type { McpServer } from './core/mcp-server.js'
 import { ConfigurationError, McpError, errors } from './errors.js'
-import { Header } from './headers.js'
+import { Header, REQUEST_ID } from './headers.js'
 import { sendError, toMcpError } from './http/errors.js'
 import { era, negotiateVersion, LATEST_VERSION, type ProtocolVersion } from './protocol.js'
 import { MemoryStore } from './store/memory.js'
@@ -52,7 +53,6 @@ export interface McpPluginOptions extends HostOriginOptions {
   oauth?: OAuthOptions
 }
 
-const REQUEST_ID = /^[\x21-\x7e]{1,128}$/
 const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']
 
 /**
@@ -71,7 +71,8 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
     const h = request.headers
     const rawId = h[Header.requestId]
     const idOk = typeof rawId === 'string' && REQUEST_ID.test(rawId)
-    const requestId = idOk ? rawId : request.id
+    // A malformed id is never echoed: the app's own id stands in (a fresh one if it copied the header).
+    const requestId = idOk ? rawId : request.id === rawId ? randomUUID() : request.id
     reply.header(Header.requestId, requestId)
     reply.header(Header.protocolVersion, defaultVersion)
     if (rawId !== undefined && !idOk) {

@@ -11,6 +11,9 @@ export const Header = {
   sessionId: 'mcp-session-id'
 } as const
 
+/** A usable `Mcp-Request-Id`: 1-128 visible ASCII characters. */
+export const REQUEST_ID = /^[\x21-\x7e]{1,128}$/
+
 const ENCODED = /^=\?base64\?([A-Za-z0-9+/_-]*={0,2})\?=$/
 // Visible ASCII plus space and tab: anything else must use the base64 form.
 const PLAIN = /^[\t\x20-\x7e]*$/

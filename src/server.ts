@@ -4,7 +4,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { mcpPlugin, type McpPluginOptions } from './app.js'
 import type { Socket } from 'node:net'
 import { ErrorCode } from './errors.js'
-import { Header } from './headers.js'
+import { LATEST_VERSION } from './protocol.js'
+import { Header, REQUEST_ID } from './headers.js'
 
 export interface BuildServerOptions extends McpPluginOptions {
   /** Fastify logger option (default: info-level JSON logs). */
@@ -27,11 +28,14 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   const app = Fastify({
     logger,
     bodyLimit,
-    requestIdHeader: Header.requestId,
-    genReqId: () => randomUUID(),
+    // The client's Mcp-Request-Id, when well-formed, is the log's request id too.
+    genReqId: (req) => {
+      const id = req.headers[Header.requestId]
+      return typeof id === 'string' && REQUEST_ID.test(id) ? id : randomUUID()
+    },
     routerOptions: { maxParamLength: 4096 },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
-    clientErrorHandler
+    clientErrorHandler: (err, socket) => clientErrorHandler(err, socket, plugin.defaultProtocolVersion ?? LATEST_VERSION)
   }).withTypeProvider<TypeBoxTypeProvider>()
   await app.register(mcpPlugin, prefix === undefined ? plugin : { ...plugin, prefix })
   return app
@@ -47,7 +51,7 @@ const CLIENT_ERRORS: Record<string, [number, string, string]> = {
   ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'Request timeout']
 }
 
-function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
+function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket, version: string): void {
   // A reset or half-closed socket has nobody to answer: races no test can provoke reliably.
   /* c8 ignore next */
   if (err.code === 'ECONNRESET' || socket.destroyed) return
@@ -56,7 +60,7 @@ function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
   /* c8 ignore next */
   if (socket.writable) {
     socket.write(
-      `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${body}`
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nMcp-Protocol-Version: ${version}\r\nConnection: close\r\n\r\n${body}`
     )
   }
   socket.destroy(err)

@@ -30,6 +30,19 @@ t.test('the MCP routes mount under a prefix inside an existing app', async (t) =
   t.notOk(doc.paths['/health'], 'and only the MCP routes')
 })
 
+t.test('an app that takes request ids from Mcp-Request-Id still never echoes a malformed one', async (t) => {
+  const app = Fastify({ requestIdHeader: 'mcp-request-id' })
+  t.teardown(() => app.close())
+  await app.register(mcpPlugin, { mcp: createDemoServer() })
+  const bad = await app.inject({ url: '/ping', headers: { 'mcp-request-id': 'has space' } })
+  t.equal(bad.statusCode, 400)
+  t.match(bad.headers['mcp-request-id'], /^[0-9a-f-]{36}$/)
+  const fine = await app.inject({ url: '/ping', headers: { 'mcp-request-id': 'ok-1' } })
+  t.equal(fine.headers['mcp-request-id'], 'ok-1')
+  const none = await app.inject({ url: '/ping' })
+  t.match(none.headers['mcp-request-id'], /^req-/, 'without a header, the app\'s own id')
+})
+
 t.test('buildServer takes a prefix too', async (t) => {
   const app = await buildServer({ mcp: createDemoServer(), logger: false, prefix: '/v1' })
   t.teardown(() => app.close())

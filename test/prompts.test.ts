@@ -67,6 +67,12 @@ t.test('POST /prompts/{name} is the body fallback', async (t) => {
   t.equal(res.body.messages[0].content.text.length, 'Please write a short, warm greeting for .'.length + 20000)
   const bad = await call(app, { method: 'POST', url: '/prompts/greeting', payload: { arguments: { name: 5 } } })
   t.same([bad.status, bad.body.code], [400, -32602])
+  const viaHeader = await call(app, { method: 'POST', url: '/prompts/greeting', payload: {}, headers: { 'mcp-arguments': '{"name":"Hd"}' } })
+  t.match(viaHeader.body.messages[0].content.text, /for Hd\./, 'Mcp-Arguments is read on POST too')
+  const both = await call(app, { method: 'POST', url: '/prompts/greeting', payload: { arguments: { name: 'A' } }, headers: { 'mcp-arguments': '{"name":"B"}' } })
+  t.same([both.status, both.body.message], [400, 'Send the arguments in the body or in the Mcp-Arguments header, not both'])
+  const badHeader = await call(app, { method: 'POST', url: '/prompts/greeting', payload: {}, headers: { 'mcp-arguments': '{"name":1}' } })
+  t.same([badHeader.status, badHeader.body.code], [400, -32602])
 })
 
 t.test('missing required arguments and unknown prompts', async (t) => {

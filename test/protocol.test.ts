@@ -55,6 +55,8 @@ t.test('Mcp-Request-Id: generated when absent, refused when malformed', async (t
   for (const bad of ['x'.repeat(129), 'has space']) {
     const res = await call(app, { url: '/ping', headers: { 'mcp-request-id': bad } })
     t.same([res.status, res.body.code], [400, -32600], JSON.stringify(bad))
+    t.not(res.headers['mcp-request-id'], bad, 'a malformed id is never echoed')
+    t.match(res.headers['mcp-request-id'], /^[0-9a-f-]{36}$/)
   }
 })
 
@@ -125,6 +127,18 @@ t.test('legacy clients get the capabilities they declared in initialize', async 
   })
   const after = await call(app, { method: 'POST', url: '/tools/caps/calls', payload: {}, headers })
   t.same(after.body.structuredContent, { caps: { roots: {} } })
+})
+
+t.test('on POST, _meta may come from Mcp-Meta, but not from both places', async (t) => {
+  const mcp = new McpServer({ name: 't', version: '1' })
+  mcp.tool({ name: 'meta' }, (_a, ctx) => JSON.stringify(ctx.meta ?? null))
+  const { app } = await build(t, { mcp })
+  const header = await call(app, { method: 'POST', url: '/tools/meta/calls', payload: {}, headers: { 'mcp-meta': '{"trace":"h"}' } })
+  t.equal(header.body.content[0].text, '{"trace":"h"}')
+  const both = await call(app, { method: 'POST', url: '/tools/meta/calls', payload: { _meta: { trace: 'b' } }, headers: { 'mcp-meta': '{"trace":"h"}' } })
+  t.same([both.status, both.body.message], [400, 'Send _meta in the body or in the Mcp-Meta header, not both'])
+  const bad = await call(app, { method: 'POST', url: '/tools/meta/calls', payload: {}, headers: { 'mcp-meta': 'nope' } })
+  t.same([bad.status, bad.body.code], [400, -32602])
 })
 
 t.test('Mcp-Meta reaches the handler; a bad one is 400', async (t) => {

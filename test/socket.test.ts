@@ -67,6 +67,7 @@ t.test('a malformed request gets a JSON 400', async (t) => {
   socket.on('data', (d) => (raw += d))
   await once(socket, 'close')
   t.match(raw, /^HTTP\/1\.1 400 /)
+  t.match(raw, /\r\nMcp-Protocol-Version: 2026-07-28\r\n/)
   t.same(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)), { code: -32600, message: 'Malformed HTTP request' })
 })
 

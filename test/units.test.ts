@@ -68,7 +68,7 @@ t.test('memory store: owners are isolated and memory is bounded', async (t) => {
   t.equal(await store.subscribe('alice', 'x:1'), true)
   t.equal(await store.subscribe('alice', 'x:1'), false, 'already subscribed')
   await store.subscribe('alice', 'x:2')
-  await t.rejects(store.subscribe('alice', 'x:3'), { status: 429, message: /Too many subscriptions/ })
+  await t.rejects(store.subscribe('alice', 'x:3'), { status: 400, code: -32602, message: /Too many subscriptions \(limit 2\): unsubscribe first/ })
   t.same(await store.subscriptions('bob'), [], 'bob sees nothing of alice')
   t.equal(await store.unsubscribe('bob', 'x:1'), false)
   await store.setLogLevel('bob', 'error')

@@ -99,7 +99,13 @@ export async function createContext(
   params: RetryParams = {}
 ): Promise<HttpRequestContext> {
   const state = request.mcpState
-  const meta = params._meta
+  let meta = params._meta
+  if (request.method === 'POST' && request.headers[Header.meta] !== undefined) {
+    // POST carries _meta in the body; the header is accepted too, but never both, never ignored.
+    const fromHeader = decodeJsonHeader(Header.meta, request.headers[Header.meta], 'object') as Meta
+    if (meta !== undefined) throw errors.invalidParams('Send _meta in the body or in the Mcp-Meta header, not both')
+    meta = fromHeader
+  }
   let { version, era } = state
   const metaVersion = meta?.[MetaKey.protocolVersion]
   if (metaVersion !== undefined) {

@@ -29,7 +29,8 @@ export class MemoryStore implements Store {
     const subs = this.#connection(owner).subscriptions
     if (subs.has(uri)) return false
     if (subs.size >= this.#limits.maxSubscriptions) {
-      throw new McpError(ErrorCode.invalidParams, `Too many subscriptions (limit ${this.#limits.maxSubscriptions})`, 429)
+      // A quota, not a rate: waiting does not help, unsubscribing does.
+      throw new McpError(ErrorCode.invalidParams, `Too many subscriptions (limit ${this.#limits.maxSubscriptions}): unsubscribe first`, 400)
     }
     subs.add(uri)
     return true
