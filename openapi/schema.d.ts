@@ -259,6 +259,67 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/notifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * notifications to the client
+         * @description A non-empty answer carries Mcp-Message-Group; acknowledge it with POST /notifications.
+         */
+        get: operations["getNotifications"];
+        put?: never;
+        /** acknowledge a group, and/or notifications to the server */
+        post: operations["postNotifications"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * the next server-to-client request
+         * @description The body must be empty. 200 with the request and its Mcp-Request-Id, or 204 when none waits.
+         */
+        post: operations["takeRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/responses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * answer a server-to-client request
+         * @description Mcp-Request-Id names the request; the body is its ClientResult.
+         */
+        post: operations["answerRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -2258,6 +2319,298 @@ export interface operations {
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Internal error -32603; the body never carries details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+        };
+    };
+    getNotifications: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Protocol version of the request (default: the server default, 2026-07-28). */
+                "mcp-protocol-version"?: string;
+                /** @description Unique id of this request; echoed, logged, and named by cancellation. */
+                "mcp-request-id"?: string;
+                /** @description The request `_meta` object as JSON text, or `=?base64?<base64 of UTF-8 JSON>?=` when not ASCII. */
+                "mcp-meta"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued notifications, oldest first; the same group until it is acknowledged. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        method: string;
+                        params?: {
+                            [key: string]: unknown;
+                        };
+                    }[];
+                };
+            };
+            /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Internal error -32603; the body never carries details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+        };
+    };
+    postNotifications: {
+        parameters: {
+            query?: never;
+            header?: {
+                "mcp-protocol-version"?: string;
+                /** @description The group being acknowledged. */
+                "mcp-message-group"?: string;
+                /** @description Alias of Mcp-Message-Group. */
+                "mcp-group-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Notifications for the server: notifications/cancelled, notifications/initialized, notifications/roots/list_changed. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    method: string;
+                    params?: {
+                        [key: string]: unknown;
+                    };
+                }[];
+            };
+        };
+        responses: {
+            /** @description Accepted. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Internal error -32603; the body never carries details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+        };
+    };
+    takeRequest: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Protocol version of the request (default: the server default, 2026-07-28). */
+                "mcp-protocol-version"?: string;
+                /** @description Unique id of this request; echoed, logged, and named by cancellation. */
+                "mcp-request-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A JSON-RPC notification or request without its envelope. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        method: string;
+                        params?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description No request waits. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Internal error -32603; the body never carries details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+        };
+    };
+    answerRequest: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Protocol version of the request (default: the server default, 2026-07-28). */
+                "mcp-protocol-version"?: string;
+                "mcp-request-id": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The ClientResult for the request named by Mcp-Request-Id, or `{ "error": {...} }`. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    error: {
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                } | {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Request body too large. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

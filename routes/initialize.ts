@@ -24,9 +24,15 @@ const initialize: FastifyPluginAsyncTypebox = async (fastify) => {
     async (request, reply) => {
       const ctx = await createContext(request, reply, request.body)
       const result = fastify.mcp.initialize(request.body)
+      let owner = ctx.principal.id
+      if (fastify.mcpSessions && request.headers[Header.sessionId] === undefined) {
+        const session = await fastify.mcpStore.createSession()
+        reply.header(Header.sessionId, session)
+        owner = `session:${session}`
+      }
       if (era(result.protocolVersion) === 'legacy') {
         const { protocolVersion, capabilities, clientInfo } = request.body
-        await fastify.mcpStore.setLegacyClient(ctx.principal.id, { protocolVersion, capabilities, clientInfo })
+        await fastify.mcpStore.setLegacyClient(owner, { protocolVersion, capabilities, clientInfo })
       }
       reply.header(Header.protocolVersion, result.protocolVersion)
       return sendResult(request, reply, result)

@@ -65,7 +65,7 @@ const resources: FastifyPluginAsyncTypebox = async (fastify) => {
 
   // GET reads are HTTP-cacheable (ETag, 304); POST ones are not (RFC 9110 allows 304 only for GET/HEAD).
   const read = async (request: FastifyRequest, reply: FastifyReply, uri: string, params: RetryParams, cacheable: boolean) => {
-    const ctx = await createContext(request, reply, params)
+    const ctx = (await createContext(request, reply, params)).cancellable(fastify.mcpInflight)
     return sendResult(request, reply, await mcp.readResource(uri, params, ctx), cacheable ? mcp.cacheHints : undefined)
   }
 

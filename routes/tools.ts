@@ -43,7 +43,7 @@ const tools: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     },
     async (request, reply) => {
-      const ctx = await createContext(request, reply, request.body)
+      const ctx = (await createContext(request, reply, request.body)).cancellable(fastify.mcpInflight)
       return sendResult(request, reply, await mcp.callTool(request.params.name, request.body, ctx))
     }
   )

@@ -6,11 +6,10 @@ import { oauthSetup, type OAuthOptions } from './auth/oauth.js'
 import { hostOriginCheck, type HostOriginOptions } from './auth/origin.js'
 import { ANONYMOUS, type Principal } from './core/context.js'
 import type { McpServer } from './core/mcp-server.js'
-import { ConfigurationError, McpError, errors } from './errors.js'
+import { ConfigurationError, ErrorCode, McpError, errors } from './errors.js'
 import { Header, REQUEST_ID } from './headers.js'
 import { sendError, toMcpError } from './http/errors.js'
 import { era, negotiateVersion, LATEST_VERSION, type ProtocolVersion } from './protocol.js'
-import { MemoryStore } from './store/memory.js'
 import type { Store } from './store/types.js'
 import completionsRoutes from '../routes/completions.js'
 import discoverRoutes from '../routes/discover.js'
@@ -21,6 +20,8 @@ import pingRoutes from '../routes/ping.js'
 import promptsRoutes from '../routes/prompts.js'
 import resourcesRoutes from '../routes/resources.js'
 import toolsRoutes from '../routes/tools.js'
+import notificationsRoutes from '../routes/notifications.js'
+import requestsRoutes from '../routes/requests.js'
 import wellKnownRoutes from '../routes/well-known.js'
 
 declare module 'fastify' {
@@ -35,6 +36,11 @@ export interface McpPluginOptions extends HostOriginOptions {
   mcp: McpServer
   /** Shared state; defaults to a {@link MemoryStore}. */
   store?: Store
+  /**
+   * Without authentication: issue an `Mcp-Session-Id` from `/initialize` and treat each session as
+   * its own logical connection (default false: one shared anonymous connection).
+   */
+  sessions?: boolean
   /** The version of a request that sends no `Mcp-Protocol-Version` (default 2026-07-28). */
   defaultProtocolVersion?: ProtocolVersion
   /**
@@ -63,9 +69,18 @@ const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH',
  */
 export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, opts) => {
   const defaultVersion = opts.defaultProtocolVersion ?? LATEST_VERSION
+  if (opts.store !== undefined) opts.mcp.store = opts.store
+  const store = opts.mcp.store
   fastify.decorate('mcp', opts.mcp)
-  fastify.decorate('mcpStore', opts.store ?? new MemoryStore())
+  fastify.decorate('mcpStore', store)
+  const inflight = new Map<string, AbortController>()
+  fastify.decorate('mcpInflight', inflight)
   fastify.decorateRequest('mcpState', null as never)
+  // notifications/cancelled, heard on any instance, aborts the request here if it runs here.
+  const stopCancels = store.onCancel((owner, requestId, reason) => {
+    inflight.get(`${owner}\0${requestId}`)?.abort(new Error(reason ?? 'Cancelled by the client'))
+  })
+  fastify.addHook('onClose', async () => stopCancels())
 
   fastify.addHook('onRequest', (request, reply, done) => {
     const h = request.headers
@@ -107,11 +122,25 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
       if (request.routeOptions.config.mcpPublic === true) return
       request.mcpState.principal = await authenticate(request)
     })
+  } else if (opts.sessions === true) {
+    // Without authentication, POST /initialize issues Mcp-Session-Id; that id names the connection.
+    fastify.addHook('onRequest', async (request) => {
+      const id = request.headers[Header.sessionId]
+      if (id === undefined) return
+      if (typeof id !== 'string' || !(await store.hasSession(id))) {
+        throw errors.notFound('Unknown or expired Mcp-Session-Id: initialize again', ErrorCode.invalidRequest)
+      }
+      request.mcpState.principal = { id: `session:${id}`, scopes: [], anonymous: true }
+    })
+    fastify.addHook('onReady', async () => {
+      fastify.log.info('MCP: no authentication configured; /initialize issues Mcp-Session-Id, and each session is one logical connection (clients without one share an anonymous connection)')
+    })
   } else {
     fastify.addHook('onReady', async () => {
       fastify.log.info('MCP: no authentication configured; every client shares one anonymous logical connection')
     })
   }
+  fastify.decorate('mcpSessions', authenticate === undefined && opts.sessions === true)
   if (opts.mcp.sealer.ephemeral) {
     fastify.addHook('onReady', async () => {
       fastify.log.warn(
@@ -149,6 +178,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
         { name: 'prompts', description: 'prompts/list and prompts/get' },
         { name: 'resources', description: 'resources/list, templates, read, subscribe' },
         { name: 'completions', description: 'completion/complete' },
+        { name: 'messaging', description: 'Notifications and server-to-client requests' },
         { name: 'meta', description: 'This document' }
       ],
       ...(oauth === undefined ? {} : {
@@ -179,6 +209,8 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   await fastify.register(toolsRoutes, { prefix: '/tools' })
   await fastify.register(promptsRoutes, { prefix: '/prompts' })
   await fastify.register(resourcesRoutes, { prefix: '/resources' })
+  await fastify.register(notificationsRoutes)
+  await fastify.register(requestsRoutes)
   await fastify.register(openapiRoutes)
   if (oauth !== undefined) await fastify.register(wellKnownRoutes, oauth.metadata)
   await fastify.register(async (f: FastifyInstance) => {

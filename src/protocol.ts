@@ -39,5 +39,6 @@ export const MetaKey = {
   protocolVersion: 'io.modelcontextprotocol/protocolVersion',
   clientCapabilities: 'io.modelcontextprotocol/clientCapabilities',
   clientInfo: 'io.modelcontextprotocol/clientInfo',
-  progressToken: 'progressToken'
+  progressToken: 'progressToken',
+  logLevel: 'io.modelcontextprotocol/logLevel'
 } as const

@@ -157,11 +157,13 @@ t.test('never ask what the client did not declare: 400 -32021 with requiredCapab
   t.same([roots.status, roots.body.data], [400, { requiredCapabilities: { roots: {} } }])
 })
 
-t.test('legacy-era clients get 400 -32021 (server-to-client requests come with /requests)', async (t) => {
+t.test('legacy era: questions the initialize did not declare are 400 -32021; state alone loops in-process', async (t) => {
   const { app } = await build(t, { mcp: server() })
-  const res = await call(app, { method: 'POST', url: '/tools/where/calls', payload: {}, headers: { 'mcp-protocol-version': '2025-11-25' } })
-  t.same([res.status, res.body.code], [400, -32021])
-  t.match(res.body.message, /multi round-trip/)
+  const legacy = { 'mcp-protocol-version': '2025-11-25' }
+  const res = await call(app, { method: 'POST', url: '/tools/where/calls', payload: {}, headers: legacy })
+  t.same([res.status, res.body.code, res.body.data], [400, -32021, { requiredCapabilities: { elicitation: {} } }])
+  const shed = await call(app, { method: 'POST', url: '/tools/shed/calls', payload: { arguments: { n: 25 } }, headers: legacy })
+  t.equal(shed.body.content[0].text, 'done 25', 'load shedding without a client round trip: the rounds run here')
 })
 
 t.test('prompts and resources ask through GET headers, retried the same way', async (t) => {

@@ -25,6 +25,9 @@ const ROUTES: Record<string, string[]> = {
   '/resources/{uri}': ['get', 'post'],
   '/resources/subscribe': ['post'],
   '/resources/unsubscribe': ['post'],
+  '/notifications': ['get', 'post'],
+  '/requests': ['post'],
+  '/responses': ['post'],
   '/openapi.json': ['get']
 }
 const DEMO_TOOLS = ['echo', 'add', 'get_weather', 'update_work_item']

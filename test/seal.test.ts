@@ -149,7 +149,7 @@ t.test('form schemas are compiled once each, with a bounded cache', async (t) =>
   for (let i = 0; i < 502; i++) {
     const schema = { type: 'object', properties: { [`f${i}`]: { type: 'integer' } }, required: [`f${i}`] }
     const asked = { m: 'elicitation/create', h: 'x', s: schema }
-    t.doesNotThrow(() => checkResponse('k', asked, { action: 'accept', content: { [`f${i}`]: i } }))
-    if (i % 100 === 0) t.throws(() => checkResponse('k', asked, { action: 'accept', content: { [`f${i}`]: 'no' } }), /content\.f\d+ must be integer/)
+    t.doesNotThrow(() => checkResponse('inputResponses["k"]', asked, { action: 'accept', content: { [`f${i}`]: i } }))
+    if (i % 100 === 0) t.throws(() => checkResponse('inputResponses["k"]', asked, { action: 'accept', content: { [`f${i}`]: 'no' } }), /content\.f\d+ must be integer/)
   }
 })

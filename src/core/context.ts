@@ -1,5 +1,6 @@
 import type { Era, ProtocolVersion } from '../protocol.js'
 import type { Meta } from '../schema/common.js'
+import type { LoggingLevel } from '../schema/lifecycle.js'
 
 /** Who is calling. Its `id` names the logical connection: one principal never sees another's state. */
 export interface Principal {
@@ -38,5 +39,13 @@ export interface RequestContext {
   readonly principal: Principal
   /** Aborted when the client goes away or cancels the request. */
   readonly signal: AbortSignal
+  /** The server's own log (not sent to the client). */
   readonly log: Logger
+  /** `notifications/progress`, when the request asked for it with a `progressToken`; else nothing. */
+  progress(progress: number, total?: number, message?: string): Promise<void>
+  /**
+   * `notifications/message` to the client, when its log level lets it through (the request's
+   * `_meta["io.modelcontextprotocol/logLevel"]` in 2026-07-28, `POST /logLevel` before).
+   */
+  sendLog(level: LoggingLevel, data: unknown, logger?: string): Promise<void>
 }

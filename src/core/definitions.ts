@@ -4,6 +4,7 @@ import type { ContentBlock, ResourceContents } from '../schema/content.js'
 import type { InputResponses } from '../schema/mrtr.js'
 import type { HandRolledInputRequired } from '../mrtr/run.js'
 import type { ResolverMap, Values } from '../mrtr/resolvers.js'
+import type { Outcome, Root, SampledMessage, sample } from '../mrtr/questions.js'
 import type { GetPromptResult, PromptMessage } from '../schema/prompts.js'
 import type { Resource, ResourceTemplate } from '../schema/resources.js'
 import type { Tool, ToolAnnotations } from '../schema/tools.js'
@@ -25,6 +26,16 @@ export interface RetryableContext<S = unknown, R = Record<string, unknown>> exte
   readonly requestState: S | undefined
   /** The values of the declared resolvers. */
   readonly resolved: R
+  /**
+   * Ask the user now. Legacy era: a server-to-client request on `/requests`, awaited. 2026-07-28: the
+   * call answers `input_required` and the handler runs again from the top on the retry, where this
+   * returns the answer (so keep what comes before it free of side effects, or use resolvers).
+   */
+  elicit<S extends TSchema>(message: string, schema: S): Promise<Outcome<Static<S>>>
+  /** Ask the client's model (as {@link RetryableContext.elicit}). */
+  sample(params: Parameters<typeof sample>[0]): Promise<SampledMessage>
+  /** Ask for the client's roots (as {@link RetryableContext.elicit}). */
+  listRoots(): Promise<Root[]>
 }
 
 export type ToolContext<S = unknown, R = Record<string, unknown>> = RetryableContext<S, R>

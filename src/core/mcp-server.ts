@@ -10,6 +10,8 @@ import { complete } from './completions.js'
 import type { RequestContext } from './context.js'
 import type { RetryParams } from '../mrtr/run.js'
 import { StateSealer, type StateKey } from '../mrtr/seal.js'
+import { MemoryStore } from '../store/memory.js'
+import type { ServerMessage, Store } from '../store/types.js'
 import { etagOf } from './etag.js'
 import { decodeCursor, encodeCursor } from './pagination.js'
 import { getPrompt } from './prompts.js'
@@ -39,12 +41,23 @@ export interface McpServerOptions {
   stateTtlMs?: number
   /** Largest `requestState` accepted, in bytes (default 32 KiB). */
   maxStateBytes?: number
+  /** Shared state: connections, queues, subscriptions (default: an in-memory {@link MemoryStore}). */
+  store?: Store
+  /** How long a legacy-era question waits on `/requests` for the client's answer (default 5 minutes). */
+  answerTimeoutMs?: number
 }
 
 /** A representation prepared once and served many times: the JSON text and its ETag. */
 export interface Representation {
   readonly body: string
   readonly etag: string
+}
+
+const LIST_CHANGED: Record<ListKind, string> = {
+  tools: 'notifications/tools/list_changed',
+  prompts: 'notifications/prompts/list_changed',
+  resources: 'notifications/resources/list_changed',
+  templates: 'notifications/resources/list_changed'
 }
 
 const LIST_FIELD: Record<ListKind, string> = {
@@ -65,8 +78,12 @@ export class McpServer extends Registry {
   readonly cacheHints: CacheHints
   /** Seals and opens `requestState` (and later resume tokens). */
   readonly sealer: StateSealer
+  /** Where connections, queues and subscriptions live; replaceable until the server starts serving. */
+  store: Store
+  readonly answerTimeoutMs: number
   // Serialized list pages and discover, per era; dropped when their list changes.
   readonly #cache = new Map<string, Representation>()
+  readonly #clientListeners = new Set<(owner: string, notification: ServerMessage) => void>()
 
   constructor(options: McpServerOptions) {
     super()
@@ -78,17 +95,21 @@ export class McpServer extends Registry {
     this.cacheHints = { ttlMs: 0, cacheScope: 'private', ...options.cacheHints }
     const keys = typeof options.stateKeys === 'string' ? StateSealer.parseKeys(options.stateKeys) : options.stateKeys
     this.sealer = new StateSealer(keys, { ttlMs: options.stateTtlMs ?? 15 * 60_000, maxBytes: options.maxStateBytes ?? 32 * 1024 })
+    this.store = options.store ?? new MemoryStore()
+    this.answerTimeoutMs = options.answerTimeoutMs ?? 300_000
     this.onChange((kind) => {
       for (const key of this.#cache.keys()) if (key.startsWith(`${kind}:`)) this.#cache.delete(key)
+      // Every connection hears that a list changed; a failing store must not fail the registration.
+      this.store.broadcast({ method: LIST_CHANGED[kind] }).catch(() => undefined)
     })
   }
 
   /** What this server offers; the same for every client. */
   capabilities(): Record<string, unknown> {
     return {
-      tools: { listChanged: false },
-      prompts: { listChanged: false },
-      resources: { subscribe: true, listChanged: false },
+      tools: { listChanged: true },
+      prompts: { listChanged: true },
+      resources: { subscribe: true, listChanged: true },
       completions: {},
       logging: {}
     }
@@ -148,6 +169,30 @@ export class McpServer extends Registry {
 
   complete(body: CompleteBody, ctx: RequestContext): Promise<CompleteResult> {
     return complete(this, body, ctx)
+  }
+
+  /**
+   * Tell every connection subscribed to `uri` that the resource changed (`notifications/resources/updated`).
+   * @example mcp.resourceUpdated('demo://readme')
+   */
+  async resourceUpdated(uri: string): Promise<void> {
+    for (const owner of await this.store.subscribers(uri)) {
+      await this.store.pushNotification(owner, { method: 'notifications/resources/updated', params: { uri } })
+    }
+  }
+
+  /**
+   * Hear the client's notifications other than cancellation (notifications/initialized,
+   * notifications/roots/list_changed, ...), with the connection they came from.
+   */
+  onClientNotification(listener: (owner: string, notification: ServerMessage) => void): () => void {
+    this.#clientListeners.add(listener)
+    return () => this.#clientListeners.delete(listener)
+  }
+
+  /** @internal Called by the transports for each client notification. */
+  clientNotified(owner: string, notification: ServerMessage): void {
+    for (const l of this.#clientListeners) l(owner, notification)
   }
 
   #cached(key: string, build: () => Record<string, unknown> | undefined): Representation {

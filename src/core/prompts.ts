@@ -23,7 +23,7 @@ export async function getPrompt(
   let round
   try {
     round = await runRound(
-      server.sealer,
+      server,
       entry.mrtr,
       { method: 'prompts/get', target: name, args: digestArguments(args) },
       args,

@@ -33,7 +33,7 @@ export async function readResource(
   let round
   try {
     // The URI is the target; a template's variables are part of it, so no argument digest is needed.
-    round = await runRound(server.sealer, entry.mrtr, { method: 'resources/read', target: uri, args: '' }, vars, params, ctx, async (c) => call(c))
+    round = await runRound(server, entry.mrtr, { method: 'resources/read', target: uri, args: '' }, vars, params, ctx, async (c) => call(c))
   } catch (err) {
     throw handlerFailure(err, ctx, { uri })
   }

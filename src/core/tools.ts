@@ -37,7 +37,7 @@ export async function callTool(
   let round
   try {
     round = await runRound(
-      server.sealer,
+      server,
       entry.mrtr,
       { method: 'tools/call', target: name, args: digestArguments(args) },
       args,

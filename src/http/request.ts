@@ -8,6 +8,8 @@ import { MetaKey, era as eraOf, isSupportedVersion, SUPPORTED_VERSIONS, type Era
 import type { Meta } from '../schema/common.js'
 import type { InputResponses } from '../schema/mrtr.js'
 import type { Store } from '../store/types.js'
+import type { LoggingLevel } from '../schema/lifecycle.js'
+import { sendLog, sendProgress } from '../messaging/notify.js'
 
 /** What the MCP hooks learn about a request before its route runs. */
 export interface McpRequestState {
@@ -26,6 +28,10 @@ declare module 'fastify' {
   interface FastifyInstance {
     mcp: McpServer
     mcpStore: Store
+    /** In-flight requests that run handlers, by `owner\0requestId`, for notifications/cancelled. */
+    mcpInflight: Map<string, AbortController>
+    /** Whether /initialize issues Mcp-Session-Id (no authentication, `sessions: true`). */
+    mcpSessions: boolean
   }
 }
 
@@ -59,10 +65,11 @@ export function paramsFromHeaders(request: FastifyRequest): RetryParams {
 }
 
 const kController = Symbol('mcp.abortController')
+const kGetController = Symbol('mcp.getAbortController')
 
 class HttpRequestContext implements RequestContext {
-  // Not a #private field: the core derives handler contexts with Object.create(ctx), and private
-  // fields are not reachable through the prototype chain.
+  // No #private members here: the core derives handler contexts with Object.create(ctx), and
+  // private members are not reachable through the prototype chain.
   [kController]: AbortController | undefined
   constructor(
     readonly requestId: string,
@@ -72,19 +79,43 @@ class HttpRequestContext implements RequestContext {
     readonly clientCapabilities: Readonly<Record<string, unknown>> | undefined,
     readonly principal: Principal,
     readonly log: FastifyRequest['log'],
-    readonly reply: FastifyReply
+    readonly reply: FastifyReply,
+    readonly store: Store
   ) {}
 
-  // Created on first use: most handlers never look at it, and an AbortController is not free.
+  // Created on first use for most requests (an AbortController is not free); eagerly for those that
+  // run handlers, so that notifications/cancelled can reach them (see cancellable()).
   get signal(): AbortSignal {
+    return this[kGetController]().signal
+  }
+
+  progress(progress: number, total?: number, message?: string): Promise<void> {
+    return sendProgress(this.store, this, progress, total, message)
+  }
+
+  sendLog(level: LoggingLevel, data: unknown, logger?: string): Promise<void> {
+    return sendLog(this.store, this, level, data, logger)
+  }
+
+  /** Register this request so that `notifications/cancelled` naming its id aborts it, until it ends. */
+  cancellable(inflight: Map<string, AbortController>): this {
+    const key = `${this.principal.id}\0${this.requestId}`
+    inflight.set(key, this[kGetController]())
+    this.reply.raw.once('close', () => inflight.delete(key))
+    return this
+  }
+
+  [kGetController](): AbortController {
     if (this[kController] === undefined) {
       const controller = (this[kController] = new AbortController())
       const res = this.reply.raw
       const abort = () => controller.abort(new Error('The client closed the connection'))
+      // Gone before we looked: a race between the client and this request that no test provokes.
+      /* c8 ignore next */
       if (res.destroyed && !res.writableFinished) abort()
       else res.once('close', () => res.writableFinished || abort())
     }
-    return this[kController].signal
+    return this[kController]
   }
 }
 
@@ -140,6 +171,7 @@ export async function createContext(
     caps,
     state.principal,
     request.log,
-    reply
+    reply,
+    request.server.mcp.store
   )
 }

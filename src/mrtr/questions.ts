@@ -90,6 +90,24 @@ export function questionFor(request: InputRequest): Question<unknown> {
   return question(request, request.params?.mode === 'url' ? { name, sub: 'url' } : { name })
 }
 
+/**
+ * What the client lacks to be asked all of `questions`, as `requiredCapabilities`
+ * (`{ elicitation: { url: {} }, sampling: {} }`); undefined when it can be asked everything.
+ */
+export function missingCapabilities(
+  questions: Iterable<Question<unknown>>,
+  caps: Readonly<Record<string, unknown>> | undefined
+): Record<string, Record<string, unknown>> | undefined {
+  let missing: Record<string, Record<string, unknown>> | undefined
+  for (const q of questions) {
+    if (clientCan(q, caps)) continue
+    const { name, sub } = q.capability
+    missing ??= {}
+    missing[name] = { ...missing[name], ...(sub === undefined ? {} : { [sub]: {} }) }
+  }
+  return missing
+}
+
 /** Whether the client declared what `q` needs (elicitation url mode needs `elicitation.url`). */
 export function clientCan(q: Question<unknown>, caps: Readonly<Record<string, unknown>> | undefined): boolean {
   const cap = caps?.[q.capability.name]

@@ -57,18 +57,19 @@ function formValidator(schema: Record<string, unknown>): ValidateFunction {
 
 /**
  * Check a client's answer to a question the server asked: the result shape of its method, and for an
- * accepted form elicitation, the content against the requested schema. 400 -32602 naming the key.
+ * accepted form elicitation, the content against the requested schema. 400 -32602 naming `what`
+ * (`inputResponses["key"]`, or `response`).
  */
-export function checkResponse(key: string, asked: Asked, response: unknown): void {
+export function checkResponse(what: string, asked: Asked, response: unknown): void {
   const shape = shapes[asked.m]!
   if (!shape(response)) {
-    throw errors.invalidParams(`Invalid inputResponses["${key}"]: ${describeErrors(shape.errors).message}`)
+    throw errors.invalidParams(`Invalid ${what}: ${describeErrors(shape.errors).message}`)
   }
   const r = response as { action?: string; content?: unknown }
   if (asked.s !== undefined && r.action === 'accept') {
     const form = formValidator(asked.s)
     if (!form(r.content ?? {})) {
-      throw errors.invalidParams(`Invalid inputResponses["${key}"]: content.${describeErrors(form.errors).message}`)
+      throw errors.invalidParams(`Invalid ${what}: content.${describeErrors(form.errors).message}`)
     }
   }
 }

@@ -3,7 +3,10 @@ import type { RequestContext } from '../core/context.js'
 import { ConfigurationError, errors } from '../errors.js'
 import { isPlainObject } from '../headers.js'
 import type { InputRequest, InputRequests, InputResponses } from '../schema/mrtr.js'
-import { clientCan, isQuestion, questionFor, type Outcome, type Question } from './questions.js'
+import type { TSchema } from '@sinclair/typebox'
+import { askThroughQueue, requireCapabilities } from '../messaging/notify.js'
+import type { Store } from '../store/types.js'
+import { elicit, isQuestion, listRoots, questionFor, sample, type Outcome, type Question, type Root, type SampledMessage } from './questions.js'
 import { Declined, runPlan, type Plan } from './resolvers.js'
 import { checkResponse, type Asked } from './responses.js'
 import type { SealBinding, StateSealer } from './seal.js'
@@ -47,11 +50,14 @@ export interface MrtrSpec {
   readonly validateState: ValidateFunction | undefined
 }
 
-/** The context a retryable handler sees. */
+/** The context a retryable handler sees (typed per handler in core/definitions.ts). */
 export interface RetryContext extends RequestContext {
   readonly inputResponses: InputResponses | undefined
   readonly requestState: unknown
   readonly resolved: Record<string, unknown>
+  elicit(message: string, schema: TSchema): Promise<Outcome<unknown>>
+  sample(params: Parameters<typeof sample>[0]): Promise<SampledMessage>
+  listRoots(): Promise<Root[]>
 }
 
 export type RunResult<T> =
@@ -59,13 +65,31 @@ export type RunResult<T> =
   | { kind: 'input_required'; result: Record<string, unknown> }
   | { kind: 'declined'; message: string }
 
+/** What a round needs of the server: sealing, the store (legacy-era questions), and the answer timeout. */
+export interface RoundServices {
+  readonly sealer: StateSealer
+  readonly store: Store
+  /** How long a legacy-era question waits on /requests for its answer. */
+  readonly answerTimeoutMs: number
+}
+
+/** Thrown by an inline ask (ctx.elicit and friends) in the modern era: ask, then replay. */
+class AskSignal {
+  constructor(
+    readonly key: string,
+    readonly question: Question<unknown>
+  ) {}
+}
+
 /**
- * One round of a request that may be retried with input (SEP-2322): open and check the sealed
- * state, check the answers against what was asked, run the resolvers, then the handler. A round that
- * still needs input answers `input_required` with newly sealed state; any instance can take the next.
+ * Run a request that may be retried with input (SEP-2322): open and check the sealed state, check
+ * the answers against what was asked, run the resolvers, then the handler. In 2026-07-28 a round
+ * that still needs input answers `input_required` with newly sealed state, and any instance can take
+ * the next. In the legacy era the same questions go to the client's `/requests` queue and the rounds
+ * continue here, in this request, as the answers arrive.
  */
 export async function runRound<T>(
-  sealer: StateSealer,
+  svc: RoundServices,
   spec: MrtrSpec,
   binding: Omit<SealBinding, 'principal'>,
   args: Record<string, unknown>,
@@ -74,105 +98,145 @@ export async function runRound<T>(
   invoke: (ctx: RetryContext) => Promise<T | HandRolledInputRequired>
 ): Promise<RunResult<T>> {
   const bound: SealBinding = { ...binding, principal: ctx.principal.id }
+  const legacy = ctx.era === 'legacy'
   let state: RoundState = {}
   if (params.requestState !== undefined) {
-    const opened = sealer.open(params.requestState, bound, ctx.log)
+    const opened = svc.sealer.open(params.requestState, bound, ctx.log)
     if (!isPlainObject(opened)) throw errors.invalidParams('Invalid or expired requestState')
     state = opened as RoundState
   }
-  // Answers count only for questions this server asked (and sealed); anything else is ignored.
+  let responses = params.inputResponses
+  let retried = params.inputResponses !== undefined
+  // Each pass is one round: in the modern era the first that needs input returns; legacy loops.
+  for (;;) {
+    const answers = checkAnswers(state, responses)
+    if (state.u !== undefined && spec.validateState !== undefined && !spec.validateState(state.u)) {
+      ctx.log.warn({ target: binding.target }, 'requestState does not match the state schema (another version of the code?)')
+      throw errors.invalidParams('Invalid or expired requestState')
+    }
+    const recorded = { ...state.o }
+    const answerOf = (name: string, q: Question<unknown>): Outcome<unknown> | undefined => {
+      const prior = recorded[name]
+      if (prior !== undefined && prior.h === q.digest) return prior.r
+      if (answers[name] !== undefined && state.q?.[name]?.h === q.digest) {
+        const outcome = toOutcome(q, answers[name]!)
+        recorded[name] = { h: q.digest, r: outcome }
+        return outcome
+      }
+      return undefined
+    }
+    // Questions still open after this pass, and what to carry with them.
+    let pending: Map<string, Question<unknown> | InputRequest> | undefined
+    let carry: RoundState = { o: recorded }
+
+    let resolved: Record<string, unknown> = {}
+    if (spec.plan !== undefined) {
+      let resolution
+      try {
+        resolution = await runPlan(spec.plan, args, ctx, answerOf)
+      } catch (err) {
+        if (err instanceof Declined) return { kind: 'declined', message: err.message }
+        throw err
+      }
+      if (resolution.values === undefined) pending = resolution.pending
+      else resolved = resolution.values
+    }
+
+    if (pending === undefined) {
+      let asks = 0
+      const ask = async (q: Question<unknown>): Promise<Outcome<unknown>> => {
+        if (legacy) {
+          const got = await askThroughQueue(svc.store, ctx, new Map([['ask', q]]), svc.answerTimeoutMs)
+          return toOutcome(q, got.ask!)
+        }
+        // Modern: answered in an earlier round (same position, same question), or ask and replay.
+        const key = `ask.${asks++}`
+        const known = answerOf(key, q)
+        if (known !== undefined) return known
+        throw new AskSignal(key, q)
+      }
+      const content = async (q: Question<unknown>) => ((await ask(q)) as { content: unknown }).content
+      const handlerCtx = Object.assign(Object.create(ctx) as RequestContext, {
+        inputResponses: retried ? answers : undefined,
+        requestState: state.u,
+        resolved,
+        elicit: (message: string, schema: TSchema) => ask(elicit(message, schema)),
+        sample: (p: Parameters<typeof sample>[0]) => content(sample(p)) as Promise<SampledMessage>,
+        listRoots: () => content(listRoots()) as Promise<Root[]>
+      }) as RetryContext
+      let out
+      try {
+        out = await invoke(handlerCtx)
+      } catch (err) {
+        if (!(err instanceof AskSignal)) throw err
+        out = undefined
+        pending = new Map([[err.key, err.question]])
+      }
+      if (pending === undefined) {
+        if (!isHandRolled(out)) return { kind: 'done', value: out as T }
+        if (spec.plan !== undefined) throw new ConfigurationError(`${binding.target}: a handler with resolvers returned input_required`)
+        pending = new Map(Object.entries(out.inputRequests ?? {}))
+        if (pending.size === 0 && out.state === undefined) {
+          throw new ConfigurationError(`${binding.target}: input_required needs inputRequests or state`)
+        }
+        carry = out.state === undefined ? {} : { u: out.state }
+      }
+    }
+
+    const questions = new Map([...pending].map(([k, v]) => [k, isQuestion(v) ? v : questionFor(v)] as const))
+    if (!legacy) return { kind: 'input_required', result: inputRequiredResult(svc.sealer, bound, questions, carry, ctx) }
+    // Legacy era: ask through /requests, then go round again with the answers (nothing to seal).
+    responses = questions.size === 0 ? {} : await askThroughQueue(svc.store, ctx, questions, svc.answerTimeoutMs)
+    state = { ...carry, q: askedOf(questions) }
+    retried = true
+  }
+}
+
+/** Answers count only for questions this server asked (and sealed); anything else is ignored. */
+function checkAnswers(state: RoundState, responses: InputResponses | undefined): InputResponses {
   const answers: InputResponses = {}
-  for (const [key, response] of Object.entries(params.inputResponses ?? {})) {
+  for (const [key, response] of Object.entries(responses ?? {})) {
     const asked = state.q?.[key]
     if (asked === undefined) continue
-    checkResponse(key, asked, response)
+    checkResponse(`inputResponses["${key}"]`, asked, response)
     answers[key] = response
   }
-  if (state.u !== undefined && spec.validateState !== undefined && !spec.validateState(state.u)) {
-    ctx.log.warn({ target: binding.target }, 'requestState does not match the state schema (another version of the code?)')
-    throw errors.invalidParams('Invalid or expired requestState')
-  }
-
-  let resolved: Record<string, unknown> = {}
-  if (spec.plan !== undefined) {
-    const recorded = { ...state.o }
-    let resolution
-    try {
-      resolution = await runPlan(spec.plan, args, ctx, (name, q) => {
-        const prior = recorded[name]
-        if (prior !== undefined && prior.h === q.digest) return prior.r
-        if (answers[name] !== undefined && state.q?.[name]?.h === q.digest) {
-          const outcome = toOutcome(q, answers[name]!)
-          recorded[name] = { h: q.digest, r: outcome }
-          return outcome
-        }
-        return undefined
-      })
-    } catch (err) {
-      if (err instanceof Declined) return { kind: 'declined', message: err.message }
-      throw err
-    }
-    if (resolution.values === undefined) {
-      return { kind: 'input_required', result: ask(sealer, bound, resolution.pending, { o: recorded }, ctx) }
-    }
-    resolved = resolution.values
-  }
-
-  const handlerCtx = Object.assign(Object.create(ctx) as RequestContext, {
-    inputResponses: params.inputResponses === undefined ? undefined : answers,
-    requestState: state.u,
-    resolved
-  }) as RetryContext
-  const out = await invoke(handlerCtx)
-  if (!isHandRolled(out)) return { kind: 'done', value: out }
-  if (spec.plan !== undefined) throw new ConfigurationError(`${binding.target}: a handler with resolvers returned input_required`)
-  const questions = new Map<string, Question<unknown> | InputRequest>(Object.entries(out.inputRequests ?? {}))
-  if (questions.size === 0 && out.state === undefined) throw new ConfigurationError(`${binding.target}: input_required needs inputRequests or state`)
-  return { kind: 'input_required', result: ask(sealer, bound, questions, out.state === undefined ? {} : { u: out.state }, ctx) }
+  return answers
 }
 
 function isHandRolled(v: unknown): v is HandRolledInputRequired {
   return isPlainObject(v) && v.resultType === 'input_required'
 }
 
+/** What the sealed state remembers of each question: method, digest and a form's schema. */
+function askedOf(questions: ReadonlyMap<string, Question<unknown>>): Record<string, Asked> {
+  const asked: Record<string, Asked> = {}
+  for (const [key, q] of questions) {
+    const a: Asked = { m: q.request.method, h: q.digest }
+    const p = q.request.params as { mode?: string; requestedSchema?: Record<string, unknown> } | undefined
+    if (q.request.method === 'elicitation/create' && p?.mode !== 'url' && p?.requestedSchema !== undefined) a.s = p.requestedSchema
+    asked[key] = a
+  }
+  return asked
+}
+
 /**
  * Build the `input_required` result: every request the client can answer, or 400 -32021 naming
- * what it lacks; the questions remembered (method, digest, form schema) in the sealed state.
+ * what it lacks; the questions remembered in the sealed state.
  */
-function ask(
+function inputRequiredResult(
   sealer: StateSealer,
   binding: SealBinding,
-  questions: Map<string, Question<unknown> | InputRequest>,
+  questions: ReadonlyMap<string, Question<unknown>>,
   carry: RoundState,
   ctx: RequestContext
 ): Record<string, unknown> {
-  if (ctx.era === 'legacy') {
-    // Legacy-era clients get these through server-to-client requests (/requests), not MRTR.
-    throw errors.missingCapability({}, 'This request needs multi round-trip support (protocol 2026-07-28)')
-  }
+  requireCapabilities(questions.values(), ctx)
   const inputRequests: InputRequests = {}
-  const asked: Record<string, Asked> = {}
-  const missing: Record<string, unknown> = {}
-  for (const [key, item] of questions) {
-    const q = isQuestion(item) ? item : questionFor(item)
-    if (!clientCan(q, ctx.clientCapabilities)) {
-      const { name, sub } = q.capability
-      missing[name] = sub === undefined ? { ...(missing[name] as object) } : { ...(missing[name] as object), [sub]: {} }
-    }
-    inputRequests[key] = q.request
-    const a: Asked = { m: q.request.method, h: q.digest }
-    const schema = (q.request.params as { mode?: string; requestedSchema?: Record<string, unknown> } | undefined)
-    if (q.request.method === 'elicitation/create' && schema?.mode !== 'url' && schema?.requestedSchema !== undefined) {
-      a.s = schema.requestedSchema
-    }
-    asked[key] = a
-  }
-  if (Object.keys(missing).length > 0) {
-    throw errors.missingCapability(missing, `This request needs the client capabilities: ${Object.keys(missing).join(', ')}`)
-  }
+  for (const [key, q] of questions) inputRequests[key] = q.request
   const result: Record<string, unknown> = { resultType: 'input_required' }
   if (questions.size > 0) result.inputRequests = inputRequests
-  result.requestState = sealer.seal(binding, { ...carry, q: asked } satisfies RoundState)
+  result.requestState = sealer.seal(binding, { ...carry, q: askedOf(questions) } satisfies RoundState)
   return result
 }
 

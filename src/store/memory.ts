@@ -1,20 +1,60 @@
+import { randomBytes, randomUUID } from 'node:crypto'
 import { McpError, ErrorCode } from '../errors.js'
 import type { LoggingLevel } from '../schema/lifecycle.js'
-import type { LegacyClient, Store, StoreLimits } from './types.js'
+import {
+  DEFAULT_LIMITS,
+  type ClientAnswer,
+  type LegacyClient,
+  type NotificationGroup,
+  type QueuedRequest,
+  type ServerMessage,
+  type Store,
+  type StoreLimits
+} from './types.js'
 
 interface Connection {
   logLevel?: LoggingLevel
   subscriptions: Set<string>
   legacyClient?: LegacyClient
+  /** Undelivered notifications, oldest first. */
+  queue: { message: ServerMessage; at: number }[]
+  group?: NotificationGroup
+  lastAcked?: string
+  /** Active and pending requests, oldest first (Map keeps insertion order). */
+  requests: Map<string, QueuedRequest>
+}
+
+interface Waiter {
+  resolve: (answer: ClientAnswer) => void
+  reject: (err: unknown) => void
+}
+
+/** The request queue of a connection is full (SEP-1612: reject new requests with a clear error). */
+export class QueueFull extends McpError {
+  constructor(limit: number) {
+    super(ErrorCode.internalError, `The client's request queue is full (${limit} waiting): the client is not answering`, 503, undefined, {
+      'retry-after': '5'
+    })
+  }
+}
+
+/** The client did not answer a server-to-client request in time. */
+export class AnswerTimeout extends Error {
+  override readonly name = 'AnswerTimeout'
 }
 
 /** The embedded default {@link Store}: one process, bounded, lost on restart. */
 export class MemoryStore implements Store {
+  readonly limits: StoreLimits
   readonly #connections = new Map<string, Connection>()
-  readonly #limits: StoreLimits
+  readonly #subscribers = new Map<string, Set<string>>()
+  readonly #waiters = new Map<string, Waiter>()
+  readonly #early = new Map<string, ClientAnswer>()
+  readonly #cancelListeners = new Set<(owner: string, requestId: string, reason: string | undefined) => void>()
+  readonly #sessions = new Map<string, number>()
 
   constructor(limits: Partial<StoreLimits> = {}) {
-    this.#limits = { maxSubscriptions: 1000, maxConnections: 10000, ...limits }
+    this.limits = { ...DEFAULT_LIMITS, ...limits }
   }
 
   async setLogLevel(owner: string, level: LoggingLevel): Promise<void> {
@@ -28,20 +68,29 @@ export class MemoryStore implements Store {
   async subscribe(owner: string, uri: string): Promise<boolean> {
     const subs = this.#connection(owner).subscriptions
     if (subs.has(uri)) return false
-    if (subs.size >= this.#limits.maxSubscriptions) {
+    if (subs.size >= this.limits.maxSubscriptions) {
       // A quota, not a rate: waiting does not help, unsubscribing does.
-      throw new McpError(ErrorCode.invalidParams, `Too many subscriptions (limit ${this.#limits.maxSubscriptions}): unsubscribe first`, 400)
+      throw new McpError(ErrorCode.invalidParams, `Too many subscriptions (limit ${this.limits.maxSubscriptions}): unsubscribe first`, 400)
     }
     subs.add(uri)
+    let owners = this.#subscribers.get(uri)
+    if (owners === undefined) this.#subscribers.set(uri, (owners = new Set()))
+    owners.add(owner)
     return true
   }
 
   async unsubscribe(owner: string, uri: string): Promise<boolean> {
-    return this.#connections.get(owner)?.subscriptions.delete(uri) ?? false
+    const removed = this.#connections.get(owner)?.subscriptions.delete(uri) ?? false
+    if (removed) this.#dropSubscriber(uri, owner)
+    return removed
   }
 
   async subscriptions(owner: string): Promise<string[]> {
     return [...(this.#connections.get(owner)?.subscriptions ?? [])]
+  }
+
+  async subscribers(uri: string): Promise<string[]> {
+    return [...(this.#subscribers.get(uri) ?? [])]
   }
 
   async setLegacyClient(owner: string, client: LegacyClient): Promise<void> {
@@ -52,17 +101,169 @@ export class MemoryStore implements Store {
     return this.#connections.get(owner)?.legacyClient
   }
 
+  async pushNotification(owner: string, message: ServerMessage): Promise<void> {
+    this.#enqueue(this.#connection(owner), message, Date.now())
+  }
+
+  async broadcast(message: ServerMessage): Promise<void> {
+    // Not through #connection(): a broadcast is no use of a connection, and must not reorder the
+    // map it walks (a re-inserted key would be visited again, forever).
+    const at = Date.now()
+    for (const c of this.#connections.values()) this.#enqueue(c, message, at)
+  }
+
+  #enqueue(c: Connection, message: ServerMessage, at: number): void {
+    c.queue.push({ message, at })
+    if (c.queue.length > this.limits.maxNotifications) c.queue.shift()
+  }
+
+  async takeNotifications(owner: string): Promise<NotificationGroup | undefined> {
+    const c = this.#connections.get(owner)
+    if (c === undefined) return undefined
+    if (c.group !== undefined) return c.group
+    const fresh = Date.now() - this.limits.notificationTtlMs
+    while (c.queue.length > 0 && c.queue[0]!.at < fresh) c.queue.shift()
+    if (c.queue.length === 0) return undefined
+    const batch = c.queue.splice(0, this.limits.notificationBatch)
+    c.group = { id: randomUUID(), notifications: batch.map((q) => q.message) }
+    return c.group
+  }
+
+  async ackNotifications(owner: string, groupId: string): Promise<boolean> {
+    const c = this.#connections.get(owner)
+    if (c === undefined) return false
+    if (c.group?.id === groupId) {
+      c.group = undefined
+      c.lastAcked = groupId
+      return true
+    }
+    return c.lastAcked === groupId
+  }
+
+  async enqueueRequest(owner: string, id: string, request: ServerMessage): Promise<void> {
+    const requests = this.#connection(owner).requests
+    if (requests.size >= this.limits.maxRequests) {
+      const oldestActive = [...requests.values()].find((r) => r.deliveredAt === undefined)
+      if (!this.limits.discardOldestRequests || oldestActive === undefined) throw new QueueFull(this.limits.maxRequests)
+      requests.delete(oldestActive.id)
+      this.#settle(owner, oldestActive.id, { error: { code: ErrorCode.internalError, message: 'Discarded: the request queue was full' } })
+    }
+    requests.set(id, { id, request, createdAt: Date.now(), deliveries: 0 })
+  }
+
+  async claimRequest(owner: string): Promise<QueuedRequest | undefined> {
+    const c = this.#connections.get(owner)
+    if (c === undefined) return undefined
+    const now = Date.now()
+    for (const r of c.requests.values()) {
+      if (r.deliveredAt === undefined || now - r.deliveredAt >= this.limits.redeliveryMs) {
+        r.deliveredAt = now
+        r.deliveries++
+        return { ...r }
+      }
+    }
+    return undefined
+  }
+
+  async getRequest(owner: string, id: string): Promise<QueuedRequest | undefined> {
+    const r = this.#connections.get(owner)?.requests.get(id)
+    return r === undefined ? undefined : { ...r }
+  }
+
+  async completeRequest(owner: string, id: string, answer: ClientAnswer): Promise<boolean> {
+    const requests = this.#connections.get(owner)?.requests
+    if (requests === undefined || !requests.delete(id)) return false
+    this.#settle(owner, id, answer)
+    return true
+  }
+
+  awaitAnswer(owner: string, id: string, signal: AbortSignal, timeoutMs: number): Promise<ClientAnswer> {
+    const key = `${owner}\0${id}`
+    const early = this.#early.get(key)
+    if (early !== undefined) {
+      this.#early.delete(key)
+      return Promise.resolve(early)
+    }
+    return new Promise<ClientAnswer>((resolve, reject) => {
+      const withdraw = (err: unknown) => {
+        cleanup()
+        this.#connections.get(owner)?.requests.delete(id)
+        reject(err)
+      }
+      const onAbort = () => withdraw(signal.reason)
+      const timer = setTimeout(() => withdraw(new AnswerTimeout(`The client did not answer within ${timeoutMs} ms`)), timeoutMs)
+      const cleanup = () => {
+        clearTimeout(timer)
+        signal.removeEventListener('abort', onAbort)
+        this.#waiters.delete(key)
+      }
+      if (signal.aborted) return withdraw(signal.reason)
+      signal.addEventListener('abort', onAbort, { once: true })
+      this.#waiters.set(key, {
+        resolve: (answer) => {
+          cleanup()
+          resolve(answer)
+        },
+        reject: withdraw
+      })
+    })
+  }
+
+  async publishCancel(owner: string, requestId: string, reason: string | undefined): Promise<void> {
+    for (const l of this.#cancelListeners) l(owner, requestId, reason)
+  }
+
+  onCancel(listener: (owner: string, requestId: string, reason: string | undefined) => void): () => void {
+    this.#cancelListeners.add(listener)
+    return () => this.#cancelListeners.delete(listener)
+  }
+
+  async createSession(): Promise<string> {
+    const id = randomBytes(18).toString('base64url')
+    if (this.#sessions.size >= this.limits.maxConnections) this.#sessions.delete(this.#sessions.keys().next().value!)
+    this.#sessions.set(id, Date.now() + this.limits.sessionTtlMs)
+    return id
+  }
+
+  async hasSession(id: string): Promise<boolean> {
+    const expires = this.#sessions.get(id)
+    if (expires === undefined) return false
+    this.#sessions.delete(id)
+    if (expires < Date.now()) return false
+    this.#sessions.set(id, Date.now() + this.limits.sessionTtlMs)
+    return true
+  }
+
   async close(): Promise<void> {
+    for (const w of [...this.#waiters.values()]) w.reject(new Error('The store is closing'))
     this.#connections.clear()
+    this.#subscribers.clear()
+    this.#sessions.clear()
+    this.#early.clear()
+  }
+
+  #settle(owner: string, id: string, answer: ClientAnswer): void {
+    const key = `${owner}\0${id}`
+    const waiter = this.#waiters.get(key)
+    if (waiter !== undefined) waiter.resolve(answer)
+    else this.#early.set(key, answer)
+  }
+
+  #dropSubscriber(uri: string, owner: string): void {
+    const owners = this.#subscribers.get(uri)
+    owners?.delete(owner)
+    if (owners?.size === 0) this.#subscribers.delete(uri)
   }
 
   #connection(owner: string): Connection {
     let c = this.#connections.get(owner)
     if (c === undefined) {
-      c = { subscriptions: new Set() }
-      if (this.#connections.size >= this.#limits.maxConnections) {
+      c = { subscriptions: new Set(), queue: [], requests: new Map() }
+      if (this.#connections.size >= this.limits.maxConnections) {
         // Map iteration order is insertion order: the first key is the least recently touched.
-        this.#connections.delete(this.#connections.keys().next().value!)
+        const [oldest, gone] = this.#connections.entries().next().value!
+        this.#connections.delete(oldest)
+        for (const uri of gone.subscriptions) this.#dropSubscriber(uri, oldest)
       }
     } else {
       this.#connections.delete(owner)

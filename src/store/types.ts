@@ -7,9 +7,34 @@ export interface LegacyClient {
   clientInfo: { name: string; version: string }
 }
 
+/** A message the server sends the client: `{ method, params }` without the JSON-RPC envelope. */
+export interface ServerMessage {
+  method: string
+  params?: Record<string, unknown>
+}
+
+/** A batch of notifications handed out by `GET /notifications`, the same until acknowledged. */
+export interface NotificationGroup {
+  id: string
+  notifications: ServerMessage[]
+}
+
+/** A server-to-client request on a connection's queue (SEP-1612 "active -> pending -> complete"). */
+export interface QueuedRequest {
+  id: string
+  request: ServerMessage
+  createdAt: number
+  /** When it was last handed out by `POST /requests`; absent while active. */
+  deliveredAt?: number
+  deliveries: number
+}
+
+/** A client's answer to a queued request: its result, or a JSON-RPC error. */
+export type ClientAnswer = { result: Record<string, unknown> } | { error: { code: number; message: string; data?: unknown } }
+
 /**
- * State that outlives one request and must be shared by every instance. Every method takes the
- * owner (the principal id of the logical connection) and never touches another owner's state.
+ * State that outlives one request and must be shared by every instance. Every method that takes an
+ * owner (the principal id of the logical connection) touches only that owner's state.
  * The in-memory implementation is the embedded default; a Redis one shares state between instances.
  */
 export interface Store {
@@ -21,15 +46,80 @@ export interface Store {
   /** Resolves false when the connection was not subscribed. */
   unsubscribe(owner: string, uri: string): Promise<boolean>
   subscriptions(owner: string): Promise<string[]>
+  /** The connections subscribed to a URI. */
+  subscribers(uri: string): Promise<string[]>
   /** Remember (or read) the legacy-era `initialize` of a connection. */
   setLegacyClient(owner: string, client: LegacyClient): Promise<void>
   getLegacyClient(owner: string): Promise<LegacyClient | undefined>
+
+  /** Queue a notification for one connection; beyond the limit the oldest undelivered one is dropped. */
+  pushNotification(owner: string, notification: ServerMessage): Promise<void>
+  /** Queue a notification for every connection that exists now (list_changed). */
+  broadcast(notification: ServerMessage): Promise<void>
+  /**
+   * The connection's current group: the unacknowledged one if any, else a new one made of what is
+   * queued (up to the batch size), else undefined.
+   */
+  takeNotifications(owner: string): Promise<NotificationGroup | undefined>
+  /** Acknowledge a group: true when it was the current one (or the one acknowledged last). */
+  ackNotifications(owner: string, groupId: string): Promise<boolean>
+
+  /** Queue a server-to-client request; throws 429-style {@link QueueFull} when the queue is full. */
+  enqueueRequest(owner: string, id: string, request: ServerMessage): Promise<void>
+  /** Hand out the oldest active request (a pending one past its timeout is active again), or undefined. */
+  claimRequest(owner: string): Promise<QueuedRequest | undefined>
+  /** A queued request that is not yet complete. */
+  getRequest(owner: string, id: string): Promise<QueuedRequest | undefined>
+  /** Record the client's answer and wake whoever waits for it; false when unknown or already complete. */
+  completeRequest(owner: string, id: string, answer: ClientAnswer): Promise<boolean>
+  /**
+   * Wait for the answer to a queued request (on any instance). Rejects with the signal's reason
+   * when it aborts, and with a timeout error after `timeoutMs`; the request is then withdrawn.
+   */
+  awaitAnswer(owner: string, id: string, signal: AbortSignal, timeoutMs: number): Promise<ClientAnswer>
+
+  /** Ask every instance to abort the in-flight request `requestId` of `owner` (notifications/cancelled). */
+  publishCancel(owner: string, requestId: string, reason: string | undefined): Promise<void>
+  /** Hear cancellations; returns the unsubscribe function. */
+  onCancel(listener: (owner: string, requestId: string, reason: string | undefined) => void): () => void
+
+  /** Issue a session id (Mcp-Session-Id) and check one. */
+  createSession(): Promise<string>
+  hasSession(id: string): Promise<boolean>
+
   close(): Promise<void>
 }
 
+/** Memory bounds of a store; every queue has one. */
 export interface StoreLimits {
   /** Resource subscriptions one connection may hold (default 1000). */
   maxSubscriptions: number
   /** Logical connections whose state is kept; the least recently used is forgotten first (default 10000). */
   maxConnections: number
+  /** Undelivered notifications per connection; the oldest is dropped beyond (default 1000). */
+  maxNotifications: number
+  /** Notifications per group handed out by one `GET /notifications` (default 100). */
+  notificationBatch: number
+  /** Undelivered notifications older than this are dropped (default 1 hour). */
+  notificationTtlMs: number
+  /** Active plus pending server-to-client requests per connection (default 100). */
+  maxRequests: number
+  /** When the request queue is full: refuse the new request (default) or drop the oldest active one. */
+  discardOldestRequests: boolean
+  /** A pending request not answered within this goes back to active, same id (default 30 s). */
+  redeliveryMs: number
+  /** Sessions expire after this long unused (default 1 hour). */
+  sessionTtlMs: number
+}
+
+export const DEFAULT_LIMITS: StoreLimits = {
+  maxSubscriptions: 1000,
+  maxConnections: 10_000,
+  maxNotifications: 1000,
+  notificationBatch: 100,
+  notificationTtlMs: 3_600_000,
+  maxRequests: 100,
+  discardOldestRequests: false,
+  redeliveryMs: 30_000,
+  sessionTtlMs: 3_600_000
 }
