@@ -5,7 +5,7 @@ import { errors } from '../src/errors.js'
 import { Header, decodeJsonHeader } from '../src/headers.js'
 import { settleGet } from '../src/http/meta.js'
 import { sendRepresentation, sendResult } from '../src/http/representation.js'
-import { createContext, paramsFromHeaders } from '../src/http/request.js'
+import { createContext, paramsFromHeaders, paramsFromPost } from '../src/http/request.js'
 import { CommonHeaders, CursorQuery, GetHeaders, NotModified, RetryGetHeaders, errorResponses } from '../src/schema/http.js'
 import { GetPromptBodySchema, GetPromptResponseSchema, ListPromptsResultSchema, type GetPromptBody } from '../src/schema/prompts.js'
 
@@ -77,12 +77,13 @@ const prompts: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     },
     async (request, reply) => {
+      const body = paramsFromPost(request, request.body)
       const args = argumentsFromHeader(request)
-      if (args === undefined) return get(request, reply, request.params.name, request.body)
-      if (request.body.arguments !== undefined) {
+      if (args === undefined) return get(request, reply, request.params.name, body)
+      if (body.arguments !== undefined) {
         throw errors.invalidParams('Send the arguments in the body or in the Mcp-Arguments header, not both')
       }
-      return get(request, reply, request.params.name, { ...request.body, arguments: args })
+      return get(request, reply, request.params.name, { ...body, arguments: args })
     }
   )
 }

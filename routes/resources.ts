@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox'
 import { resourceNotFound } from '../src/core/resources.js'
 import { settleGet } from '../src/http/meta.js'
 import { sendEmpty, sendRepresentation, sendResult } from '../src/http/representation.js'
-import { createContext, paramsFromHeaders, type RetryParams } from '../src/http/request.js'
+import { createContext, paramsFromHeaders, paramsFromPost, type RetryParams } from '../src/http/request.js'
 import { Accepted, CommonHeaders, CursorQuery, GetHeaders, NotModified, RetryGetHeaders, errorResponses } from '../src/schema/http.js'
 import {
   ListResourceTemplatesResultSchema,
@@ -63,10 +63,12 @@ const resources: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   )
 
-  // GET reads are HTTP-cacheable (ETag, 304); POST ones are not (RFC 9110 allows 304 only for GET/HEAD).
-  const read = async (request: FastifyRequest, reply: FastifyReply, uri: string, params: RetryParams, cacheable: boolean) => {
+  // GET reads are HTTP-cacheable (ETag, 304); POST ones are not (RFC 9110 allows 304 only for GET/HEAD),
+  // nor are retries: MCP caching forbids caching results that depend on inputResponses/requestState.
+  const read = async (request: FastifyRequest, reply: FastifyReply, uri: string, params: RetryParams, get: boolean) => {
     const ctx = (await createContext(request, reply, params)).cancellable(fastify.mcpInflight)
-    return sendResult(request, reply, await mcp.readResource(uri, params, ctx), cacheable ? mcp.cacheHints : undefined)
+    const retry = params.inputResponses !== undefined || params.requestState !== undefined
+    return sendResult(request, reply, await mcp.readResource(uri, params, ctx), get && !retry ? mcp.cacheHints : undefined)
   }
 
   fastify.get(
@@ -98,7 +100,7 @@ const resources: FastifyPluginAsyncTypebox = async (fastify) => {
         response: { 200: ReadResourceResponseSchema, ...errorResponses(404, 413) }
       }
     },
-    async (request, reply) => read(request, reply, request.params.uri, request.body, false)
+    async (request, reply) => read(request, reply, request.params.uri, paramsFromPost(request, request.body), false)
   )
 
   const subscription = (subscribe: boolean) => ({

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { settleGet } from '../src/http/meta.js'
 import { sendRepresentation, sendResult } from '../src/http/representation.js'
-import { createContext } from '../src/http/request.js'
+import { createContext, paramsFromPost } from '../src/http/request.js'
 import { CommonHeaders, CursorQuery, GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
 import { CallToolBodySchema, CallToolResponseSchema, ListToolsResultSchema } from '../src/schema/tools.js'
 
@@ -43,8 +43,9 @@ const tools: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     },
     async (request, reply) => {
-      const ctx = (await createContext(request, reply, request.body)).cancellable(fastify.mcpInflight)
-      return sendResult(request, reply, await mcp.callTool(request.params.name, request.body, ctx))
+      const body = paramsFromPost(request, request.body)
+      const ctx = (await createContext(request, reply, body)).cancellable(fastify.mcpInflight)
+      return sendResult(request, reply, await mcp.callTool(request.params.name, body, ctx))
     }
   )
 }

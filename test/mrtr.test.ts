@@ -300,6 +300,40 @@ t.test('a sealed token for something else (not round state) is refused as reques
   t.same([res.status, res.body.message], [400, 'Invalid or expired requestState'])
 })
 
+t.test('retry parameters in headers on POST; never both places; a retried GET read is not cacheable', async (t) => {
+  const { app } = await build(t, { mcp: server() })
+  const first = await callTool(app, 'where', {})
+  const viaHeaders = await call(app, {
+    method: 'POST',
+    url: '/tools/where/calls',
+    payload: {},
+    headers: {
+      'mcp-meta': encodeJsonHeader(ALL),
+      'mcp-request-state': first.body.requestState,
+      'mcp-input-responses': encodeJsonHeader({ city: { action: 'accept', content: { city: 'Bern' } } })
+    }
+  })
+  t.equal(viaHeaders.body.content[0].text, 'city=Bern round=1 units=metric')
+  const both = await call(app, { method: 'POST', url: '/tools/where/calls', payload: { requestState: 'x' }, headers: { 'mcp-request-state': 'y' } })
+  t.same([both.status, both.body.message], [400, 'Send requestState in the body or in the Mcp-Request-State header, not both'])
+  const garbage = await call(app, { method: 'POST', url: '/prompts/ask_prompt', payload: {}, headers: { 'mcp-request-state': 'garbage' } })
+  t.same([garbage.status, garbage.body.message], [400, 'Invalid or expired requestState'], 'a bad state in a POST header is not ignored')
+  const meta = { 'mcp-meta': encodeJsonHeader(ALL) }
+  const r1 = await call(app, { url: '/resources/x%3Aask', headers: meta })
+  const r2 = await call(app, { url: '/resources/x%3Aask', headers: { ...meta, 'mcp-request-state': r1.body.requestState, 'mcp-input-responses': '{"r":{"roots":[]}}' } })
+  t.equal(r2.body.contents[0].text, 'roots {"roots":[]}')
+  t.equal(r2.headers.etag, undefined, 'results of a retry must not be cached')
+  t.equal(r2.headers['cache-control'], undefined)
+})
+
+t.test('state too large to seal is a server error, not a token the server would refuse', async (t) => {
+  const mcp = new McpServer({ name: 't', version: '1', maxStateBytes: 1024 })
+  mcp.tool({ name: 'hoard' }, () => inputRequired({ state: { blob: 'x'.repeat(2000) } }))
+  const { app } = await build(t, { mcp })
+  const res = await callTool(app, 'hoard', {})
+  t.same([res.status, res.body], [500, { code: -32603, message: 'Internal error' }])
+})
+
 t.test('expired state', async (t) => {
   const mcp = new McpServer({ name: 't', version: '1', stateTtlMs: 1 })
   mcp.tool({ name: 'slow' }, (_a, ctx) => (ctx.requestState === undefined ? inputRequired({ state: 1 }) : 'never'))

@@ -139,6 +139,11 @@ t.test('on POST, _meta may come from Mcp-Meta, but not from both places', async 
   t.same([both.status, both.body.message], [400, 'Send _meta in the body or in the Mcp-Meta header, not both'])
   const bad = await call(app, { method: 'POST', url: '/tools/meta/calls', payload: {}, headers: { 'mcp-meta': 'nope' } })
   t.same([bad.status, bad.body.code], [400, -32602])
+  const envelope = '{"io.modelcontextprotocol/protocolVersion":"2025-06-18"}'
+  const level = await app.inject({ method: 'POST', url: '/logLevel', payload: { level: 'info' }, headers: { 'mcp-meta': envelope } })
+  t.same([level.statusCode, level.headers['mcp-protocol-version']], [202, '2025-06-18'], 'routes without retry parameters read it too')
+  const levelBoth = await call(app, { method: 'POST', url: '/logLevel', payload: { level: 'info', _meta: {} }, headers: { 'mcp-meta': envelope } })
+  t.same([levelBoth.status, levelBoth.body.message], [400, 'Send _meta in the body or in the Mcp-Meta header, not both'])
 })
 
 t.test('Mcp-Meta reaches the handler; a bad one is 400', async (t) => {

@@ -42,12 +42,18 @@ export interface RetryParams {
   requestState?: string
 }
 
+// The _meta objects decoded from Mcp-Meta, so createContext can tell them from a body's.
+const FROM_HEADER = new WeakSet<object>()
+
 /** The `_meta`, input responses and state of a GET, from the `Mcp-*` headers. */
 export function paramsFromHeaders(request: FastifyRequest): RetryParams {
   const h = request.headers
   const params: RetryParams = {}
   const meta = decodeJsonHeader(Header.meta, h[Header.meta], 'object') as Meta | undefined
-  if (meta !== undefined) params._meta = meta
+  if (meta !== undefined) {
+    FROM_HEADER.add(meta)
+    params._meta = meta
+  }
   const responses = decodeJsonHeader(Header.inputResponses, h[Header.inputResponses], 'object') as InputResponses | undefined
   if (responses !== undefined) {
     for (const [k, v] of Object.entries(responses)) {
@@ -66,6 +72,23 @@ export function paramsFromHeaders(request: FastifyRequest): RetryParams {
 
 const kController = Symbol('mcp.abortController')
 const kGetController = Symbol('mcp.getAbortController')
+
+/**
+ * The parameters of a POST that may be a retry: the body, plus `Mcp-Meta`, `Mcp-Input-Responses` and
+ * `Mcp-Request-State` headers when sent (never ignored; 400 when the body carries the same one).
+ */
+export function paramsFromPost<B extends RetryParams>(request: FastifyRequest, body: B): B {
+  const h = request.headers
+  if (h[Header.meta] === undefined && h[Header.inputResponses] === undefined && h[Header.requestState] === undefined) return body
+  const fromHeaders = paramsFromHeaders(request)
+  const merged: B = { ...body }
+  for (const [key, header] of [['_meta', 'Mcp-Meta'], ['inputResponses', 'Mcp-Input-Responses'], ['requestState', 'Mcp-Request-State']] as const) {
+    if (fromHeaders[key] === undefined) continue
+    if (body[key] !== undefined) throw errors.invalidParams(`Send ${key} in the body or in the ${header} header, not both`)
+    ;(merged as RetryParams)[key] = fromHeaders[key] as never
+  }
+  return merged
+}
 
 class HttpRequestContext implements RequestContext {
   // No #private members here: the core derives handler contexts with Object.create(ctx), and
@@ -131,7 +154,7 @@ export async function createContext(
 ): Promise<HttpRequestContext> {
   const state = request.mcpState
   let meta = params._meta
-  if (request.method === 'POST' && request.headers[Header.meta] !== undefined) {
+  if (request.method === 'POST' && request.headers[Header.meta] !== undefined && (meta === undefined || !FROM_HEADER.has(meta))) {
     // POST carries _meta in the body; the header is accepted too, but never both, never ignored.
     const fromHeader = decodeJsonHeader(Header.meta, request.headers[Header.meta], 'object') as Meta
     if (meta !== undefined) throw errors.invalidParams('Send _meta in the body or in the Mcp-Meta header, not both')

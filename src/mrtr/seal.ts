@@ -90,7 +90,12 @@ export class StateSealer {
     const cipher = createCipheriv('aes-256-gcm', this.#keys.get(this.#sealKid)!, iv)
     cipher.setAAD(Buffer.from(this.#sealHeader, 'ascii'))
     const ciphertext = Buffer.concat([cipher.update(JSON.stringify(body), 'utf8'), cipher.final()])
-    return `${this.#sealHeader}..${iv.toString('base64url')}.${ciphertext.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}`
+    const token = `${this.#sealHeader}..${iv.toString('base64url')}.${ciphertext.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}`
+    // Never hand out a token this server would refuse on the way back.
+    if (token.length > this.options.maxBytes) {
+      throw new ConfigurationError(`Sealed state of ${token.length} bytes is over the ${this.options.maxBytes}-byte limit: carry less state`)
+    }
+    return token
   }
 
   /** The sealed data, when `token` opens with a known key, has not expired and matches `binding`. */
