@@ -9,7 +9,9 @@ import {
   type QueuedRequest,
   type ServerMessage,
   type Store,
-  type StoreLimits
+  type StoreLimits,
+  type TaskRecord,
+  TERMINAL
 } from './types.js'
 
 interface Connection {
@@ -22,6 +24,14 @@ interface Connection {
   lastAcked?: string
   /** Active and pending requests, oldest first (Map keeps insertion order). */
   requests: Map<string, QueuedRequest>
+}
+
+interface StoredTask {
+  record: TaskRecord
+  expiresAt: number
+  /** Answers not yet taken by the runner. */
+  answers: Map<string, Record<string, unknown>>
+  wake?: () => void
 }
 
 interface Waiter {
@@ -52,6 +62,7 @@ export class MemoryStore implements Store {
   readonly #early = new Map<string, ClientAnswer>()
   readonly #cancelListeners = new Set<(owner: string, requestId: string, reason: string | undefined) => void>()
   readonly #sessions = new Map<string, number>()
+  readonly #tasks = new Map<string, StoredTask>()
 
   constructor(limits: Partial<StoreLimits> = {}) {
     this.limits = { ...DEFAULT_LIMITS, ...limits }
@@ -218,6 +229,84 @@ export class MemoryStore implements Store {
     return () => this.#cancelListeners.delete(listener)
   }
 
+  async createTask(owner: string, task: TaskRecord): Promise<void> {
+    const now = Date.now()
+    for (const [key, t] of this.#tasks) if (t.expiresAt <= now) this.#tasks.delete(key)
+    if (this.#tasks.size >= this.limits.maxTasks) {
+      throw new McpError(ErrorCode.internalError, `Too many tasks in progress (${this.limits.maxTasks})`, 503, undefined, { 'retry-after': '5' })
+    }
+    this.#tasks.set(`${owner}\0${task.taskId}`, { record: structuredClone(task), expiresAt: now + task.ttlMs, answers: new Map() })
+  }
+
+  async getTask(owner: string, taskId: string): Promise<TaskRecord | undefined> {
+    const t = this.#task(owner, taskId)
+    return t === undefined ? undefined : structuredClone(t.record)
+  }
+
+  async updateTask(owner: string, taskId: string, patch: Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>): Promise<TaskRecord | undefined> {
+    const t = this.#task(owner, taskId)
+    if (t === undefined || TERMINAL.has(t.record.status)) return undefined
+    Object.assign(t.record, structuredClone(patch), { lastUpdatedAt: new Date().toISOString() })
+    for (const [k, v] of Object.entries(patch)) if (v === undefined) delete t.record[k as keyof TaskRecord]
+    return structuredClone(t.record)
+  }
+
+  async answerTask(owner: string, taskId: string, responses: Record<string, Record<string, unknown>>): Promise<string[] | undefined> {
+    const t = this.#task(owner, taskId)
+    if (t === undefined) return undefined
+    const outstanding = t.record.inputRequests ?? {}
+    const taken = Object.keys(responses).filter((k) => Object.hasOwn(outstanding, k))
+    if (taken.length === 0) return taken
+    for (const k of taken) {
+      t.answers.set(k, responses[k]!)
+      delete outstanding[k]
+    }
+    const remaining = Object.keys(outstanding).length
+    const patch: Partial<TaskRecord> = remaining === 0 ? { status: 'working', inputRequests: undefined } : { inputRequests: outstanding }
+    await this.updateTask(owner, taskId, patch)
+    t.wake?.()
+    return taken
+  }
+
+  awaitTaskAnswers(owner: string, taskId: string, keys: readonly string[], signal: AbortSignal): Promise<Record<string, Record<string, unknown>>> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const t = this.#task(owner, taskId)
+        if (t === undefined) return finish(new Error('The task is gone'))
+        if (!keys.every((k) => t.answers.has(k))) return
+        const out: Record<string, Record<string, unknown>> = {}
+        for (const k of keys) {
+          out[k] = t.answers.get(k)!
+          t.answers.delete(k)
+        }
+        finish(undefined, out)
+      }
+      const onAbort = () => finish(signal.reason)
+      const finish = (err: unknown, out?: Record<string, Record<string, unknown>>) => {
+        signal.removeEventListener('abort', onAbort)
+        const t = this.#task(owner, taskId)
+        if (t !== undefined) t.wake = undefined
+        if (err === undefined) resolve(out!)
+        else reject(err)
+      }
+      if (signal.aborted) return reject(signal.reason)
+      signal.addEventListener('abort', onAbort, { once: true })
+      const t = this.#task(owner, taskId)
+      if (t !== undefined) t.wake = check
+      check()
+    })
+  }
+
+  #task(owner: string, taskId: string): StoredTask | undefined {
+    const key = `${owner}\0${taskId}`
+    const t = this.#tasks.get(key)
+    if (t !== undefined && t.expiresAt <= Date.now()) {
+      this.#tasks.delete(key)
+      return undefined
+    }
+    return t
+  }
+
   async createSession(): Promise<string> {
     const id = randomBytes(18).toString('base64url')
     if (this.#sessions.size >= this.limits.maxConnections) this.#sessions.delete(this.#sessions.keys().next().value!)
@@ -240,6 +329,7 @@ export class MemoryStore implements Store {
     this.#subscribers.clear()
     this.#sessions.clear()
     this.#early.clear()
+    this.#tasks.clear()
   }
 
   #settle(owner: string, id: string, answer: ClientAnswer): void {

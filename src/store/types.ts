@@ -29,6 +29,28 @@ export interface QueuedRequest {
   deliveries: number
 }
 
+export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled'
+export const TERMINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'failed', 'cancelled'])
+
+/** A task as stored (the Tasks extension's DetailedTask plus what the server keeps about it). */
+export interface TaskRecord {
+  taskId: string
+  status: TaskStatus
+  statusMessage?: string
+  /** ISO 8601. */
+  createdAt: string
+  lastUpdatedAt: string
+  ttlMs: number
+  pollIntervalMs: number
+  /** Outstanding server-to-client requests (status input_required), by key. */
+  inputRequests?: Record<string, ServerMessage>
+  /** The final result (completed), or the JSON-RPC error (failed). */
+  result?: Record<string, unknown>
+  error?: { code: number; message: string; data?: unknown }
+  /** The client asked for notifications/tasks about this task. */
+  notify?: boolean
+}
+
 /** A client's answer to a queued request: its result, or a JSON-RPC error. */
 export type ClientAnswer = { result: Record<string, unknown> } | { error: { code: number; message: string; data?: unknown } }
 
@@ -83,6 +105,27 @@ export interface Store {
   /** Hear cancellations; returns the unsubscribe function. */
   onCancel(listener: (owner: string, requestId: string, reason: string | undefined) => void): () => void
 
+  /**
+   * Store a new task; resolves only once a `getTask` on any instance would find it (the Tasks
+   * extension requires it before the 202). Expires `ttlMs` after creation.
+   */
+  createTask(owner: string, task: TaskRecord): Promise<void>
+  /** The task, or undefined when unknown, expired or another owner's. */
+  getTask(owner: string, taskId: string): Promise<TaskRecord | undefined>
+  /**
+   * Change a task and stamp `lastUpdatedAt`. A terminal task stays as it is (resolves undefined): a
+   * cancelled task cannot complete, a completed one cannot be cancelled.
+   */
+  updateTask(owner: string, taskId: string, patch: Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>): Promise<TaskRecord | undefined>
+  /**
+   * Record answers for the task's outstanding input requests (other keys are ignored) and wake its
+   * runner, on whatever instance. Keys answered leave `inputRequests`; when none remain the status
+   * is `working` again. Resolves the keys taken, or undefined when the task is unknown.
+   */
+  answerTask(owner: string, taskId: string, responses: Record<string, Record<string, unknown>>): Promise<string[] | undefined>
+  /** Wait until every key is answered; resolves the answers (taken: each is handed out once). */
+  awaitTaskAnswers(owner: string, taskId: string, keys: readonly string[], signal: AbortSignal): Promise<Record<string, Record<string, unknown>>>
+
   /** Issue a session id (Mcp-Session-Id) and check one. */
   createSession(): Promise<string>
   hasSession(id: string): Promise<boolean>
@@ -110,6 +153,8 @@ export interface StoreLimits {
   redeliveryMs: number
   /** Sessions expire after this long unused (default 1 hour). */
   sessionTtlMs: number
+  /** Tasks kept at once (all owners); beyond it, creating one is refused (default 10000). */
+  maxTasks: number
 }
 
 export const DEFAULT_LIMITS: StoreLimits = {
@@ -121,5 +166,6 @@ export const DEFAULT_LIMITS: StoreLimits = {
   maxRequests: 100,
   discardOldestRequests: false,
   redeliveryMs: 30_000,
-  sessionTtlMs: 3_600_000
+  sessionTtlMs: 3_600_000,
+  maxTasks: 10_000
 }
