@@ -1,0 +1,94 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+
+/** The core the servers run on, and the one h2load (and this runner) use. */
+export const SERVER_CORE = 0
+export const LOAD_CORE = 1
+
+/**
+ * How a measured process is started: pinned to `core`, and at a higher priority than whatever
+ * else the machine runs (`nice -n -10`, which needs root; without it nice warns and runs the
+ * command at the usual priority), so other work on a shared machine disturbs the numbers less.
+ */
+export function pinned(core: number, command: string, args: string[]): [string, string[]] {
+  return ['nice', ['-n', '-10', 'taskset', '-c', String(core), command, ...args]]
+}
+
+export interface ServerSpec {
+  /** Stable id in results: `ours`, `bare`, `sdk-v1`, `sdk-v2`... */
+  id: string
+  /** Node arguments: the script and any flags before it. */
+  args: string[]
+  env?: Record<string, string>
+  /** A path answered once the server is up (any status). */
+  readyPath: string
+}
+
+export interface Running {
+  spec: ServerSpec
+  base: string
+  pid: number
+  stop(): Promise<void>
+}
+
+/** A port free right now on loopback (the OS picks it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+/** Start a server pinned to {@link SERVER_CORE} on a fresh loopback port; resolves once it answers. */
+export async function startServer(spec: ServerSpec): Promise<Running> {
+  const port = await freePort()
+  const [command, args] = pinned(SERVER_CORE, process.execPath, spec.args)
+  const child = spawn(command, args, {
+    env: { ...process.env, ...spec.env, HOST: '127.0.0.1', PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe']
+  })
+  let stderr = ''
+  child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)))
+  const base = `http://127.0.0.1:${port}`
+  await waitUntilUp(child, base + spec.readyPath, () => stderr)
+  return { spec, base, pid: child.pid!, stop: () => stop(child) }
+}
+
+async function waitUntilUp(child: ChildProcess, url: string, stderr: () => string): Promise<void> {
+  const deadline = Date.now() + 20_000
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`server exited ${child.exitCode} before answering ${url}:\n${stderr()}`)
+    try {
+      await fetch(url, { signal: AbortSignal.timeout(1000) })
+      return
+    } catch {
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  }
+  child.kill('SIGKILL')
+  throw new Error(`server did not answer ${url} within 20 s:\n${stderr()}`)
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return Promise.resolve()
+  return new Promise((resolve) => {
+    const kill = setTimeout(() => child.kill('SIGKILL'), 5000)
+    child.once('exit', () => {
+      clearTimeout(kill)
+      resolve()
+    })
+    child.kill('SIGTERM')
+  })
+}
+
+/** Resident memory now and its peak (VmHWM) so far, in MB, from /proc. */
+export function memory(pid: number): { rssMb: number; peakMb: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN)
+  return { rssMb: kb('VmRSS') / 1024, peakMb: kb('VmHWM') / 1024 }
+}

@@ -1,0 +1,155 @@
+/**
+ * The results file (`bench/results/latest.json`), and what is computed from it: ratios, the
+ * pass/fail of the issue's targets and the text table (the chart is chart.ts). Pure functions of
+ * the data, so `test/bench.test.ts` checks them on a fixture in milliseconds.
+ */
+
+/** One workload against one target: the best of `runs` (highest req/s), with that run's latency. */
+export interface Measurement {
+  workload: string
+  target: string
+  rps: number
+  p50Ms: number
+  p99Ms: number
+  bytesPerResponse: number
+  /** Resident memory right after the workload, and the process's peak so far (VmHWM), in MB. */
+  rssMb: number
+  peakMb: number
+  runs: { rps: number; p50Ms: number; p99Ms: number }[]
+}
+
+export interface Results {
+  meta: Record<string, string | number>
+  measurements: Measurement[]
+  /** Peak RSS (VmHWM, MB) of each server process at the end of its phase: `target@phase`. */
+  peakRss: Record<string, number>
+  seal?: { usPerSealOpen: number; usPerSeal: number; usPerOpen: number }
+  soak?: Soak
+  /** Workloads of the issue not run, with the feature they wait for. */
+  skipped: { workload: string; reason: string }[]
+  notes: string[]
+}
+
+export interface Soak {
+  seconds: number
+  rps: number
+  samples: { t: number; rssMb: number }[]
+  /** RSS at the end against the plateau after warm-up, in MB and %. */
+  growthMb: number
+  growthPct: number
+  pass: boolean
+}
+
+export interface Check {
+  name: string
+  value: number
+  limit: number
+  /** How the value compares to the limit to pass. */
+  op: '>=' | '<='
+  pass: boolean
+  unit: string
+}
+
+/** Display names of the targets, in table order. */
+export const TARGETS: Record<string, string> = {
+  ours: 'mcp-pure-http',
+  bare: 'bare Fastify',
+  'sdk-v1': 'SDK v1 (Express)',
+  'sdk-v2': 'SDK v2 (Fastify adapter)',
+  'sdk-v2-modern': 'SDK v2 createMcpHandler'
+}
+export const ORDER = Object.keys(TARGETS)
+export const SDKS = ORDER.filter((t) => t.startsWith('sdk'))
+
+/** Throughput and p99 floors of the issue, for this project's server against bare Fastify. */
+export const RATIO_TARGETS: Record<string, { rps: number; p99?: number }> = {
+  'tools/call echo': { rps: 0.85, p99: 1.5 },
+  'tools/list (200 tools)': { rps: 0.85, p99: 1.5 },
+  'tools/list 304 (200 tools)': { rps: 0.9 }
+}
+export const SDK_FACTOR = 20
+export const SEAL_LIMIT_US = 100
+/** A soak passes when RSS at the end is within this much of the plateau after warm-up. */
+export const SOAK_LIMIT_PCT = 10
+
+export const find = (r: Results, workload: string, target: string) =>
+  r.measurements.find((m) => m.workload === workload && m.target === target)
+
+/** Workloads in the order they were measured. */
+export const workloads = (r: Results): string[] => [...new Set(r.measurements.map((m) => m.workload))]
+
+/** The issue's targets, each with its value from this run. Targets whose numbers are missing are left out. */
+export function checks(r: Results): Check[] {
+  const out: Check[] = []
+  const check = (name: string, value: number, op: Check['op'], limit: number, unit: string) =>
+    out.push({ name, value, op, limit, unit, pass: op === '>=' ? value >= limit : value <= limit })
+  for (const workload of workloads(r)) {
+    const ours = find(r, workload, 'ours')
+    const bare = find(r, workload, 'bare')
+    const goal = RATIO_TARGETS[workload]
+    if (ours === undefined) continue
+    if (goal !== undefined && bare !== undefined) {
+      check(`${workload}: req/s vs bare Fastify`, ours.rps / bare.rps, '>=', goal.rps, 'x')
+      if (goal.p99 !== undefined) check(`${workload}: p99 vs bare Fastify`, ours.p99Ms / bare.p99Ms, '<=', goal.p99, 'x')
+    }
+    for (const sdk of SDKS) {
+      const other = find(r, workload, sdk)
+      if (other !== undefined) check(`${workload}: req/s vs ${TARGETS[sdk]}`, ours.rps / other.rps, '>=', SDK_FACTOR, 'x')
+    }
+  }
+  if (r.seal !== undefined) check('seal + open one requestState', r.seal.usPerSealOpen, '<=', SEAL_LIMIT_US, 'µs')
+  if (r.soak !== undefined) check(`soak ${r.soak.seconds} s: RSS growth`, r.soak.growthPct, '<=', SOAK_LIMIT_PCT, '%')
+  return out
+}
+
+/**
+ * Growth of a soak's RSS: the median of the last fifth of the samples against the median of the
+ * second fifth (the first is warm-up: JIT, heap growth to its working size). Fewer than five
+ * samples cannot tell a plateau from a slope: that soak does not pass.
+ */
+export function soakGrowth(samples: { t: number; rssMb: number }[]): { growthMb: number; growthPct: number; pass: boolean } {
+  if (samples.length < 5) return { growthMb: NaN, growthPct: NaN, pass: false }
+  const fifth = Math.floor(samples.length / 5)
+  const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+  const plateau = median(samples.slice(fifth, 2 * fifth).map((s) => s.rssMb))
+  const end = median(samples.slice(-fifth).map((s) => s.rssMb))
+  const growthMb = end - plateau
+  const growthPct = (growthMb / plateau) * 100
+  return { growthMb, growthPct, pass: growthPct <= SOAK_LIMIT_PCT }
+}
+
+export const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '-')
+export const ratio = (n: number) => (!Number.isFinite(n) ? '-' : n >= 10 ? `${n.toFixed(0)}x` : `${n.toFixed(2)}x`)
+
+/** The results as a Markdown table (also readable as plain text), one row per workload and target. */
+export function table(r: Results): string {
+  const rows = [
+    '| workload | server | req/s | p50 ms | p99 ms | peak RSS MB | vs bare Fastify | mcp-pure-http vs this |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |'
+  ]
+  for (const workload of workloads(r)) {
+    const ours = find(r, workload, 'ours')
+    const bare = find(r, workload, 'bare')
+    for (const target of ORDER) {
+      const m = find(r, workload, target)
+      if (m === undefined) continue
+      const vsBare = bare === undefined || target === 'bare' ? '' : `${fmt((m.rps / bare.rps) * 100, 1)}%`
+      const oursVs = ours === undefined || target === 'ours' ? '' : ratio(ours.rps / m.rps)
+      rows.push(
+        `| ${workload} | ${TARGETS[target]} | ${fmt(m.rps)} | ${fmt(m.p50Ms, 2)} | ${fmt(m.p99Ms, 2)} | ${fmt(m.peakMb)} | ${vsBare} | ${oursVs} |`
+      )
+    }
+  }
+  return rows.join('\n')
+}
+
+/** PASS/FAIL lines of the targets. */
+export function verdicts(r: Results): string {
+  return checks(r)
+    .map((c) => {
+      const value = c.unit === 'x' ? ratio(c.value) : `${fmt(c.value, c.unit === '%' ? 1 : 1)} ${c.unit}`
+      const limit = c.unit === 'x' ? ratio(c.limit) : `${c.limit} ${c.unit}`
+      return `${c.pass ? 'PASS' : 'FAIL'}  ${c.name}: ${value} (target ${c.op} ${limit})`
+    })
+    .join('\n')
+}

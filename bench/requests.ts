@@ -1,0 +1,92 @@
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { RequestSpec } from './lib/h2load.js'
+
+/**
+ * The requests of the workloads, per target: this project's and bare Fastify's routes, and the
+ * SDK servers' JSON-RPC over Streamable HTTP (v2's createMcpHandler with the 2026-07-28 envelope).
+ */
+
+/** A target's request, or how to build it from the running server (a 304 needs the ETag first). */
+export type Request = RequestSpec | ((base: string, files: Files) => Promise<RequestSpec>)
+
+/** A workload's request per target. */
+export type Requests = Partial<Record<string, Request>>
+
+/** Writes request bodies into the run's scratch folder and names them for h2load `-d`. */
+export class Files {
+  #n = 0
+  constructor(readonly dir: string) {}
+  body(value: unknown): string {
+    const file = join(this.dir, `body-${++this.#n}.json`)
+    writeFileSync(file, JSON.stringify(value))
+    return file
+  }
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json' }
+const RPC_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
+const MODERN_META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': {},
+  'io.modelcontextprotocol/clientInfo': { name: 'h2load', version: '1' }
+}
+const ELICITING = { 'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } } }
+export const TEXT = 'hello world'
+
+/** `tools/call` of `name` on every target that has the tool. */
+export function callTool(name: string, args: Record<string, unknown>, targets: readonly string[]): Requests {
+  const rpc = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }
+  const all: Requests = {
+    ours: (_b, f) => Promise.resolve({ path: `/tools/${name}/calls`, bodyFile: f.body({ arguments: args }), headers: JSON_HEADERS }),
+    bare: (_b, f) => Promise.resolve({ path: `/tools/${name}/calls`, bodyFile: f.body({ arguments: args }), headers: JSON_HEADERS }),
+    'sdk-v1': (_b, f) => Promise.resolve({ path: '/mcp', bodyFile: f.body(rpc), headers: RPC_HEADERS }),
+    'sdk-v2': (_b, f) => Promise.resolve({ path: '/mcp', bodyFile: f.body(rpc), headers: RPC_HEADERS }),
+    'sdk-v2-modern': (_b, f) =>
+      Promise.resolve({
+        path: '/mcp-modern',
+        bodyFile: f.body({ ...rpc, params: { ...rpc.params, _meta: MODERN_META } }),
+        headers: { ...RPC_HEADERS, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': name }
+      })
+  }
+  return Object.fromEntries(targets.map((t) => [t, all[t]]))
+}
+
+export function listTools(targets: readonly string[]): Requests {
+  const rpc = { jsonrpc: '2.0', id: 1, method: 'tools/list' }
+  const all: Requests = {
+    ours: { path: '/tools' },
+    bare: { path: '/tools' },
+    'sdk-v1': (_b, f) => Promise.resolve({ path: '/mcp', bodyFile: f.body(rpc), headers: RPC_HEADERS }),
+    'sdk-v2': (_b, f) => Promise.resolve({ path: '/mcp', bodyFile: f.body(rpc), headers: RPC_HEADERS }),
+    'sdk-v2-modern': (_b, f) =>
+      Promise.resolve({
+        path: '/mcp-modern',
+        bodyFile: f.body({ ...rpc, params: { _meta: MODERN_META } }),
+        headers: { ...RPC_HEADERS, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' }
+      })
+  }
+  return Object.fromEntries(targets.map((t) => [t, all[t]]))
+}
+
+/** `GET /tools` revalidated: `If-None-Match` with the ETag the server gave first. */
+export const revalidate: Request = async (base) => {
+  const res = await fetch(base + '/tools')
+  const etag = res.headers.get('etag')
+  if (etag === null) throw new Error(`${base}/tools sent no ETag`)
+  return { path: '/tools', headers: { 'if-none-match': etag }, status: 304 }
+}
+
+// The demo's update_work_item (SEP-2322's example): round 1 asks for a resolution; round 2
+// answers it with round 1's sealed requestState, which stays valid for MCP_STATE_TTL_MS, so the
+// same round-2 request can be replayed for the whole measurement.
+const WORK_ITEM = { workItemId: 4242, fields: { 'System.State': 'Resolved' } }
+const round1 = { _meta: ELICITING, arguments: WORK_ITEM }
+export const mrtrRound1: Request = async (_base, files) => ({ path: '/tools/update_work_item/calls', bodyFile: files.body(round1), headers: JSON_HEADERS })
+export const mrtrRound2: Request = async (base, files) => {
+  const res = await fetch(base + '/tools/update_work_item/calls', { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify(round1) })
+  const first = (await res.json()) as { resultType?: string; requestState?: string }
+  if (first.resultType !== 'input_required' || first.requestState === undefined) throw new Error(`round 1 did not ask: ${JSON.stringify(first)}`)
+  const answer = { ...round1, requestState: first.requestState, inputResponses: { resolution: { action: 'accept', content: { resolution: 'Fixed' } } } }
+  return { path: '/tools/update_work_item/calls', bodyFile: files.body(answer), headers: JSON_HEADERS }
+}

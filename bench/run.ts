@@ -1,0 +1,204 @@
+/**
+ * `npm run bench`: this project's server against bare Fastify and the official MCP SDK's stateless
+ * servers, on loopback, servers pinned to one core and h2load to the other.
+ *
+ *   npm run bench                      full run (about 25 minutes): bench/results/latest.{json,svg}
+ *   npm run bench -- --quick           short runs for iteration: bench/results/quick.{json,svg}
+ *   npm run bench -- --only list,MRTR  only workloads (or phases) whose id contains one of these
+ *   npm run bench -- --soak 600        10-minute soak of the demo server at a steady rate: RSS growth
+ *   npm run bench -- --profile "tools/call echo" [--target bare]   CPU profile of a server under a workload
+ *   --connections N (default 32), --reps N, --seconds N
+ */
+import { execFileSync } from 'node:child_process'
+import { cpus, loadavg } from 'node:os'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { h2load, type LoadResult, type RequestSpec } from './lib/h2load.js'
+import { memory, startServer, type Running } from './lib/procs.js'
+import { profile } from './lib/profile.js'
+import { sealMicro } from './lib/seal-micro.js'
+import { soak } from './lib/soak.js'
+import { svg } from './chart.js'
+import { checks, table, verdicts, type Measurement, type Results } from './report.js'
+import { Files } from './requests.js'
+import { PENDING, phases, processOf, type Phase, type Workload } from './workloads.js'
+
+const dist = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+const root = resolve(dist, '..')
+const resultsDir = join(root, 'bench/results')
+
+const { values: flags } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    soak: { type: 'string' },
+    profile: { type: 'string' },
+    target: { type: 'string', default: 'ours' },
+    connections: { type: 'string', default: '32' },
+    reps: { type: 'string' },
+    seconds: { type: 'string' }
+  }
+})
+
+const quick = flags.quick
+const settings = {
+  connections: Number(flags.connections),
+  seconds: Number(flags.seconds ?? (quick ? 3 : 10)),
+  reps: Number(flags.reps ?? (quick ? 2 : 3)),
+  // The SDK servers keep speeding up for 10-15 s (JIT of the per-request rebuild); ours and bare settle sooner.
+  warmSeconds: quick ? 2 : 8,
+  warmSdkSeconds: quick ? 4 : 15
+}
+const only = flags.only?.split(',').map((s) => s.trim().toLowerCase())
+const selected = (phase: Phase, w: Workload) =>
+  only === undefined || only.some((o) => w.id.toLowerCase().includes(o) || phase.id.toLowerCase().includes(o))
+
+const scratch = mkdtempSync(join(root, 'bench/.tmp-'))
+const files = new Files(scratch)
+process.on('exit', () => rmSync(scratch, { recursive: true, force: true }))
+
+if (flags.soak !== undefined) {
+  await soak(phases(dist)[0]!, Number(flags.soak), files, resultsDir)
+} else if (flags.profile !== undefined) {
+  await profile(phases(dist), flags.profile, flags.target, settings, files, join(root, 'bench/.profiles'))
+} else {
+  await benchmark()
+}
+
+async function benchmark(): Promise<void> {
+  const results: Results = {
+    meta: {
+      date: new Date().toISOString(),
+      mode: quick ? 'quick' : 'full',
+      commit: git('rev-parse', '--short', 'HEAD'),
+      node: process.version,
+      h2load: execFileSync('h2load', ['--version']).toString().trim(),
+      cpu: cpus()[0]?.model ?? 'unknown',
+      cores: cpus().length,
+      connections: settings.connections,
+      seconds: settings.seconds,
+      reps: settings.reps,
+      pick: 'best run (highest req/s) of each target, with that run\'s latency'
+    },
+    measurements: [],
+    peakRss: {},
+    skipped: PENDING.map((p) => ({ workload: p.workload, reason: p.feature })),
+    notes: []
+  }
+  console.log(`bench (${results.meta.mode}): ${settings.connections} connections, ${settings.seconds} s x ${settings.reps} runs per target, servers on core 0, h2load on core 1`)
+
+  if (only === undefined || only.some((o) => 'seal'.includes(o))) {
+    results.seal = sealMicro()
+    const s = results.seal
+    console.log(`seal + open one requestState: ${s.usPerSealOpen.toFixed(1)} µs (seal ${s.usPerSeal.toFixed(1)} µs, open ${s.usPerOpen.toFixed(1)} µs)`)
+  }
+  for (const phase of phases(dist)) {
+    if (!phase.workloads.some((w) => selected(phase, w))) continue
+    await runPhase(phase, results)
+  }
+  for (const s of results.skipped) console.log(`skipped: ${s.workload} (feature not built yet: ${s.reason})`)
+
+  const name = quick ? 'quick' : 'latest'
+  mkdirSync(resultsDir, { recursive: true })
+  writeFileSync(join(resultsDir, `${name}.json`), JSON.stringify(results, null, 2) + '\n')
+  writeFileSync(join(resultsDir, `${name}.svg`), svg(results) + '\n')
+  console.log(`\n${table(results)}\n`)
+  console.log('Peak RSS per server process (VmHWM, MB):', Object.entries(results.peakRss).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', '))
+  console.log(`\n${verdicts(results)}`)
+  console.log(`\nwrote bench/results/${name}.json and bench/results/${name}.svg`)
+  if (checks(results).some((c) => !c.pass)) console.log('some targets missed: `npm run bench -- --profile "tools/call echo"` shows where the time goes')
+}
+
+/** Start a phase's servers, measure its selected workloads, note each server's peak RSS, stop them. */
+async function runPhase(phase: Phase, results: Results): Promise<void> {
+  // The servers and h2load need both cores: anything else running skews the numbers.
+  const load = loadavg()[0]!
+  if (load > 1.5) {
+    const note = `load average ${load.toFixed(1)} before phase ${phase.id}: other processes compete for the 2 cores`
+    results.notes.push(note)
+    console.log(`  warning: ${note}`)
+  }
+  const running = new Map<string, Running>()
+  try {
+    for (const spec of phase.servers) running.set(spec.id, await startServer(spec))
+    for (const workload of phase.workloads) {
+      if (selected(phase, workload)) results.measurements.push(...(await measure(phase, workload, running, results)))
+    }
+    for (const [id, server] of running) results.peakRss[`${id}@${phase.id}`] = round(memory(server.pid).peakMb)
+  } finally {
+    await Promise.all([...running.values()].map((s) => s.stop()))
+  }
+}
+
+/**
+ * One workload: warm every target up, then `reps` rounds that each visit every target in turn
+ * (starting one further along each round), and keep each target's best run.
+ */
+async function measure(phase: Phase, workload: Workload, running: Map<string, Running>, results: Results): Promise<Measurement[]> {
+  const targets = Object.keys(workload.requests)
+  const serverOf = (target: string) => running.get(processOf(target))!
+  const specs = new Map<string, RequestSpec>()
+  for (const target of targets) {
+    const request = workload.requests[target]!
+    specs.set(target, typeof request === 'function' ? await request(serverOf(target).base, files) : request)
+  }
+  const drive = (target: string, seconds: number, logFile?: string) =>
+    h2load(serverOf(target).base, specs.get(target)!, { connections: settings.connections, seconds, ...(logFile === undefined ? {} : { logFile }) })
+
+  // Warm-up answers are not counted; a server too slow to finish one in time is fine here.
+  for (const target of targets) await drive(target, isSdk(target) ? settings.warmSdkSeconds : settings.warmSeconds).catch(() => undefined)
+  const runs = new Map<string, LoadResult[]>(targets.map((t) => [t, []]))
+  for (let rep = 0; rep < settings.reps; rep++) {
+    for (let i = 0; i < targets.length; i++) {
+      const target = targets[(i + rep) % targets.length]!
+      const label = `[${phase.id}] ${workload.id} · ${target} · run ${rep + 1}/${settings.reps}`
+      // The SDK servers answer a 200-tool list in seconds: give them time to finish some.
+      const seconds = isSdk(target) ? Math.max(settings.seconds, 10) : settings.seconds
+      try {
+        const run = await drive(target, seconds, join(scratch, 'h2load.log'))
+        runs.get(target)!.push(run)
+        console.log(`  ${label}: ${run.rps.toFixed(0)} req/s, p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms`)
+      } catch (err) {
+        results.notes.push(`${label}: ${(err as Error).message.split('\n')[0]}`)
+        console.log(`  ${label}: FAILED ${(err as Error).message.split('\n')[0]}`)
+      }
+    }
+  }
+  return targets.flatMap((target) => {
+    const all = runs.get(target)!
+    if (all.length === 0) return []
+    const best = all.reduce((a, b) => (b.rps > a.rps ? b : a))
+    const mem = memory(serverOf(target).pid)
+    return [
+      {
+        workload: workload.id,
+        target,
+        rps: best.rps,
+        p50Ms: best.p50Ms,
+        p99Ms: best.p99Ms,
+        bytesPerResponse: Math.round(best.bytesPerResponse),
+        rssMb: round(mem.rssMb),
+        peakMb: round(mem.peakMb),
+        runs: all.map((r) => ({ rps: r.rps, p50Ms: r.p50Ms, p99Ms: r.p99Ms }))
+      }
+    ]
+  })
+}
+
+function isSdk(target: string): boolean {
+  return target.startsWith('sdk')
+}
+
+function round(n: number): number {
+  return Math.round(n * 10) / 10
+}
+
+function git(...args: string[]): string {
+  try {
+    return execFileSync('git', args, { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim()
+  } catch {
+    return 'unknown'
+  }
+}

@@ -1,0 +1,117 @@
+import Fastify from 'fastify'
+import { createHash } from 'node:crypto'
+import { StateSealer, digestArguments } from '../../src/mrtr/seal.js'
+import { benchNotification, benchTools, fillerAnswer, notificationCount, port, toolCount } from '../catalogue.js'
+
+/**
+ * The ceiling: bare Fastify doing the JSON work of each workload and nothing else. It validates
+ * the body with a route schema (as any Fastify app would), answers the same JSON bytes, and for
+ * the multi round-trip flow seals and opens the same JWE with the same sealer, so the crypto cost
+ * is in the ceiling too.
+ */
+const tools = benchTools(toolCount())
+const app = Fastify({ logger: false })
+
+const listBody = JSON.stringify({
+  tools: tools.map(({ name, title, description, input, annotations }) => ({ name, title, description, inputSchema: input, annotations })),
+  resultType: 'complete',
+  ttlMs: 0,
+  cacheScope: 'private'
+})
+const listEtag = `"${createHash('sha1').update(listBody).digest('base64url')}"`
+
+app.get('/tools', (request, reply) => {
+  reply.header('etag', listEtag).header('cache-control', 'private, max-age=0')
+  if (request.headers['if-none-match'] === listEtag) return reply.code(304).send()
+  return reply.type('application/json; charset=utf-8').send(listBody)
+})
+
+const names = new Set(tools.map((t) => t.name))
+app.post<{ Params: { name: string }; Body: { arguments: Record<string, string> } }>(
+  '/tools/:name/calls',
+  {
+    schema: {
+      body: {
+        type: 'object',
+        required: ['arguments'],
+        properties: { arguments: { type: 'object', properties: { text: { type: 'string', maxLength: 100_000 } } } }
+      }
+    }
+  },
+  async (request, reply) => {
+    const { name } = request.params
+    if (!names.has(name)) return reply.code(404).send({ code: -32602, message: `Unknown tool: ${name}` })
+    const text = name === 'echo' ? String(request.body.arguments.text) : fillerAnswer(name, String(request.body.arguments.query))
+    return { content: [{ type: 'text', text }], resultType: 'complete' }
+  }
+)
+
+// update_work_item's first two rounds, as the demo asks them.
+const sealer = new StateSealer(process.env.MCP_STATE_KEYS === undefined ? undefined : StateSealer.parseKeys(process.env.MCP_STATE_KEYS))
+const RESOLUTIONS = ['Fixed', "Won't Fix", 'Duplicate', 'By Design']
+const silent = { debug() {}, info() {}, warn() {}, error() {} }
+interface WorkItemBody {
+  arguments: { workItemId: number; fields: Record<string, string> }
+  requestState?: string
+  inputResponses?: { resolution?: { action: string; content?: { resolution?: string } } }
+}
+app.post<{ Body: WorkItemBody }>(
+  '/tools/update_work_item/calls',
+  {
+    schema: {
+      body: {
+        type: 'object',
+        required: ['arguments'],
+        properties: {
+          arguments: {
+            type: 'object',
+            required: ['workItemId', 'fields'],
+            properties: { workItemId: { type: 'integer', minimum: 1 }, fields: { type: 'object', additionalProperties: { type: 'string' } } }
+          },
+          requestState: { type: 'string' },
+          inputResponses: { type: 'object' }
+        }
+      }
+    }
+  },
+  async (request, reply) => {
+    const { workItemId, fields } = request.body.arguments
+    const binding = { principal: 'anonymous', method: 'tools/call', target: 'update_work_item', args: digestArguments(request.body.arguments) }
+    if (request.body.requestState !== undefined) {
+      sealer.open(request.body.requestState, binding, silent)
+      const resolution = request.body.inputResponses?.resolution?.content?.resolution
+      if (resolution === undefined || !RESOLUTIONS.includes(resolution)) return reply.code(400).send({ code: -32602, message: 'bad answer' })
+      return { content: [{ type: 'text', text: `Bug #${workItemId} resolved as ${resolution}. State set to ${fields['System.State']}.` }], resultType: 'complete' }
+    }
+    // The question goes into the state too, as the library seals it to check the answer later.
+    const question = {
+      method: 'elicitation/create',
+      params: {
+        mode: 'form',
+        message: `Resolving Bug #${workItemId} requires a resolution. How was this bug resolved?`,
+        requestedSchema: {
+          type: 'object',
+          required: ['resolution'],
+          properties: { resolution: { type: 'string', enum: RESOLUTIONS, description: 'Resolution type for this bug' } }
+        }
+      }
+    }
+    return {
+      resultType: 'input_required',
+      inputRequests: { resolution: question },
+      requestState: sealer.seal(binding, { q: { resolution: question } })
+    }
+  }
+)
+
+// GET /notifications: the first group of queued notifications (100 at most), the same until
+// acknowledged, serialized per request as the library does; [] when nothing waits.
+const queued = Array.from({ length: notificationCount() }, (_, i) => benchNotification(i))
+const group = queued.slice(0, 100)
+app.get('/notifications', (_request, reply) => {
+  if (group.length > 0) reply.header('mcp-message-group', 'g-1')
+  return reply.type('application/json; charset=utf-8').send(JSON.stringify(group))
+})
+
+await app.listen({ host: '127.0.0.1', port: port() })
+process.once('SIGTERM', () => void app.close().then(() => process.exit(0)))

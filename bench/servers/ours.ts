@@ -1,0 +1,19 @@
+import { ANONYMOUS, McpServer, MemoryStore, buildServer, loopbackOnly } from '../../src/index.js'
+import { benchNotification, benchTools, fillerAnswer, notificationCount, port, toolCount } from '../catalogue.js'
+
+// This project's server with the bench catalogue (TOOLS tools). The list is one page, as the SDK
+// servers answer it, so every server sends the same tools in one response.
+const count = toolCount()
+const mcp = new McpServer({ name: 'bench', version: '1.0.0', pageSize: Math.max(count, 1) })
+for (const tool of benchTools(count)) {
+  const { name, title, description, input, annotations } = tool
+  mcp.tool({ name, title, description, input, annotations }, (args: Record<string, unknown>) =>
+    name === 'echo' ? String(args.text) : fillerAnswer(name, String(args.query))
+  )
+}
+// NOTIFICATIONS queued for the (anonymous) connection before the first request.
+const store = new MemoryStore()
+for (let i = 0; i < notificationCount(); i++) await store.pushNotification(ANONYMOUS.id, benchNotification(i))
+const app = await buildServer({ mcp, store, logger: false, ...loopbackOnly(port()) })
+await app.listen({ host: '127.0.0.1', port: port() })
+process.once('SIGTERM', () => void app.close().then(() => process.exit(0)))

@@ -1,0 +1,109 @@
+import { join } from 'node:path'
+import type { ServerSpec } from './lib/procs.js'
+import { TEXT, callTool, listTools, mrtrRound1, mrtrRound2, revalidate, type Requests } from './requests.js'
+
+/**
+ * What the bench runs: phases (a set of server processes started together) and, in each, the
+ * workloads (one request shape per target). To add a workload, add an entry to a phase's
+ * `workloads` with a request per target; to add a store or a server variant, add a phase.
+ */
+
+/** A fixed key ring, so round-2 requests prepared from a round-1 answer open on the server. */
+export const STATE_KEYS = 'bench:YmVuY2gtb25seS1rZXktbm90LWEtc2VjcmV0LTAwMDE' // 32 bytes, no secret
+
+export interface Workload {
+  id: string
+  /** Targets to drive, each with its request (see {@link processOf} for the process serving one). */
+  requests: Requests
+}
+
+export interface Phase {
+  id: string
+  /** Server processes by id; a target `sdk-v2-modern` runs on the process `sdk-v2`. */
+  servers: ServerSpec[]
+  workloads: Workload[]
+}
+
+/** The process serving a target. */
+export const processOf = (target: string): string => (target === 'sdk-v2-modern' ? 'sdk-v2' : target)
+
+const SDK_TARGETS = ['ours', 'bare', 'sdk-v1', 'sdk-v2', 'sdk-v2-modern'] as const
+
+function servers(tools: number, ours: 'demo' | 'catalogue', sdks: boolean, dist: string, notifications = 0): ServerSpec[] {
+  const env = { TOOLS: String(tools), NOTIFICATIONS: String(notifications) }
+  const list: ServerSpec[] = [
+    ours === 'demo'
+      ? { id: 'ours', args: [join(dist, 'src/main.js')], env: { LOG_LEVEL: 'silent', MCP_STATE_KEYS: STATE_KEYS }, readyPath: '/ping' }
+      : { id: 'ours', args: [join(dist, 'bench/servers/ours.js')], env, readyPath: '/ping' },
+    { id: 'bare', args: [join(dist, 'bench/servers/bare.js')], env: { ...env, MCP_STATE_KEYS: STATE_KEYS }, readyPath: '/tools' }
+  ]
+  if (sdks) {
+    list.push(
+      { id: 'sdk-v1', args: [join(dist, 'bench/servers/sdk-v1.js')], env: { TOOLS: String(tools) }, readyPath: '/mcp' },
+      { id: 'sdk-v2', args: [join(dist, 'bench/servers/sdk-v2.js')], env: { TOOLS: String(tools) }, readyPath: '/mcp' }
+    )
+  }
+  return list
+}
+
+export const SCALES = [10, 100, 1000] as const
+
+/** Every phase of a full run. `dist` is the build folder (`dist/`). */
+export function phases(dist: string): Phase[] {
+  return [
+    {
+      id: 'core',
+      // This project's own demo server (npm start), against the others with echo alone.
+      servers: servers(1, 'demo', true, dist),
+      workloads: [
+        { id: 'tools/call echo', requests: callTool('echo', { text: TEXT }, SDK_TARGETS) },
+        { id: 'MRTR round 1 (seal)', requests: { ours: mrtrRound1, bare: mrtrRound1 } },
+        { id: 'MRTR round 2 (open)', requests: { ours: mrtrRound2, bare: mrtrRound2 } }
+      ]
+    },
+    {
+      id: 'list-200',
+      servers: servers(200, 'catalogue', true, dist),
+      workloads: [
+        { id: 'tools/list (200 tools)', requests: listTools(SDK_TARGETS) },
+        { id: 'tools/list 304 (200 tools)', requests: { ours: revalidate, bare: revalidate } }
+      ]
+    },
+    {
+      id: 'notifications',
+      servers: servers(1, 'catalogue', false, dist),
+      workloads: [{ id: 'GET /notifications (nothing pending)', requests: { ours: { path: '/notifications' }, bare: { path: '/notifications' } } }]
+    },
+    {
+      // A connection with 1,000 notifications waiting: GET hands out the same group of 100 until
+      // it is acknowledged, so every request reads (and serializes) a full group.
+      id: 'notifications-1000',
+      servers: servers(1, 'catalogue', false, dist, 1000),
+      workloads: [
+        { id: 'GET /notifications (1,000 queued)', requests: { ours: { path: '/notifications' }, bare: { path: '/notifications' } } },
+        { id: 'tools/call echo (1,000 queued notifications)', requests: callTool('echo', { text: TEXT }, ['ours', 'bare']) }
+      ]
+    },
+    ...SCALES.map((n) => ({
+      id: `scale-${n}`,
+      servers: servers(n, 'catalogue', false, dist),
+      workloads: [
+        { id: `tools/call echo (${n} tools)`, requests: callTool('echo', { text: TEXT }, ['ours', 'bare']) },
+        { id: `tools/list (${n} tools)`, requests: listTools(['ours', 'bare']) }
+      ]
+    }))
+  ]
+}
+
+/**
+ * Workloads of the issue whose server features are not built yet. Each becomes a workload entry
+ * above once its feature lands: a task is a workload whose request is prepared like MRTR round 2
+ * (create it, then poll `GET /tasks/{id}`), Redis is a phase whose `ours` gets the store's
+ * environment, 10,000 connections a catalogue server whose `authenticate` names the connection
+ * from a header, driven by h2load with several URIs or headers.
+ */
+export const PENDING: { workload: string; feature: string }[] = [
+  { workload: 'task created and polled to completion', feature: 'tasks' },
+  { workload: 'every workload with the Redis store', feature: 'Redis store' },
+  { workload: 'scaling: 10,000 logical connections', feature: 'an authenticate hook for the bench that names the connection per request' }
+]

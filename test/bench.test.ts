@@ -1,0 +1,125 @@
+import t from 'tap'
+import { parseSummary, percentiles } from '../bench/lib/parse.js'
+import { svg } from '../bench/chart.js'
+import { checks, soakGrowth, table, verdicts, workloads, type Measurement, type Results } from '../bench/report.js'
+
+// The benchmark's own arithmetic and output, on a fixture: the real bench (npm run bench) is not
+// part of npm test.
+const m = (workload: string, target: string, rps: number, p99Ms: number): Measurement => ({
+  workload,
+  target,
+  rps,
+  p50Ms: p99Ms / 4,
+  p99Ms,
+  bytesPerResponse: 300,
+  rssMb: 80,
+  peakMb: 90,
+  runs: [{ rps, p50Ms: p99Ms / 4, p99Ms }]
+})
+
+const fixture = (): Results => ({
+  meta: { date: '2026-11-22T00:00:00Z', mode: 'full', cpu: 'Test CPU <2 cores>', reps: 3 },
+  measurements: [
+    m('tools/call echo', 'ours', 45_000, 1.2),
+    m('tools/call echo', 'bare', 50_000, 1.0),
+    m('tools/call echo', 'sdk-v1', 1_000, 40),
+    m('tools/call echo', 'sdk-v2', 3_000, 20),
+    m('tools/list 304 (200 tools)', 'ours', 40_000, 1),
+    m('tools/list 304 (200 tools)', 'bare', 50_000, 1),
+    m('MRTR round 1 (seal)', 'ours', 4_000, 4),
+    m('MRTR round 1 (seal)', 'bare', 3_000, 5),
+    m('only bare', 'bare', 10, NaN),
+    m('tools/list (200 tools)', 'ours', 9_000, 3),
+    m('tools/list (200 tools)', 'sdk-v2-modern', 10, 900)
+  ],
+  peakRss: { 'ours@core': 90 },
+  seal: { usPerSealOpen: 25, usPerSeal: 10, usPerOpen: 12 },
+  soak: { seconds: 600, rps: 1600, samples: [], growthMb: 20, growthPct: 25, pass: false },
+  skipped: [],
+  notes: []
+})
+
+t.test('checks: the issue targets, from the same run', async (t) => {
+  const byName = Object.fromEntries(checks(fixture()).map((c) => [c.name, c]))
+  t.match(byName['tools/call echo: req/s vs bare Fastify'], { value: 0.9, op: '>=', limit: 0.85, pass: true })
+  t.match(byName['tools/call echo: p99 vs bare Fastify'], { op: '<=', limit: 1.5, pass: true })
+  t.match(byName['tools/call echo: req/s vs SDK v1 (Express)'], { value: 45, pass: true })
+  t.match(byName['tools/call echo: req/s vs SDK v2 (Fastify adapter)'], { value: 15, pass: false })
+  t.match(byName['tools/list 304 (200 tools): req/s vs bare Fastify'], { value: 0.8, limit: 0.9, pass: false })
+  t.notOk(byName['tools/list 304 (200 tools): p99 vs bare Fastify'], 'no p99 target for a 304')
+  t.notOk(byName['tools/list (200 tools): req/s vs bare Fastify'], 'no ratio without a bare number')
+  t.match(byName['tools/list (200 tools): req/s vs SDK v2 createMcpHandler'], { value: 900, pass: true })
+  t.notOk(Object.keys(byName).some((n) => n.startsWith('MRTR')), 'MRTR has no target, only numbers')
+  t.match(byName['seal + open one requestState'], { value: 25, pass: true })
+  t.match(byName['soak 600 s: RSS growth'], { value: 25, pass: false })
+  const bare = { ...fixture(), seal: undefined, soak: undefined } as Results
+  t.notOk(checks(bare).some((c) => c.name.startsWith('seal') || c.name.startsWith('soak')))
+})
+
+t.test('soak growth: the end against the plateau after warm-up', async (t) => {
+  const flat = [60, 80, 81, 80, 82, 81, 80, 82, 81, 81].map((rssMb, i) => ({ t: i * 5, rssMb }))
+  t.match(soakGrowth(flat), { pass: true })
+  t.ok(Math.abs(soakGrowth(flat).growthMb) <= 1)
+  const leak = flat.map((s, i) => ({ ...s, rssMb: 80 + i * 10 }))
+  t.match(soakGrowth(leak), { growthMb: 60, pass: false }, '170 MB at the end against 110 MB')
+  t.match(soakGrowth(flat.slice(0, 4)), { pass: false }, 'too short to tell')
+  t.ok(Number.isNaN(soakGrowth([]).growthMb))
+})
+
+t.test('table: one row per workload and server, with the ratios', async (t) => {
+  const text = table(fixture())
+  const lines = text.split('\n')
+  t.equal(lines.length, 2 + fixture().measurements.length)
+  t.match(text, '| tools/call echo | mcp-pure-http | 45000 | 0.30 | 1.20 | 90 | 90.0% |  |')
+  t.match(text, '| tools/call echo | bare Fastify | 50000 | 0.25 | 1.00 | 90 |  | 0.90x |')
+  t.match(text, '| tools/call echo | SDK v1 (Express) | 1000 | 10.00 | 40.00 | 90 | 2.0% | 45x |')
+  t.match(text, '| only bare | bare Fastify | 10 | - | - | 90 |  |  |', 'missing numbers are dashes')
+  t.match(text, '| tools/list (200 tools) | SDK v2 createMcpHandler | 10 | 225.00 | 900.00 | 90 |  | 900x |')
+  t.same(workloads(fixture()), ['tools/call echo', 'tools/list 304 (200 tools)', 'MRTR round 1 (seal)', 'only bare', 'tools/list (200 tools)'])
+})
+
+t.test('verdicts: PASS or FAIL with the value and the target', async (t) => {
+  const text = verdicts(fixture())
+  t.match(text, 'PASS  tools/call echo: req/s vs bare Fastify: 0.90x (target >= 0.85x)')
+  t.match(text, 'FAIL  tools/call echo: req/s vs SDK v2 (Fastify adapter): 15x (target >= 20x)')
+  t.match(text, 'PASS  seal + open one requestState: 25.0 µs (target <= 100 µs)')
+  t.match(text, 'FAIL  soak 600 s: RSS growth: 25.0 % (target <= 10 %)')
+  const odd = fixture()
+  odd.measurements[1] = m('tools/call echo', 'bare', 0, 1)
+  t.match(verdicts(odd), 'req/s vs bare Fastify: - (target')
+})
+
+t.test('svg: both panels, escaped text, targets dashed', async (t) => {
+  const out = svg(fixture())
+  t.match(out, /^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/)
+  t.match(out, /<\/svg>$/)
+  t.match(out, 'Throughput relative to bare Fastify')
+  t.match(out, 'as a multiple of the SDK servers')
+  t.match(out, 'Test CPU &lt;2 cores&gt;')
+  t.match(out, '>90%<', 'ours against bare')
+  t.match(out, '>2.0%<', 'small ratios keep a decimal')
+  t.match(out, '>45x<')
+  t.equal(out.match(/stroke-dasharray/g)?.length, 2 + 2, 'two ratio goals (echo, 304) and two SDK goals')
+  const noSdk = fixture()
+  noSdk.measurements = noSdk.measurements.filter((x) => !x.target.startsWith('sdk'))
+  noSdk.meta = {}
+  const plain = svg(noSdk)
+  t.notMatch(plain, 'as a multiple of the SDK servers', 'no SDK panel without SDK numbers')
+  t.notMatch(plain, 'SDK v1')
+})
+
+const REPORT = `finished in 10.00s, 23456.70 req/s, 5.12MB/s
+requests: 234567 total, 234599 started, 234567 done, 234560 succeeded, 7 failed, 0 errored, 0 timeout
+status codes: 234000 2xx, 500 3xx, 60 4xx, 0 5xx
+traffic: 5.12MB (5368709) total, 1.23MB (1289748) headers (space savings 0.00%), 3.00MB (3145728) data`
+
+t.test("parseSummary: h2load's report", async (t) => {
+  t.same(parseSummary(REPORT), { rps: 23456.7, requests: 234567, failed: 7, statusCounts: [0, 0, 234000, 500, 60, 0], bytes: 5368709 })
+  t.throws(() => parseSummary('connection refused'), /h2load output without/)
+})
+
+t.test("percentiles: from h2load's per-request log", async (t) => {
+  const log = Array.from({ length: 100 }, (_, i) => `1795307991961926\t200\t${(i + 1) * 1000}`).join('\n') + '\n'
+  t.same(percentiles(log), { p50Ms: 51, p99Ms: 100 })
+  t.ok(Number.isNaN(percentiles('').p50Ms), 'no requests, no percentiles')
+})
