@@ -4,6 +4,7 @@ import type { LoggingLevel } from '../schema/lifecycle.js'
 import {
   DEFAULT_LIMITS,
   type ClientAnswer,
+  type IdempotentStart,
   type LegacyClient,
   type NotificationGroup,
   type QueuedRequest,
@@ -63,6 +64,7 @@ export class MemoryStore implements Store {
   readonly #cancelListeners = new Set<(owner: string, requestId: string, reason: string | undefined) => void>()
   readonly #sessions = new Map<string, number>()
   readonly #tasks = new Map<string, StoredTask>()
+  readonly #idempotent = new Map<string, { digest: string; response?: string; expiresAt: number }>()
 
   constructor(limits: Partial<StoreLimits> = {}) {
     this.limits = { ...DEFAULT_LIMITS, ...limits }
@@ -323,8 +325,48 @@ export class MemoryStore implements Store {
     return true
   }
 
+  async beginIdempotent(owner: string, requestId: string, digest: string, leaseMs: number): Promise<IdempotentStart> {
+    const key = `${owner}\0${requestId}`
+    const now = Date.now()
+    const r = this.#idempotent.get(key)
+    if (r !== undefined && r.expiresAt > now) {
+      if (r.digest !== digest) return { state: 'conflict' }
+      return r.response === undefined ? { state: 'in_progress' } : { state: 'done', response: r.response }
+    }
+    this.#idempotent.delete(key)
+    if (this.#idempotent.size >= this.limits.maxIdempotencyRecords) {
+      for (const [k, v] of this.#idempotent) if (v.expiresAt <= now) this.#idempotent.delete(k)
+      let first: [string, { expiresAt: number }] | undefined
+      for (const e of this.#idempotent) if (first === undefined || e[1].expiresAt < first[1].expiresAt) first = e
+      if (first !== undefined && this.#idempotent.size >= this.limits.maxIdempotencyRecords) this.#idempotent.delete(first[0])
+    }
+    this.#idempotent.set(key, { digest, expiresAt: now + leaseMs })
+    return { state: 'new' }
+  }
+
+  async renewIdempotent(owner: string, requestId: string, leaseMs: number): Promise<boolean> {
+    const r = this.#idempotent.get(`${owner}\0${requestId}`)
+    if (r === undefined || r.response !== undefined || r.expiresAt <= Date.now()) return false
+    r.expiresAt = Date.now() + leaseMs
+    return true
+  }
+
+  async finishIdempotent(owner: string, requestId: string, response: string, ttlMs: number): Promise<void> {
+    const r = this.#idempotent.get(`${owner}\0${requestId}`)
+    if (r === undefined || r.expiresAt <= Date.now()) return
+    r.response = response
+    r.expiresAt = Date.now() + ttlMs
+  }
+
+  async abandonIdempotent(owner: string, requestId: string): Promise<void> {
+    this.#idempotent.delete(`${owner}\0${requestId}`)
+  }
+
+  async ping(): Promise<void> {}
+
   async close(): Promise<void> {
     for (const w of [...this.#waiters.values()]) w.reject(new Error('The store is closing'))
+    this.#idempotent.clear()
     this.#connections.clear()
     this.#subscribers.clear()
     this.#sessions.clear()

@@ -51,6 +51,17 @@ export interface TaskRecord {
   notify?: boolean
 }
 
+/**
+ * What {@link Store.beginIdempotent} found for a request id: `new` (claimed: run it), `in_progress`
+ * (another attempt runs it now), `done` (its first outcome, to replay) or `conflict` (the id was used
+ * for a different request).
+ */
+export type IdempotentStart =
+  | { state: 'new' }
+  | { state: 'in_progress' }
+  | { state: 'done'; response: string }
+  | { state: 'conflict' }
+
 /** A client's answer to a queued request: its result, or a JSON-RPC error. */
 export type ClientAnswer = { result: Record<string, unknown> } | { error: { code: number; message: string; data?: unknown } }
 
@@ -126,6 +137,26 @@ export interface Store {
   /** Wait until every key is answered; resolves the answers (taken: each is handed out once). */
   awaitTaskAnswers(owner: string, taskId: string, keys: readonly string[], signal: AbortSignal): Promise<Record<string, Record<string, unknown>>>
 
+  /**
+   * Claim `requestId` of `owner` for one run (a retried `tools/call` with the same `Mcp-Request-Id`).
+   * `digest` identifies the request's content: the same id with another digest is a `conflict`. The
+   * claim lapses after `leaseMs` unless renewed, so that a retry after an instance failure runs again.
+   * At most `maxIdempotencyRecords` claims and outcomes are kept; beyond, the one expiring first goes.
+   * @example
+   * const start = await store.beginIdempotent(owner, 'call-1', digest, 30_000)
+   * if (start.state === 'new') await store.finishIdempotent(owner, 'call-1', JSON.stringify(result), 600_000)
+   */
+  beginIdempotent(owner: string, requestId: string, digest: string, leaseMs: number): Promise<IdempotentStart>
+  /** Extend a running claim by `leaseMs`; false when it is no longer running (finished, abandoned, lapsed). */
+  renewIdempotent(owner: string, requestId: string, leaseMs: number): Promise<boolean>
+  /** Record the outcome of a claimed run; `beginIdempotent` replays it (`done`) for `ttlMs`. */
+  finishIdempotent(owner: string, requestId: string, response: string, ttlMs: number): Promise<void>
+  /** Forget a claim whose run failed, so that a retry runs again. */
+  abandonIdempotent(owner: string, requestId: string): Promise<void>
+
+  /** Resolves when the store can serve (readiness: `GET /ready`); rejects when it cannot. */
+  ping(): Promise<void>
+
   /** Issue a session id (Mcp-Session-Id) and check one. */
   createSession(): Promise<string>
   hasSession(id: string): Promise<boolean>
@@ -155,6 +186,8 @@ export interface StoreLimits {
   sessionTtlMs: number
   /** Tasks kept at once (all owners); beyond it, creating one is refused (default 10000). */
   maxTasks: number
+  /** Idempotency records (claims and outcomes of retried tool calls) kept at once, all owners (default 10000). */
+  maxIdempotencyRecords: number
 }
 
 export const DEFAULT_LIMITS: StoreLimits = {
@@ -167,5 +200,6 @@ export const DEFAULT_LIMITS: StoreLimits = {
   discardOldestRequests: false,
   redeliveryMs: 30_000,
   sessionTtlMs: 3_600_000,
-  maxTasks: 10_000
+  maxTasks: 10_000,
+  maxIdempotencyRecords: 10_000
 }

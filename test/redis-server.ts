@@ -1,0 +1,72 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+/** A free loopback port (bound, read, released). */
+export async function freePort(): Promise<number> {
+  const srv = createServer().listen(0, '127.0.0.1')
+  await once(srv, 'listening')
+  const { port } = srv.address() as { port: number }
+  srv.close()
+  await once(srv, 'close')
+  return port
+}
+
+/**
+ * The path of a binary the tests need, or an error that says how to install it. These tests never
+ * skip: a machine without the binary fails them, loudly.
+ */
+export function requireBinary(name: string, debianPackage: string): string {
+  const found = spawnSync('sh', ['-c', `command -v ${name} || ls /usr/sbin/${name} 2>/dev/null`], { encoding: 'utf8' }).stdout.trim().split('\n')[0]
+  if (found === undefined || found === '') {
+    throw new Error(`${name} is not installed: these tests need a real ${name}. Install it with: apt-get update && apt-get install -y ${debianPackage}`)
+  }
+  return found
+}
+
+export interface RedisServer {
+  url: string
+  port: number
+  process: ChildProcess
+  stop(): Promise<void>
+}
+
+/** A throw-away redis-server on a free loopback port: no persistence, its own temp dir. */
+export async function startRedis(): Promise<RedisServer> {
+  const bin = requireBinary('redis-server', 'redis-server')
+  const port = await freePort()
+  const dir = mkdtempSync(join(tmpdir(), 'mcp-redis-'))
+  const child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let out = ''
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`redis-server did not start within 10 s:\n${out}`)), 10_000)
+    child.stdout!.on('data', (d: Buffer) => {
+      out += String(d)
+      if (out.includes('Ready to accept connections')) {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`redis-server exited with ${code}:\n${out}`))
+    })
+  })
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    process: child,
+    async stop() {
+      if (child.exitCode === null) {
+        child.kill('SIGTERM')
+        await once(child, 'exit')
+      }
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+}

@@ -1,0 +1,401 @@
+import type { Test } from 'tap'
+import { AnswerTimeout } from '../src/store/memory.js'
+import type { Store, StoreLimits, TaskRecord } from '../src/store/types.js'
+
+/**
+ * How the contract suite gets stores: `create` makes a fresh, empty one; `peer` another instance
+ * over the same state (for Redis a second client with the same prefix, as another server process
+ * would have; for memory the store itself).
+ */
+export interface StoreFactory {
+  create(limits?: Partial<StoreLimits>): Promise<Store>
+  peer(store: Store): Promise<Store>
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** Poll `check` until it holds (bounded: 2 s). */
+async function eventually(check: () => boolean | Promise<boolean>): Promise<boolean> {
+  for (let i = 0; i < 200; i++) {
+    if (await check()) return true
+    await sleep(10)
+  }
+  return false
+}
+
+function task(taskId: string, extra: Partial<TaskRecord> = {}): TaskRecord {
+  const now = new Date().toISOString()
+  return { taskId, status: 'working', createdAt: now, lastUpdatedAt: now, ttlMs: 60_000, pollIntervalMs: 1000, ...extra }
+}
+
+/**
+ * The storage contract (`src/store/types.ts`), run against every implementation: what one store
+ * does, the other must do too.
+ */
+export function storeContract(t: Test, factory: StoreFactory): void {
+  const make = async (t: Test, limits: Partial<StoreLimits> = {}) => {
+    const store = await factory.create(limits)
+    t.teardown(() => store.close())
+    return store
+  }
+  const peerOf = async (t: Test, store: Store) => {
+    const peer = await factory.peer(store)
+    if (peer !== store) t.teardown(() => peer.close())
+    return peer
+  }
+
+  t.test('connection state: log level, legacy client, per owner', async (t) => {
+    const store = await make(t)
+    t.equal(await store.getLogLevel('alice'), undefined)
+    await store.setLogLevel('alice', 'warning')
+    t.equal(await store.getLogLevel('alice'), 'warning')
+    t.equal(await store.getLogLevel('bob'), undefined, 'another owner sees nothing')
+    const client = { protocolVersion: '2025-11-25', capabilities: { elicitation: {}, roots: { listChanged: true } }, clientInfo: { name: 'c', version: '1' } }
+    t.equal(await store.getLegacyClient('alice'), undefined)
+    await store.setLegacyClient('alice', client)
+    t.same(await store.getLegacyClient('alice'), client)
+    t.equal(await store.getLegacyClient('bob'), undefined)
+    t.equal(await (await peerOf(t, store)).getLogLevel('alice'), 'warning', 'every instance sees it')
+    await store.ping()
+  })
+
+  t.test('owner ids cannot spell each other\'s keys', async (t) => {
+    const store = await make(t)
+    await store.createTask('a:b', task('c'))
+    t.equal(await store.getTask('a', 'b:c'), undefined)
+    await store.setLogLevel('x', 'debug')
+    t.equal(await store.getLogLevel('x:'), undefined)
+    t.equal(await store.getLogLevel(''), undefined)
+  })
+
+  t.test('subscriptions: per owner, bounded, gone with the connection', async (t) => {
+    const store = await make(t, { maxSubscriptions: 2, maxConnections: 2 })
+    t.equal(await store.subscribe('alice', 'x:1'), true)
+    t.equal(await store.subscribe('alice', 'x:1'), false, 'already subscribed')
+    t.equal(await store.subscribe('alice', 'x:2'), true)
+    await t.rejects(store.subscribe('alice', 'x:3'), { status: 400, code: -32602, message: 'Too many subscriptions (limit 2): unsubscribe first' })
+    t.same((await store.subscriptions('alice')).sort(), ['x:1', 'x:2'])
+    t.same(await store.subscriptions('bob'), [])
+    t.equal(await store.unsubscribe('bob', 'x:1'), false, 'bob was not subscribed')
+    await store.subscribe('bob', 'x:1')
+    t.same((await store.subscribers('x:1')).sort(), ['alice', 'bob'])
+    t.equal(await store.unsubscribe('alice', 'x:1'), true)
+    t.same(await store.subscribers('x:1'), ['bob'])
+    t.same(await store.subscribers('x:9'), [])
+    await store.setLogLevel('carol', 'info')
+    t.same(await store.subscriptions('alice'), [], 'beyond maxConnections the least recently used connection is forgotten')
+    t.same(await store.subscribers('x:2'), [], 'and leaves the subscribers of its URIs')
+    t.same(await store.subscribers('x:1'), ['bob'])
+  })
+
+  t.test('notifications: groups repeat until acknowledged, then the rest in order', async (t) => {
+    const store = await make(t, { notificationBatch: 2 })
+    t.equal(await store.takeNotifications('alice'), undefined, 'an unknown connection has none')
+    t.equal(await store.ackNotifications('alice', 'nope'), false)
+    const odd = { method: 'n/odd', params: { list: [], obj: {}, text: 'Zoë ☃ "q" \\', n: 1.5, nested: [{}, []] } }
+    await store.pushNotification('alice', odd)
+    await store.pushNotification('alice', { method: 'n/2' })
+    await store.pushNotification('alice', { method: 'n/3' })
+    const peer = await peerOf(t, store)
+    const g1 = await peer.takeNotifications('alice')
+    t.same(g1?.notifications, [odd, { method: 'n/2' }], 'JSON comes back as it went in, in order')
+    t.type(g1?.id, 'string')
+    t.same(await store.takeNotifications('alice'), g1, 'the same group until acknowledged, on any instance')
+    t.equal(await store.takeNotifications('bob'), undefined, 'bob sees nothing of alice')
+    t.equal(await store.ackNotifications('bob', g1!.id), false, 'nor can he acknowledge it')
+    t.equal(await store.ackNotifications('alice', 'other'), false)
+    t.equal(await peer.ackNotifications('alice', g1!.id), true)
+    t.equal(await store.ackNotifications('alice', g1!.id), true, 'acknowledging the last group again is harmless')
+    const g2 = await store.takeNotifications('alice')
+    t.not(g2?.id, g1!.id)
+    t.same(g2?.notifications, [{ method: 'n/3' }])
+    t.equal(await store.ackNotifications('alice', g2!.id), true)
+    t.equal(await store.ackNotifications('alice', g1!.id), false, 'only the last one acknowledged counts')
+    t.equal(await store.takeNotifications('alice'), undefined, 'drained')
+  })
+
+  t.test('notifications: bounded per connection, stale ones dropped', async (t) => {
+    const store = await make(t, { maxNotifications: 3, notificationTtlMs: 150 })
+    for (let i = 1; i <= 5; i++) await store.pushNotification('alice', { method: `n/${i}` })
+    t.same((await store.takeNotifications('alice'))?.notifications.map((n) => n.method), ['n/3', 'n/4', 'n/5'], 'the oldest dropped beyond the limit')
+    await store.pushNotification('bob', { method: 'old' })
+    await sleep(200)
+    await store.pushNotification('bob', { method: 'new' })
+    t.same((await store.takeNotifications('bob'))?.notifications, [{ method: 'new' }], 'older than the TTL: dropped')
+    await store.pushNotification('carol', { method: 'old' })
+    await sleep(200)
+    t.equal(await store.takeNotifications('carol'), undefined)
+  })
+
+  t.test('broadcast reaches every connection that exists now, and creates none', async (t) => {
+    const store = await make(t)
+    await store.setLogLevel('alice', 'info')
+    await store.subscribe('bob', 'x:1')
+    await store.pushNotification('bob', { method: 'first' })
+    await store.broadcast({ method: 'notifications/tools/list_changed' })
+    t.same((await store.takeNotifications('alice'))?.notifications, [{ method: 'notifications/tools/list_changed' }])
+    t.same((await store.takeNotifications('bob'))?.notifications, [{ method: 'first' }, { method: 'notifications/tools/list_changed' }], 'in order')
+    t.equal(await store.takeNotifications('carol'), undefined, 'carol came later')
+  })
+
+  t.test('requests: handed to one poller once, redelivered after the timeout, completed once', async (t) => {
+    const store = await make(t, { redeliveryMs: 150 })
+    const peer = await peerOf(t, store)
+    t.equal(await store.claimRequest('alice'), undefined)
+    const ask = { method: 'elicitation/create', params: { message: 'City?', requestedSchema: { type: 'object', properties: {} } } }
+    await store.enqueueRequest('alice', 'r1', ask)
+    await store.enqueueRequest('alice', 'r2', { method: 'roots/list' })
+    const fresh = await store.getRequest('alice', 'r1')
+    t.match(fresh, { id: 'r1', request: ask, deliveries: 0 })
+    t.type(fresh?.createdAt, 'number')
+    t.notOk(fresh && 'deliveredAt' in fresh, 'active: never delivered')
+    t.equal(await store.getRequest('bob', 'r1'), undefined, 'another owner cannot see it')
+    const claims = await Promise.all([store, peer, store, peer, store, peer].map((s) => s.claimRequest('alice')))
+    const got = claims.filter((c) => c !== undefined).map((c) => c.id)
+    t.same(got.sort(), ['r1', 'r2'], 'each request handed out once, however many poll at once')
+    const first = claims.find((c) => c?.id === 'r1')!
+    t.same([first.request, first.deliveries], [ask, 1])
+    t.type(first.deliveredAt, 'number')
+    t.equal(await store.claimRequest('bob'), undefined)
+    await sleep(200)
+    const again = await peer.claimRequest('alice')
+    t.same([again?.id, again?.deliveries], ['r1', 2], 'past the timeout: active again, same id, oldest first')
+    t.equal((await store.getRequest('alice', 'r1'))?.deliveries, 2)
+    t.equal(await store.completeRequest('bob', 'r1', { result: {} }), false, 'bob cannot answer it')
+    const answers = await Promise.all([store, peer].map((s) => s.completeRequest('alice', 'r1', { result: { action: 'accept' } })))
+    t.same(answers.sort(), [false, true], 'completed once')
+    t.equal(await store.getRequest('alice', 'r1'), undefined, 'complete: gone from the queue')
+    t.equal(await store.completeRequest('alice', 'never', { result: {} }), false)
+    t.same(await store.awaitAnswer('alice', 'r1', new AbortController().signal, 1000), { result: { action: 'accept' } }, 'an answer before the wait is kept for it')
+  })
+
+  t.test('requests: a full queue refuses, or discards the oldest active one', async (t) => {
+    const strict = await make(t, { maxRequests: 2 })
+    await strict.enqueueRequest('alice', 'a', { method: 'roots/list' })
+    await strict.enqueueRequest('alice', 'b', { method: 'roots/list' })
+    await t.rejects(strict.enqueueRequest('alice', 'c', { method: 'roots/list' }), { message: 'The client\'s request queue is full (2 waiting): the client is not answering' })
+    await t.rejects(strict.enqueueRequest('alice', 'c', { method: 'roots/list' }), { message: /queue is full/, status: 503, headers: { 'retry-after': '5' } })
+    await strict.enqueueRequest('bob', 'a', { method: 'roots/list' })
+
+    const lenient = await make(t, { maxRequests: 2, discardOldestRequests: true })
+    await lenient.enqueueRequest('alice', 'a', { method: 'roots/list' })
+    await lenient.enqueueRequest('alice', 'b', { method: 'roots/list' })
+    t.equal((await lenient.claimRequest('alice'))?.id, 'a', 'a is pending now')
+    await lenient.enqueueRequest('alice', 'c', { method: 'roots/list' })
+    t.equal(await lenient.getRequest('alice', 'b'), undefined, 'the oldest active one (b) was discarded')
+    t.ok(await lenient.getRequest('alice', 'a'), 'the pending one stays')
+    t.same(await lenient.awaitAnswer('alice', 'b', new AbortController().signal, 1000), {
+      error: { code: -32603, message: 'Discarded: the request queue was full' }
+    })
+    t.equal((await lenient.claimRequest('alice'))?.id, 'c')
+    await t.rejects(lenient.enqueueRequest('alice', 'd', { method: 'roots/list' }), { message: /queue is full/, status: 503 }, 'none active: refused all the same')
+  })
+
+  t.test('awaitAnswer: woken on any instance; aborts and timeouts withdraw the request', async (t) => {
+    const store = await make(t)
+    const peer = await peerOf(t, store)
+    await store.enqueueRequest('alice', 'w1', { method: 'roots/list' })
+    const waiting = store.awaitAnswer('alice', 'w1', new AbortController().signal, 5000)
+    await sleep(30)
+    t.equal(await peer.completeRequest('alice', 'w1', { error: { code: -1, message: 'no' } }), true)
+    t.same(await waiting, { error: { code: -1, message: 'no' } }, 'answered through another instance')
+
+    await store.enqueueRequest('alice', 'w2', { method: 'roots/list' })
+    const aborted = new AbortController()
+    aborted.abort(new Error('gone already'))
+    await t.rejects(store.awaitAnswer('alice', 'w2', aborted.signal, 1000), /gone already/)
+    t.equal(await store.getRequest('alice', 'w2'), undefined, 'withdrawn')
+
+    await store.enqueueRequest('alice', 'w3', { method: 'roots/list' })
+    const later = new AbortController()
+    const pending = store.awaitAnswer('alice', 'w3', later.signal, 5000)
+    await sleep(20)
+    later.abort(new Error('cancelled while waiting'))
+    await t.rejects(pending, /cancelled while waiting/)
+    t.equal(await store.getRequest('alice', 'w3'), undefined, 'withdrawn when the wait is abandoned')
+    t.equal(await store.completeRequest('alice', 'w3', { result: {} }), false, 'and no longer answerable')
+
+    await store.enqueueRequest('alice', 'w4', { method: 'roots/list' })
+    await t.rejects(store.awaitAnswer('alice', 'w4', new AbortController().signal, 80), AnswerTimeout)
+    await t.rejects(store.awaitAnswer('alice', 'w4', new AbortController().signal, 10), /The client did not answer within 10 ms/)
+    t.equal(await store.getRequest('alice', 'w4'), undefined, 'withdrawn on timeout')
+  })
+
+  t.test('close rejects whoever waits', async (t) => {
+    const store = await factory.create()
+    await store.enqueueRequest('dan', 'r', { method: 'roots/list' })
+    const waiting = store.awaitAnswer('dan', 'r', new AbortController().signal, 5000)
+    await sleep(30)
+    await store.close()
+    await t.rejects(waiting, /The store is closing/)
+  })
+
+  t.test('cancellation is heard by every instance', async (t) => {
+    const store = await make(t)
+    const peer = await peerOf(t, store)
+    const heard: string[] = []
+    const stop = peer.onCancel((owner, id, reason) => heard.push(`${owner} ${id} ${reason}`))
+    await sleep(20)
+    await store.publishCancel('alice', 'call-1', 'user hit stop')
+    await store.publishCancel('alice', 'call-2', undefined)
+    t.ok(await eventually(() => heard.length === 2), 'heard')
+    t.same(heard, ['alice call-1 user hit stop', 'alice call-2 undefined'])
+    stop()
+    await store.publishCancel('alice', 'call-3', 'late')
+    await sleep(50)
+    t.equal(heard.length, 2, 'not after unsubscribing')
+  })
+
+  t.test('tasks: durable, per owner, updated until terminal', async (t) => {
+    const store = await make(t)
+    const peer = await peerOf(t, store)
+    const created = task('t1', { statusMessage: 'starting', notify: true })
+    await store.createTask('alice', created)
+    t.same(await peer.getTask('alice', 't1'), created, 'readable on any instance once created')
+    t.equal(await store.getTask('bob', 't1'), undefined, 'another owner\'s task is unknown')
+    t.equal(await store.updateTask('bob', 't1', { status: 'failed' }), undefined)
+    const before = created.lastUpdatedAt
+    await sleep(5)
+    const updated = await peer.updateTask('alice', 't1', { statusMessage: undefined, pollIntervalMs: 500 })
+    t.equal(updated?.pollIntervalMs, 500)
+    t.notOk(updated && 'statusMessage' in updated, 'undefined in a patch removes the field')
+    t.not(updated?.lastUpdatedAt, before, 'lastUpdatedAt is stamped')
+    t.same(await store.getTask('alice', 't1'), updated)
+    const result = { content: [], structuredContent: {}, isError: false }
+    const done = await store.updateTask('alice', 't1', { status: 'completed', result })
+    t.same([done?.status, done?.result], ['completed', result], 'empty arrays and objects survive')
+    t.equal(await peer.updateTask('alice', 't1', { status: 'cancelled' }), undefined, 'a completed task cannot be cancelled')
+    t.equal((await store.getTask('alice', 't1'))?.status, 'completed')
+    await store.createTask('alice', task('t2'))
+    await store.updateTask('alice', 't2', { status: 'cancelled' })
+    t.equal(await store.updateTask('alice', 't2', { status: 'completed', result: {} }), undefined, 'a cancelled task cannot complete')
+    t.equal(await store.updateTask('alice', 'nope', { status: 'failed' }), undefined)
+    await store.createTask('alice', task('t3', { status: 'failed', error: { code: -1, message: 'x', data: [1] } }))
+    t.same((await store.getTask('alice', 't3'))?.error, { code: -1, message: 'x', data: [1] })
+    t.equal(await store.updateTask('alice', 't3', { statusMessage: 'retry?' }), undefined, 'failed is terminal too')
+    await store.createTask('alice', task('brief', { ttlMs: 50 }))
+    await sleep(80)
+    t.equal(await peer.getTask('alice', 'brief'), undefined, 'gone after its ttlMs')
+  })
+
+  t.test('tasks: input requests answered (only outstanding keys), runners woken on any instance', async (t) => {
+    const store = await make(t)
+    const peer = await peerOf(t, store)
+    const q = (m: string) => ({ method: 'elicitation/create', params: { message: m, requestedSchema: { type: 'object', properties: {} } } })
+    await store.createTask('alice', task('t1'))
+    t.same(await store.answerTask('alice', 't1', { a: { x: 1 } }), [], 'nothing outstanding: nothing taken')
+    const asked = await store.updateTask('alice', 't1', { status: 'input_required', inputRequests: { a: q('A?'), b: q('B?') } })
+    t.same(asked?.inputRequests, { a: q('A?'), b: q('B?') })
+    const runner = store.awaitTaskAnswers('alice', 't1', ['a', 'b'], new AbortController().signal)
+    t.equal(await store.answerTask('bob', 't1', { a: {} }), undefined, 'bob cannot answer it')
+    t.equal(await store.answerTask('alice', 'nope', { a: {} }), undefined)
+    t.same(await peer.answerTask('alice', 't1', { a: { action: 'accept', content: { v: 'A' } }, zzz: { ignored: true } }), ['a'], 'unknown keys are ignored')
+    const partial = await store.getTask('alice', 't1')
+    t.same([partial?.status, partial?.inputRequests], ['input_required', { b: q('B?') }], 'partly answered: still input_required')
+    t.same(await peer.answerTask('alice', 't1', { a: { again: true } }), [], 'a key answered is no longer outstanding')
+    const withdrawn = await store.updateTask('alice', 't1', { inputRequests: undefined })
+    t.notOk(withdrawn && 'inputRequests' in withdrawn, 'a patch can withdraw the input requests')
+    await store.updateTask('alice', 't1', { inputRequests: { b: q('B?') } })
+    t.same(await peer.answerTask('alice', 't1', { b: { action: 'decline' } }), ['b'])
+    t.same(await runner, { a: { action: 'accept', content: { v: 'A' } }, b: { action: 'decline' } }, 'the runner gets every answer')
+    const after = await store.getTask('alice', 't1')
+    t.equal(after?.status, 'working', 'all answered: working again')
+    t.notOk(after && 'inputRequests' in after)
+
+    await store.updateTask('alice', 't1', { status: 'input_required', inputRequests: { c: q('C?') } })
+    await peer.answerTask('alice', 't1', { c: { n: 1 } })
+    t.same(await store.awaitTaskAnswers('alice', 't1', ['c'], new AbortController().signal), { c: { n: 1 } }, 'answers that came first are kept for the runner')
+    const gone = new AbortController()
+    const waiting = store.awaitTaskAnswers('alice', 't1', ['c'], gone.signal)
+    await sleep(20)
+    gone.abort(new Error('task cancelled'))
+    await t.rejects(waiting, /task cancelled/, 'each answer is handed out once; an abort ends the wait')
+    const aborted = new AbortController()
+    aborted.abort(new Error('already'))
+    await t.rejects(store.awaitTaskAnswers('alice', 't1', ['c'], aborted.signal), /already/)
+    await t.rejects(store.awaitTaskAnswers('alice', 'nope', ['c'], new AbortController().signal), /The task is gone/)
+
+    await store.createTask('alice', task('t2', { status: 'input_required', inputRequests: { k: q('K?') } }))
+    await store.updateTask('alice', 't2', { status: 'cancelled' })
+    t.same(await store.answerTask('alice', 't2', { k: { late: true } }), ['k'], 'a terminal task still takes the answer')
+    t.equal((await store.getTask('alice', 't2'))?.status, 'cancelled', 'but stays terminal')
+  })
+
+  t.test('tasks: expire after ttlMs; bounded in number', async (t) => {
+    const store = await make(t, { maxTasks: 2 })
+    await store.createTask('alice', task('short', { ttlMs: 100 }))
+    await store.createTask('alice', task('long'))
+    await t.rejects(store.createTask('bob', task('third')), { status: 503, message: 'Too many tasks in progress (2)', headers: { 'retry-after': '5' } })
+    t.ok(await store.getTask('alice', 'short'))
+    await sleep(150)
+    await store.createTask('bob', task('third'))
+    t.ok(await store.getTask('bob', 'third'), 'an expired task no longer counts')
+    t.equal(await store.getTask('alice', 'short'), undefined, 'expired')
+    t.equal(await store.updateTask('alice', 'short', { status: 'failed' }), undefined)
+    t.equal(await store.answerTask('alice', 'short', { a: {} }), undefined)
+  })
+
+  t.test('sessions: issued, checked, expire unused, bounded', async (t) => {
+    const store = await make(t, { sessionTtlMs: 150, maxConnections: 2 })
+    const s1 = await store.createSession()
+    t.match(s1, /^[\w-]{24}$/)
+    const peer = await peerOf(t, store)
+    t.equal(await peer.hasSession(s1), true, 'known to every instance')
+    t.equal(await store.hasSession('forged'), false)
+    await sleep(100)
+    t.equal(await store.hasSession(s1), true, 'a use pushes the expiry back')
+    await sleep(100)
+    t.equal(await store.hasSession(s1), true)
+    await sleep(200)
+    t.equal(await store.hasSession(s1), false, 'expired unused')
+    const a = await store.createSession()
+    const b = await store.createSession()
+    await store.hasSession(a)
+    const c = await store.createSession()
+    t.same([await store.hasSession(a), await store.hasSession(b), await store.hasSession(c)], [true, false, true], 'beyond the bound the least recently used goes')
+  })
+
+  t.test('idempotency: claim, run once, replay; conflicts; leases', async (t) => {
+    const store = await make(t, { maxIdempotencyRecords: 3 })
+    const peer = await peerOf(t, store)
+    t.same(await store.beginIdempotent('alice', 'k1', 'd1', 5000), { state: 'new' })
+    const racing = await Promise.all([store, peer].map((s) => s.beginIdempotent('alice', 'k1', 'd1', 5000)))
+    t.same(racing, [{ state: 'in_progress' }, { state: 'in_progress' }], 'claimed once')
+    t.same(await peer.beginIdempotent('alice', 'k1', 'other', 5000), { state: 'conflict' })
+    t.same(await store.beginIdempotent('bob', 'k1', 'other', 5000), { state: 'new' }, 'ids are per owner')
+    t.equal(await peer.renewIdempotent('alice', 'k1', 5000), true)
+    await peer.finishIdempotent('alice', 'k1', '{"status":200,"body":"[]"}', 5000)
+    t.equal(await store.renewIdempotent('alice', 'k1', 5000), false, 'finished: nothing to renew')
+    t.same(await store.beginIdempotent('alice', 'k1', 'd1', 5000), { state: 'done', response: '{"status":200,"body":"[]"}' })
+    t.same(await store.beginIdempotent('alice', 'k1', 'd2', 5000), { state: 'conflict' }, 'done, but another request')
+
+    t.same(await store.beginIdempotent('alice', 'k2', 'd', 5000), { state: 'new' })
+    await store.abandonIdempotent('alice', 'k2')
+    t.same(await store.beginIdempotent('alice', 'k2', 'other', 5000), { state: 'new' }, 'abandoned: a retry runs again')
+    t.equal(await store.renewIdempotent('alice', 'never', 5000), false)
+    await store.finishIdempotent('alice', 'never', 'x', 5000)
+    t.same(await store.beginIdempotent('alice', 'never', 'd', 5000), { state: 'new' }, 'finishing an unknown claim records nothing')
+
+    t.same(await store.beginIdempotent('carol', 'lease', 'd', 100), { state: 'new' })
+    await sleep(150)
+    t.equal(await store.renewIdempotent('carol', 'lease', 100), false, 'a lapsed claim cannot be renewed')
+    await store.finishIdempotent('carol', 'lease', 'late', 5000)
+    t.same(await store.beginIdempotent('carol', 'lease', 'd', 100), { state: 'new' }, 'lapsed (its instance died): a retry runs again')
+    await store.finishIdempotent('carol', 'lease', 'r', 100)
+    await sleep(150)
+    t.same(await store.beginIdempotent('carol', 'lease', 'd', 5000), { state: 'new' }, 'replayed only for the retention time')
+  })
+
+  t.test('idempotency: bounded; the record that expires first goes', async (t) => {
+    const store = await make(t, { maxIdempotencyRecords: 2 })
+    await store.beginIdempotent('a', '0', 'd', 50)
+    await store.beginIdempotent('a', '00', 'd', 50)
+    await sleep(80)
+    await store.beginIdempotent('a', '1', 'd', 1000)
+    await store.beginIdempotent('a', '2', 'd', 60_000)
+    await store.beginIdempotent('a', '3', 'd', 60_000)
+    t.same(await store.beginIdempotent('a', '2', 'd', 60_000), { state: 'in_progress' })
+    t.same(await store.beginIdempotent('a', '3', 'd', 60_000), { state: 'in_progress' })
+    t.same(await store.beginIdempotent('a', '1', 'x', 60_000), { state: 'new' }, 'the first to expire was dropped')
+  })
+}

@@ -1,0 +1,155 @@
+import t from 'tap'
+import { createHash, randomUUID } from 'node:crypto'
+import { Redis } from 'ioredis'
+import { RedisStore, type RedisStoreOptions } from '../src/store/redis.js'
+import { createStore, MemoryStore } from '../src/store/index.js'
+import { storeContract } from './store-contract.js'
+import { startRedis } from './redis-server.js'
+
+// A real redis-server, started here and stopped at the end; without one this fails (never skips).
+const redis = await startRedis()
+t.teardown(() => redis.stop())
+
+const prefixes = new WeakMap<RedisStore, string>()
+const open = (options: Partial<RedisStoreOptions> = {}) => new RedisStore({ url: redis.url, ...options })
+
+t.test('the contract', async (t) => {
+  storeContract(t, {
+    // Each store its own prefix: the tests share one Redis, as several servers may.
+    create: async (limits) => {
+      const prefix = `t${randomUUID().slice(0, 8)}:`
+      const store = open({ prefix, limits })
+      prefixes.set(store, prefix)
+      return store
+    },
+    peer: async (store) => {
+      const s = store as RedisStore
+      const peer = open({ prefix: prefixes.get(s)!, limits: s.limits })
+      prefixes.set(peer, prefixes.get(s)!)
+      return peer
+    }
+  })
+})
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const sha1 = (s: string) => createHash('sha1').update(s).digest('hex')
+
+t.test('createStore: Redis when MCP_REDIS_URL is set, memory otherwise', async (t) => {
+  const memory = createStore({})
+  t.ok(memory instanceof MemoryStore)
+  await memory.close()
+  const shared = createStore({ MCP_REDIS_URL: redis.url }) as RedisStore
+  t.ok(shared instanceof RedisStore)
+  t.equal(shared.prefix, 'mcp:')
+  await shared.ping()
+  await shared.close()
+  await shared.close()
+  const named = createStore({ MCP_REDIS_URL: redis.url, MCP_REDIS_PREFIX: 'blue:' }, { maxTasks: 3 }) as RedisStore
+  t.same([named.prefix, named.limits.maxTasks], ['blue:', 3])
+  await named.close()
+})
+
+t.test('every key is under the prefix, and everything but the small indexes expires', async (t) => {
+  const prefix = `k${randomUUID().slice(0, 8)}:`
+  const store = open({ prefix })
+  t.teardown(() => store.close())
+  const raw = new Redis(redis.url)
+  t.teardown(() => raw.quit())
+  await store.setLogLevel('alice', 'info')
+  await store.subscribe('alice', 'x:1')
+  await store.pushNotification('alice', { method: 'n' })
+  await store.pushNotification('alice', { method: 'm' })
+  await store.takeNotifications('alice')
+  await store.enqueueRequest('alice', 'r1', { method: 'roots/list' })
+  await store.enqueueRequest('alice', 'r2', { method: 'roots/list' })
+  await store.completeRequest('alice', 'r2', { result: {} })
+  const now = new Date().toISOString()
+  await store.createTask('alice', { taskId: 't', status: 'input_required', createdAt: now, lastUpdatedAt: now, ttlMs: 60_000, pollIntervalMs: 1000, inputRequests: { a: { method: 'roots/list' }, b: { method: 'roots/list' } } })
+  await store.answerTask('alice', 't', { a: {} })
+  await store.createSession()
+  await store.beginIdempotent('alice', 'i', 'd', 60_000)
+  const keys = (await raw.keys('*')).filter((k) => !k.startsWith('t') || k.startsWith(prefix))
+  const mine = keys.filter((k) => k.startsWith(prefix))
+  t.same(keys.filter((k) => !k.startsWith(prefix) && k.startsWith('k')), [], 'nothing outside the prefix')
+  const indexes = ['conns', 'sess', 'tasks', 'idem', 'clock', `sub:x:1`].map((k) => prefix + k)
+  for (const key of mine) {
+    const ttl = await raw.pttl(key)
+    if (indexes.includes(key)) continue
+    t.ok(ttl > 0, `${key.slice(prefix.length)} expires (${ttl} ms)`)
+  }
+  t.ok(await raw.pttl(`${prefix}sub:x:1`) > 0, 'the per-URI subscriber set too')
+  t.ok(mine.length >= 12, `${mine.length} keys`)
+})
+
+t.test('a connection unused for connectionTtlMs is forgotten', async (t) => {
+  const store = open({ prefix: `c${randomUUID().slice(0, 8)}:`, connectionTtlMs: 150 })
+  t.teardown(() => store.close())
+  await store.setLogLevel('alice', 'debug')
+  await store.subscribe('alice', 'x:1')
+  t.same(await store.subscribers('x:1'), ['alice'])
+  await sleep(200)
+  t.equal(await store.getLogLevel('alice'), undefined, 'expired in Redis')
+  t.same(await store.subscribers('x:1'), [], 'and no longer a subscriber')
+  await store.subscribe('bob', 'x:2')
+  await store.broadcast({ method: 'b' })
+  t.equal(await store.takeNotifications('alice'), undefined, 'a broadcast skips it')
+  t.same((await store.takeNotifications('bob'))?.notifications, [{ method: 'b' }])
+})
+
+t.test('a lost wake-up is found by the sweep; a dropped subscriber reconnects', async (t) => {
+  const prefix = `w${randomUUID().slice(0, 8)}:`
+  const store = open({ prefix, sweepMs: 50 })
+  t.teardown(() => store.close())
+  const raw = new Redis(redis.url)
+  t.teardown(() => raw.quit())
+  await store.enqueueRequest('alice', 'r1', { method: 'roots/list' })
+  const waiting = store.awaitAnswer('alice', 'r1', new AbortController().signal, 5000)
+  await sleep(20)
+  // The answer lands without its PUBLISH, as when the subscriber connection was down.
+  await raw.set(`${prefix}a:${sha1('alice')}:r1`, JSON.stringify({ result: { roots: [] } }))
+  t.same(await waiting, { result: { roots: [] } })
+
+  const quiet = open({ prefix, sweepMs: 60_000 })
+  t.teardown(() => quiet.close())
+  const heard: string[] = []
+  quiet.onCancel((_o, id) => heard.push(id))
+  await quiet.enqueueRequest('alice', 'r2', { method: 'roots/list' })
+  const pending = quiet.awaitAnswer('alice', 'r2', new AbortController().signal, 5000)
+  await sleep(20)
+  await raw.call('CLIENT', 'KILL', 'TYPE', 'pubsub')
+  await store.completeRequest('alice', 'r2', { result: { ok: true } })
+  t.same(await pending, { result: { ok: true } }, 'answered, though its subscriber was cut')
+  for (let i = 0; i < 100 && heard.length === 0; i++) {
+    await store.publishCancel('alice', 'c1', undefined)
+    await sleep(20)
+  }
+  t.ok(heard.includes('c1'), 'and it hears again after reconnecting')
+})
+
+t.test('close rejects task runners too; an unreachable Redis fails fast and says so', async (t) => {
+  const store = open({ prefix: `x${randomUUID().slice(0, 8)}:` })
+  const now = new Date().toISOString()
+  await store.createTask('alice', { taskId: 't', status: 'input_required', createdAt: now, lastUpdatedAt: now, ttlMs: 60_000, pollIntervalMs: 1000, inputRequests: { a: { method: 'roots/list' } } })
+  const runner = store.awaitTaskAnswers('alice', 't', ['a'], new AbortController().signal)
+  await sleep(20)
+  const rejected = t.rejects(runner, /The store is closing/)
+  await store.close()
+  await rejected
+
+  // An answer taken while the wait is being abandoned: the abort wins, whatever Redis says later.
+  const racing = open({ prefix: `y${randomUUID().slice(0, 8)}:` })
+  t.teardown(() => racing.close())
+  await racing.createTask('alice', { taskId: 't', status: 'input_required', createdAt: now, lastUpdatedAt: now, ttlMs: 60_000, pollIntervalMs: 1000, inputRequests: { a: { method: 'roots/list' } } })
+  await racing.answerTask('alice', 't', { a: { v: 1 } })
+  const late = new AbortController()
+  const raced = racing.awaitTaskAnswers('alice', 't', ['a'], late.signal)
+  await Promise.resolve()
+  late.abort(new Error('abandoned'))
+  await t.rejects(raced, /abandoned/)
+
+  const down = new RedisStore({ url: `redis://127.0.0.1:${redis.port + 1}`, redis: { retryStrategy: () => null, maxRetriesPerRequest: 0 } })
+  t.teardown(() => down.close())
+  await t.rejects(down.ping())
+  await t.rejects(down.awaitAnswer('alice', 'r', new AbortController().signal, 1000))
+  t.equal(down.client.status === 'ready', false)
+})
