@@ -320,6 +320,63 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tasks/{taskId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** tasks/get */
+        get: operations["getTask"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tasks/{taskId}/update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tasks/update
+         * @description Answers to outstanding inputRequests; other keys are ignored; a partial answer leaves the task input_required.
+         */
+        post: operations["updateTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tasks/{taskId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tasks/cancel
+         * @description Cooperative: the handler sees its signal abort; a task already finished stays as it is.
+         */
+        post: operations["cancelTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -411,6 +468,66 @@ export interface paths {
          * @description Update a work item; the custom rules of the project may ask for more fields (two rounds for a duplicate).
          */
         post: operations["callTool_update_work_item"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tools/slow_compute/calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tools/call slow_compute
+         * @description Sums 1..n slowly (one step per number), reporting progress; cancellable. Runs as a task when the client supports tasks.
+         */
+        post: operations["callTool_slow_compute"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tools/failing_job/calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tools/call failing_job
+         * @description A task that always fails with a JSON-RPC error (status failed).
+         */
+        post: operations["callTool_failing_job"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tools/needs_input_task/calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tools/call needs_input_task
+         * @description A task that stops half way to ask for approval (status input_required), then finishes.
+         */
+        post: operations["callTool_needs_input_task"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1007,8 +1124,12 @@ export interface operations {
                     };
                     /** @description Echoed verbatim from the previous `input_required` result. */
                     requestState?: string;
+                    /** @description Task options, used when the server runs the call as a task. */
                     task?: {
+                        /** @description Keep the task at most this long (ms). */
                         ttl?: number;
+                        /** @description Queue notifications/tasks on /notifications at each status change. */
+                        notify?: boolean;
                     };
                 };
             };
@@ -1137,6 +1258,34 @@ export interface operations {
                         };
                         /** @description Opaque; echo it on the retry. */
                         requestState?: string;
+                        /** @description Free-form request or result metadata (`_meta`). */
+                        _meta?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        resultType: "task";
+                        taskId: string;
+                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
+                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
+                        statusMessage?: string;
+                        /** @description ISO 8601. */
+                        createdAt: string;
+                        /** @description ISO 8601. */
+                        lastUpdatedAt: string;
+                        /** @description The task may be discarded this long after its creation. */
+                        ttlMs: number;
+                        /** @description Poll no more often than this. */
+                        pollIntervalMs: number;
                         /** @description Free-form request or result metadata (`_meta`). */
                         _meta?: {
                             [key: string]: unknown;
@@ -2639,6 +2788,301 @@ export interface operations {
             };
         };
     };
+    getTask: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Protocol version of the request (default: the server default, 2026-07-28). */
+                "mcp-protocol-version"?: string;
+                /** @description Unique id of this request; echoed, logged, and named by cancellation. */
+                "mcp-request-id"?: string;
+                /** @description The request `_meta` object as JSON text, or `=?base64?<base64 of UTF-8 JSON>?=` when not ASCII. */
+                "mcp-meta"?: string;
+            };
+            path: {
+                taskId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The task, with its result, error or outstanding inputRequests inlined. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        resultType: "complete";
+                        taskId: string;
+                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
+                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
+                        statusMessage?: string;
+                        /** @description ISO 8601. */
+                        createdAt: string;
+                        /** @description ISO 8601. */
+                        lastUpdatedAt: string;
+                        /** @description The task may be discarded this long after its creation. */
+                        ttlMs: number;
+                        /** @description Poll no more often than this. */
+                        pollIntervalMs: number;
+                        /** @description Server-assigned keys to the requests the client must answer. */
+                        inputRequests?: {
+                            [key: string]: {
+                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
+                                params?: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                        };
+                        /** @description The final result (completed), e.g. a CallToolResult. */
+                        result?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description The JSON-RPC error object. */
+                        error?: {
+                            /** @description JSON-RPC error code. */
+                            code: number;
+                            message: string;
+                            data?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Not modified: the `If-None-Match` ETag is current. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Internal error -32603; the body never carries details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+        };
+    };
+    updateTask: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Protocol version of the request (default: the server default, 2026-07-28). */
+                "mcp-protocol-version"?: string;
+                /** @description Unique id of this request; echoed, logged, and named by cancellation. */
+                "mcp-request-id"?: string;
+            };
+            path: {
+                taskId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The client answers, under the keys of `inputRequests`. */
+                    inputResponses: {
+                        [key: string]: {
+                            [key: string]: unknown;
+                        };
+                    };
+                    /** @description Free-form request or result metadata (`_meta`). */
+                    _meta?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Acknowledged. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        resultType: "complete";
+                    };
+                };
+            };
+            /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Internal error -32603; the body never carries details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+        };
+    };
+    cancelTask: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Protocol version of the request (default: the server default, 2026-07-28). */
+                "mcp-protocol-version"?: string;
+                /** @description Unique id of this request; echoed, logged, and named by cancellation. */
+                "mcp-request-id"?: string;
+            };
+            path: {
+                taskId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Free-form request or result metadata (`_meta`). */
+                    _meta?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Acknowledged. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        resultType: "complete";
+                    };
+                };
+            };
+            /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Internal error -32603; the body never carries details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+        };
+    };
     openapi: {
         parameters: {
             query?: never;
@@ -2693,8 +3137,12 @@ export interface operations {
                     };
                     /** @description Echoed verbatim from the previous `input_required` result. */
                     requestState?: string;
+                    /** @description Task options, used when the server runs the call as a task. */
                     task?: {
+                        /** @description Keep the task at most this long (ms). */
                         ttl?: number;
+                        /** @description Queue notifications/tasks on /notifications at each status change. */
+                        notify?: boolean;
                     };
                 };
             };
@@ -2830,6 +3278,34 @@ export interface operations {
                     };
                 };
             };
+            /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        resultType: "task";
+                        taskId: string;
+                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
+                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
+                        statusMessage?: string;
+                        /** @description ISO 8601. */
+                        createdAt: string;
+                        /** @description ISO 8601. */
+                        lastUpdatedAt: string;
+                        /** @description The task may be discarded this long after its creation. */
+                        ttlMs: number;
+                        /** @description Poll no more often than this. */
+                        pollIntervalMs: number;
+                        /** @description Free-form request or result metadata (`_meta`). */
+                        _meta?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
             400: {
                 headers: {
@@ -2920,8 +3396,12 @@ export interface operations {
                     };
                     /** @description Echoed verbatim from the previous `input_required` result. */
                     requestState?: string;
+                    /** @description Task options, used when the server runs the call as a task. */
                     task?: {
+                        /** @description Keep the task at most this long (ms). */
                         ttl?: number;
+                        /** @description Queue notifications/tasks on /notifications at each status change. */
+                        notify?: boolean;
                     };
                 };
             };
@@ -3056,6 +3536,34 @@ export interface operations {
                     };
                 };
             };
+            /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        resultType: "task";
+                        taskId: string;
+                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
+                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
+                        statusMessage?: string;
+                        /** @description ISO 8601. */
+                        createdAt: string;
+                        /** @description ISO 8601. */
+                        lastUpdatedAt: string;
+                        /** @description The task may be discarded this long after its creation. */
+                        ttlMs: number;
+                        /** @description Poll no more often than this. */
+                        pollIntervalMs: number;
+                        /** @description Free-form request or result metadata (`_meta`). */
+                        _meta?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
             400: {
                 headers: {
@@ -3145,8 +3653,12 @@ export interface operations {
                     };
                     /** @description Echoed verbatim from the previous `input_required` result. */
                     requestState?: string;
+                    /** @description Task options, used when the server runs the call as a task. */
                     task?: {
+                        /** @description Keep the task at most this long (ms). */
                         ttl?: number;
+                        /** @description Queue notifications/tasks on /notifications at each status change. */
+                        notify?: boolean;
                     };
                 };
             };
@@ -3275,6 +3787,34 @@ export interface operations {
                         };
                         /** @description Opaque; echo it on the retry. */
                         requestState?: string;
+                        /** @description Free-form request or result metadata (`_meta`). */
+                        _meta?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        resultType: "task";
+                        taskId: string;
+                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
+                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
+                        statusMessage?: string;
+                        /** @description ISO 8601. */
+                        createdAt: string;
+                        /** @description ISO 8601. */
+                        lastUpdatedAt: string;
+                        /** @description The task may be discarded this long after its creation. */
+                        ttlMs: number;
+                        /** @description Poll no more often than this. */
+                        pollIntervalMs: number;
                         /** @description Free-form request or result metadata (`_meta`). */
                         _meta?: {
                             [key: string]: unknown;
@@ -3374,8 +3914,12 @@ export interface operations {
                     };
                     /** @description Echoed verbatim from the previous `input_required` result. */
                     requestState?: string;
+                    /** @description Task options, used when the server runs the call as a task. */
                     task?: {
+                        /** @description Keep the task at most this long (ms). */
                         ttl?: number;
+                        /** @description Queue notifications/tasks on /notifications at each status change. */
+                        notify?: boolean;
                     };
                 };
             };
@@ -3504,6 +4048,804 @@ export interface operations {
                         };
                         /** @description Opaque; echo it on the retry. */
                         requestState?: string;
+                        /** @description Free-form request or result metadata (`_meta`). */
+                        _meta?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        resultType: "task";
+                        taskId: string;
+                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
+                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
+                        statusMessage?: string;
+                        /** @description ISO 8601. */
+                        createdAt: string;
+                        /** @description ISO 8601. */
+                        lastUpdatedAt: string;
+                        /** @description The task may be discarded this long after its creation. */
+                        ttlMs: number;
+                        /** @description Poll no more often than this. */
+                        pollIntervalMs: number;
+                        /** @description Free-form request or result metadata (`_meta`). */
+                        _meta?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Internal error -32603; the body never carries details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+        };
+    };
+    callTool_slow_compute: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Protocol version of the request (default: the server default, 2026-07-28). */
+                "mcp-protocol-version"?: string;
+                /** @description Unique id of this request; echoed, logged, and named by cancellation. */
+                "mcp-request-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description tools/call params; `name` comes from the path (ignored here when present). */
+        requestBody: {
+            content: {
+                "application/json": {
+                    arguments: {
+                        /** @default 6 */
+                        n: number;
+                    };
+                    /** @description Free-form request or result metadata (`_meta`). */
+                    _meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description The client answers, under the keys of `inputRequests`. */
+                    inputResponses?: {
+                        [key: string]: {
+                            [key: string]: unknown;
+                        };
+                    };
+                    /** @description Echoed verbatim from the previous `input_required` result. */
+                    requestState?: string;
+                    /** @description Task options, used when the server runs the call as a task. */
+                    task?: {
+                        /** @description Keep the task at most this long (ms). */
+                        ttl?: number;
+                        /** @description Queue notifications/tasks on /notifications at each status change. */
+                        notify?: boolean;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The tool result (`isError: true` when the tool failed), or input_required (2026-07-28). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        content: ({
+                            /** @enum {string} */
+                            type: "text";
+                            text: string;
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "image";
+                            data: string;
+                            mimeType: string;
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "audio";
+                            data: string;
+                            mimeType: string;
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "resource_link";
+                            uri: string;
+                            name: string;
+                            title?: string;
+                            description?: string;
+                            mimeType?: string;
+                            size?: number;
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "resource";
+                            resource: {
+                                uri: string;
+                                mimeType?: string;
+                                text: string;
+                                /** @description Free-form request or result metadata (`_meta`). */
+                                _meta?: {
+                                    [key: string]: unknown;
+                                };
+                            } | {
+                                uri: string;
+                                mimeType?: string;
+                                /** @description Base64-encoded bytes. */
+                                blob: string;
+                                /** @description Free-form request or result metadata (`_meta`). */
+                                _meta?: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        })[];
+                        structuredContent?: {
+                            sum: number;
+                        };
+                        /** @description True when the tool itself failed. */
+                        isError?: boolean;
+                        /** @description Free-form request or result metadata (`_meta`). */
+                        _meta?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+                        resultType?: "complete" | "input_required" | "task";
+                    } | {
+                        /** @enum {string} */
+                        resultType: "input_required";
+                        /** @description Server-assigned keys to the requests the client must answer. */
+                        inputRequests?: {
+                            [key: string]: {
+                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
+                                params?: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                        };
+                        /** @description Opaque; echo it on the retry. */
+                        requestState?: string;
+                        /** @description Free-form request or result metadata (`_meta`). */
+                        _meta?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        resultType: "task";
+                        taskId: string;
+                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
+                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
+                        statusMessage?: string;
+                        /** @description ISO 8601. */
+                        createdAt: string;
+                        /** @description ISO 8601. */
+                        lastUpdatedAt: string;
+                        /** @description The task may be discarded this long after its creation. */
+                        ttlMs: number;
+                        /** @description Poll no more often than this. */
+                        pollIntervalMs: number;
+                        /** @description Free-form request or result metadata (`_meta`). */
+                        _meta?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Internal error -32603; the body never carries details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+        };
+    };
+    callTool_failing_job: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Protocol version of the request (default: the server default, 2026-07-28). */
+                "mcp-protocol-version"?: string;
+                /** @description Unique id of this request; echoed, logged, and named by cancellation. */
+                "mcp-request-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description tools/call params; `name` comes from the path (ignored here when present). */
+        requestBody: {
+            content: {
+                "application/json": {
+                    arguments: Record<string, never>;
+                    /** @description Free-form request or result metadata (`_meta`). */
+                    _meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description The client answers, under the keys of `inputRequests`. */
+                    inputResponses?: {
+                        [key: string]: {
+                            [key: string]: unknown;
+                        };
+                    };
+                    /** @description Echoed verbatim from the previous `input_required` result. */
+                    requestState?: string;
+                    /** @description Task options, used when the server runs the call as a task. */
+                    task?: {
+                        /** @description Keep the task at most this long (ms). */
+                        ttl?: number;
+                        /** @description Queue notifications/tasks on /notifications at each status change. */
+                        notify?: boolean;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The tool result (`isError: true` when the tool failed), or input_required (2026-07-28). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        content: ({
+                            /** @enum {string} */
+                            type: "text";
+                            text: string;
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "image";
+                            data: string;
+                            mimeType: string;
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "audio";
+                            data: string;
+                            mimeType: string;
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "resource_link";
+                            uri: string;
+                            name: string;
+                            title?: string;
+                            description?: string;
+                            mimeType?: string;
+                            size?: number;
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "resource";
+                            resource: {
+                                uri: string;
+                                mimeType?: string;
+                                text: string;
+                                /** @description Free-form request or result metadata (`_meta`). */
+                                _meta?: {
+                                    [key: string]: unknown;
+                                };
+                            } | {
+                                uri: string;
+                                mimeType?: string;
+                                /** @description Base64-encoded bytes. */
+                                blob: string;
+                                /** @description Free-form request or result metadata (`_meta`). */
+                                _meta?: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        })[];
+                        /** @description Output matching the tool `outputSchema`. */
+                        structuredContent?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description True when the tool itself failed. */
+                        isError?: boolean;
+                        /** @description Free-form request or result metadata (`_meta`). */
+                        _meta?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+                        resultType?: "complete" | "input_required" | "task";
+                    } | {
+                        /** @enum {string} */
+                        resultType: "input_required";
+                        /** @description Server-assigned keys to the requests the client must answer. */
+                        inputRequests?: {
+                            [key: string]: {
+                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
+                                params?: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                        };
+                        /** @description Opaque; echo it on the retry. */
+                        requestState?: string;
+                        /** @description Free-form request or result metadata (`_meta`). */
+                        _meta?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        resultType: "task";
+                        taskId: string;
+                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
+                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
+                        statusMessage?: string;
+                        /** @description ISO 8601. */
+                        createdAt: string;
+                        /** @description ISO 8601. */
+                        lastUpdatedAt: string;
+                        /** @description The task may be discarded this long after its creation. */
+                        ttlMs: number;
+                        /** @description Poll no more often than this. */
+                        pollIntervalMs: number;
+                        /** @description Free-form request or result metadata (`_meta`). */
+                        _meta?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Internal error -32603; the body never carries details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+        };
+    };
+    callTool_needs_input_task: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Protocol version of the request (default: the server default, 2026-07-28). */
+                "mcp-protocol-version"?: string;
+                /** @description Unique id of this request; echoed, logged, and named by cancellation. */
+                "mcp-request-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description tools/call params; `name` comes from the path (ignored here when present). */
+        requestBody: {
+            content: {
+                "application/json": {
+                    arguments: Record<string, never>;
+                    /** @description Free-form request or result metadata (`_meta`). */
+                    _meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description The client answers, under the keys of `inputRequests`. */
+                    inputResponses?: {
+                        [key: string]: {
+                            [key: string]: unknown;
+                        };
+                    };
+                    /** @description Echoed verbatim from the previous `input_required` result. */
+                    requestState?: string;
+                    /** @description Task options, used when the server runs the call as a task. */
+                    task?: {
+                        /** @description Keep the task at most this long (ms). */
+                        ttl?: number;
+                        /** @description Queue notifications/tasks on /notifications at each status change. */
+                        notify?: boolean;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The tool result (`isError: true` when the tool failed), or input_required (2026-07-28). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        content: ({
+                            /** @enum {string} */
+                            type: "text";
+                            text: string;
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "image";
+                            data: string;
+                            mimeType: string;
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "audio";
+                            data: string;
+                            mimeType: string;
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "resource_link";
+                            uri: string;
+                            name: string;
+                            title?: string;
+                            description?: string;
+                            mimeType?: string;
+                            size?: number;
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "resource";
+                            resource: {
+                                uri: string;
+                                mimeType?: string;
+                                text: string;
+                                /** @description Free-form request or result metadata (`_meta`). */
+                                _meta?: {
+                                    [key: string]: unknown;
+                                };
+                            } | {
+                                uri: string;
+                                mimeType?: string;
+                                /** @description Base64-encoded bytes. */
+                                blob: string;
+                                /** @description Free-form request or result metadata (`_meta`). */
+                                _meta?: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        })[];
+                        /** @description Output matching the tool `outputSchema`. */
+                        structuredContent?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description True when the tool itself failed. */
+                        isError?: boolean;
+                        /** @description Free-form request or result metadata (`_meta`). */
+                        _meta?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+                        resultType?: "complete" | "input_required" | "task";
+                    } | {
+                        /** @enum {string} */
+                        resultType: "input_required";
+                        /** @description Server-assigned keys to the requests the client must answer. */
+                        inputRequests?: {
+                            [key: string]: {
+                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
+                                params?: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                        };
+                        /** @description Opaque; echo it on the retry. */
+                        requestState?: string;
+                        /** @description Free-form request or result metadata (`_meta`). */
+                        _meta?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        resultType: "task";
+                        taskId: string;
+                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
+                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
+                        statusMessage?: string;
+                        /** @description ISO 8601. */
+                        createdAt: string;
+                        /** @description ISO 8601. */
+                        lastUpdatedAt: string;
+                        /** @description The task may be discarded this long after its creation. */
+                        ttlMs: number;
+                        /** @description Poll no more often than this. */
+                        pollIntervalMs: number;
                         /** @description Free-form request or result metadata (`_meta`). */
                         _meta?: {
                             [key: string]: unknown;

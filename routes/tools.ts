@@ -5,6 +5,7 @@ import { sendRepresentation, sendResult } from '../src/http/representation.js'
 import { createContext, paramsFromPost } from '../src/http/request.js'
 import { CommonHeaders, CursorQuery, GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
 import { CallToolBodySchema, CallToolResponseSchema, ListToolsResultSchema } from '../src/schema/tools.js'
+import { CreateTaskResultSchema } from '../src/schema/tasks.js'
 
 /** tools/list and tools/call. */
 const tools: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -39,13 +40,20 @@ const tools: FastifyPluginAsyncTypebox = async (fastify) => {
         params: Type.Object({ name: Type.String({ minLength: 1, maxLength: 128 }) }),
         headers: CommonHeaders,
         body: CallToolBodySchema,
-        response: { 200: CallToolResponseSchema, ...errorResponses(404, 413) }
+        response: { 200: CallToolResponseSchema, 202: CreateTaskResultSchema, ...errorResponses(404, 413) }
       }
     },
     async (request, reply) => {
       const body = paramsFromPost(request, request.body)
       const ctx = (await createContext(request, reply, body)).cancellable(fastify.mcpInflight)
-      return sendResult(request, reply, await mcp.callTool(request.params.name, body, ctx))
+      const result = await mcp.callTool(request.params.name, body, ctx)
+      if (result.resultType === 'task') {
+        // The task is stored before this answer: GET Location works at once, on any instance.
+        reply.code(202)
+        reply.header('location', `${fastify.mcpPrefix}/tasks/${encodeURIComponent(result.taskId as string)}`)
+        reply.header('retry-after', String(Math.max(1, Math.ceil((result.pollIntervalMs as number) / 1000))))
+      }
+      return sendResult(request, reply, result)
     }
   )
 }

@@ -22,6 +22,7 @@ import resourcesRoutes from '../routes/resources.js'
 import toolsRoutes from '../routes/tools.js'
 import notificationsRoutes from '../routes/notifications.js'
 import requestsRoutes from '../routes/requests.js'
+import tasksRoutes from '../routes/tasks.js'
 import wellKnownRoutes from '../routes/well-known.js'
 
 declare module 'fastify' {
@@ -75,6 +76,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   fastify.decorate('mcpStore', store)
   const inflight = new Map<string, AbortController>()
   fastify.decorate('mcpInflight', inflight)
+  fastify.decorate('mcpPrefix', fastify.prefix)
   fastify.decorateRequest('mcpState', null as never)
   // notifications/cancelled, heard on any instance, aborts the request here if it runs here.
   const stopCancels = store.onCancel((owner, requestId, reason) => {
@@ -179,6 +181,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
         { name: 'resources', description: 'resources/list, templates, read, subscribe' },
         { name: 'completions', description: 'completion/complete' },
         { name: 'messaging', description: 'Notifications and server-to-client requests' },
+        { name: 'tasks', description: 'The Tasks extension: long work polled to completion' },
         { name: 'meta', description: 'This document' }
       ],
       ...(oauth === undefined ? {} : {
@@ -211,6 +214,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   await fastify.register(resourcesRoutes, { prefix: '/resources' })
   await fastify.register(notificationsRoutes)
   await fastify.register(requestsRoutes)
+  await fastify.register(tasksRoutes)
   await fastify.register(openapiRoutes)
   if (oauth !== undefined) await fastify.register(wellKnownRoutes, oauth.metadata)
   await fastify.register(async (f: FastifyInstance) => {

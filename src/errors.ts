@@ -73,6 +73,11 @@ export const errors = {
     new McpError(ErrorCode.internalError, message, 503, undefined, { 'retry-after': String(retryAfterSec) })
 }
 
+/** What went wrong, in words: an Error's message, or whatever was thrown. */
+export function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err)
+}
+
 /** A mistake in how the library is used (bad registration, bad configuration): never sent on the wire. */
 export class ConfigurationError extends Error {
   override readonly name = 'ConfigurationError'

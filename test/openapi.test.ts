@@ -28,9 +28,12 @@ const ROUTES: Record<string, string[]> = {
   '/notifications': ['get', 'post'],
   '/requests': ['post'],
   '/responses': ['post'],
+  '/tasks/{taskId}': ['get'],
+  '/tasks/{taskId}/update': ['post'],
+  '/tasks/{taskId}/cancel': ['post'],
   '/openapi.json': ['get']
 }
-const DEMO_TOOLS = ['echo', 'add', 'get_weather', 'update_work_item']
+const DEMO_TOOLS = ['echo', 'add', 'get_weather', 'update_work_item', 'slow_compute', 'failing_job', 'needs_input_task']
 
 const bodySchema = (op: any) => op.requestBody.content['application/json'].schema
 const callResultSchema = (op: any) =>

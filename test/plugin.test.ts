@@ -12,7 +12,7 @@ t.test('the MCP routes mount under a prefix inside an existing app', async (t) =
   await app.ready()
   const tools = await app.inject({ url: '/mcp-http/tools' })
   t.equal(tools.statusCode, 200)
-  t.same(tools.json().tools.map((x: { name: string }) => x.name), ['echo', 'add', 'get_weather', 'update_work_item'])
+  t.same(tools.json().tools.map((x: { name: string }) => x.name), ['echo', 'add', 'get_weather', 'update_work_item', 'slow_compute', 'failing_job', 'needs_input_task'])
   const call = await app.inject({ method: 'POST', url: '/mcp-http/tools/echo/calls', payload: { arguments: { text: 'hi' } } })
   t.equal(call.json().content[0].text, 'hi')
   const health = await app.inject({ url: '/health' })

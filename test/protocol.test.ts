@@ -166,7 +166,7 @@ t.test('Mcp-Meta reaches the handler; a bad one is 400', async (t) => {
 
 t.test('unknown paths are 404 -32601; wrong methods 405 with Allow', async (t) => {
   const { app } = await build(t)
-  const unknown = await call(app, { url: '/tasks/abc' })
+  const unknown = await call(app, { url: '/nothing/here' })
   t.same([unknown.status, unknown.body.code], [404, -32601])
   const cases: [string, string, string][] = [
     ['DELETE', '/tools', 'GET, HEAD'],

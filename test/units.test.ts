@@ -97,3 +97,18 @@ t.test('memory store: owners are isolated and memory is bounded', async (t) => {
   await t.rejects(pending, /cancelled while waiting/)
   t.equal(await store.getRequest('dan', 'r4'), undefined, 'withdrawn when the wait is abandoned')
 })
+
+t.test('memory store tasks: a bounded number, and waits that end', async (t) => {
+  const store = new MemoryStore({ maxTasks: 1 })
+  const task = (taskId: string, ttlMs = 60_000) => ({
+    taskId, status: 'working' as const, createdAt: new Date().toISOString(), lastUpdatedAt: new Date().toISOString(), ttlMs, pollIntervalMs: 1000
+  })
+  await store.createTask('a', task('t1'))
+  await t.rejects(store.createTask('a', task('t2')), { status: 503, message: /Too many tasks in progress \(1\)/ })
+  const aborted = new AbortController()
+  aborted.abort(new Error('no wait'))
+  await t.rejects(store.awaitTaskAnswers('a', 't1', ['k'], aborted.signal), /no wait/)
+  const gone = store.awaitTaskAnswers('a', 'nope', ['k'], new AbortController().signal)
+  await t.rejects(gone, /The task is gone/)
+  t.equal(await store.getTask('b', 't1'), undefined, 'another owner sees nothing')
+})

@@ -1,6 +1,6 @@
 import { McpError, errors } from '../errors.js'
 import type { CompleteBody, CompleteResult } from '../schema/completions.js'
-import type { RequestContext } from './context.js'
+import { derive, type RequestContext } from './context.js'
 import type { Completer } from './definitions.js'
 import type { Registry } from './registry.js'
 import { finish } from './results.js'
@@ -24,9 +24,7 @@ export async function complete(registry: Registry, body: CompleteBody, ctx: Requ
   let hasMore: boolean | undefined
   if (completer !== undefined) {
     try {
-      const out = await completer(body.argument.value, Object.assign(Object.create(ctx) as RequestContext, {
-        arguments: body.context?.arguments ?? {}
-      }))
+      const out = await completer(body.argument.value, derive(ctx, { arguments: body.context?.arguments ?? {} }))
       if (Array.isArray(out)) values = out as readonly string[]
       else ({ values, total, hasMore } = out as { values: readonly string[]; total?: number; hasMore?: boolean })
     } catch (err) {

@@ -49,3 +49,14 @@ export interface RequestContext {
    */
   sendLog(level: LoggingLevel, data: unknown, logger?: string): Promise<void>
 }
+
+/**
+ * A context derived from `ctx` with some members added or replaced (a handler's view of a request,
+ * a task's). Defined as own properties, so they also shadow getters such as `signal`; everything
+ * else is read through the prototype, so lazy members stay lazy.
+ */
+export function derive<T extends object, P extends object>(ctx: T, props: P): T & P {
+  const descriptors: PropertyDescriptorMap = {}
+  for (const [k, value] of Object.entries(props)) descriptors[k] = { value, enumerable: true, writable: false }
+  return Object.create(ctx, descriptors) as T & P
+}

@@ -5,6 +5,7 @@ import type { InputResponses } from '../schema/mrtr.js'
 import type { HandRolledInputRequired } from '../mrtr/run.js'
 import type { ResolverMap, Values } from '../mrtr/resolvers.js'
 import type { Outcome, Root, SampledMessage, sample } from '../mrtr/questions.js'
+import type { TaskContext } from '../tasks/run.js'
 import type { GetPromptResult, PromptMessage } from '../schema/prompts.js'
 import type { Resource, ResourceTemplate } from '../schema/resources.js'
 import type { Tool, ToolAnnotations } from '../schema/tools.js'
@@ -75,6 +76,15 @@ export interface ToolDefinition<I extends TSchema, O extends TSchema | undefined
   input?: I
   /** Schema of `structuredContent`; when given, every non-error result is checked against it. */
   output?: O
+  /**
+   * Whether the tool runs as a task (the Tasks extension): `forbidden` (default), `optional` (as a
+   * task for clients that declare the extension), `required` (clients that do not get 400 -32021).
+   */
+  task?: 'forbidden' | 'optional' | 'required'
+  /** How long a finished task is kept (default 1 hour; a client may ask for less with `task.ttl`). */
+  taskTtlMs?: number
+  /** The polling interval suggested to clients (default 1000 ms). */
+  pollIntervalMs?: number
   annotations?: ToolAnnotations
   icons?: Tool['icons']
   _meta?: Meta
@@ -87,7 +97,7 @@ export interface ToolDefinition<I extends TSchema, O extends TSchema | undefined
 
 export type ToolHandler<I extends TSchema, O extends TSchema | undefined, S extends TSchema | undefined = undefined, R extends ResolverMap = {}> = (
   args: Static<I>,
-  ctx: ToolContext<StateOf<S>, Values<R>>
+  ctx: ToolContext<StateOf<S>, Values<R>> & Partial<TaskContext>
 ) => MaybePromise<ToolReturn<O extends TSchema ? Static<O> : Record<string, unknown>, StateOf<S>>>
 
 /** A completion provider: suggestions for the value typed so far. At most 100 are sent. */

@@ -111,7 +111,8 @@ export class McpServer extends Registry {
       prompts: { listChanged: true },
       resources: { subscribe: true, listChanged: true },
       completions: {},
-      logging: {}
+      logging: {},
+      extensions: { 'io.modelcontextprotocol/tasks': {} }
     }
   }
 

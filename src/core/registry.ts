@@ -34,6 +34,7 @@ export interface ToolEntry {
   readonly validateOutput: ValidateFunction | undefined
   readonly handler: ToolHandler<TSchema, TSchema | undefined, TSchema | undefined, ResolverMap>
   readonly mrtr: MrtrSpec
+  readonly task: { mode: 'forbidden' | 'optional' | 'required'; ttlMs: number; pollIntervalMs: number }
 }
 export interface PromptEntry {
   readonly definition: Prompt
@@ -113,7 +114,8 @@ export class Registry {
       outputSchema: def.output === undefined ? undefined : plainSchema(def.output),
       annotations: def.annotations,
       icons: def.icons,
-      _meta: def._meta
+      _meta: def._meta,
+      execution: def.task === undefined ? undefined : { taskSupport: def.task }
     })
     const entry: ToolEntry = {
       definition,
@@ -122,7 +124,8 @@ export class Registry {
       validateOutput:
         definition.outputSchema === undefined ? undefined : compile(this.ajv, definition.outputSchema, `Tool "${def.name}" output`),
       handler: handler as unknown as ToolEntry['handler'],
-      mrtr: this.#mrtr(`Tool "${def.name}"`, def, Object.keys((input as { properties?: object }).properties ?? {}))
+      mrtr: this.#mrtr(`Tool "${def.name}"`, def, Object.keys((input as { properties?: object }).properties ?? {})),
+      task: { mode: def.task ?? 'forbidden', ttlMs: def.taskTtlMs ?? 3_600_000, pollIntervalMs: def.pollIntervalMs ?? 1000 }
     }
     return this.#add(this.tools, def.name, entry, ListKind.tools)
   }

@@ -1,10 +1,14 @@
-import { ConfigurationError, McpError, errors } from '../errors.js'
+import { ConfigurationError, McpError, errors, messageOf } from '../errors.js'
 import { runRound } from '../mrtr/run.js'
 import { digestArguments } from '../mrtr/seal.js'
 import type { ContentBlock } from '../schema/content.js'
 import type { CallToolBody } from '../schema/tools.js'
 import type { RequestContext } from './context.js'
 import type { McpServer } from './mcp-server.js'
+import type { ToolReturn } from './definitions.js'
+import type { ToolEntry } from './registry.js'
+import type { TaskRecord } from '../store/types.js'
+import { TASKS_CAPABILITY, TASKS_EXTENSION, clientTakesTasks, createTaskResult, startTask } from '../tasks/run.js'
 import { finish } from './results.js'
 import { describeErrors } from './validation.js'
 
@@ -34,6 +38,10 @@ export async function callTool(
     const { message, path } = describeErrors(entry.validateInput.errors)
     throw errors.invalidParams(`Invalid arguments for tool ${name}: ${message}`, { path })
   }
+  const takes = entry.task.mode !== 'forbidden' && clientTakesTasks(ctx.clientCapabilities)
+  if (entry.task.mode === 'required' && !takes) {
+    throw errors.missingCapability(TASKS_CAPABILITY, `Tool ${name} runs only as a task: declare the ${TASKS_EXTENSION} extension`)
+  }
   let round
   try {
     round = await runRound(
@@ -43,7 +51,19 @@ export async function callTool(
       args,
       body,
       ctx,
-      async (c) => entry.handler(args, c)
+      async (c) => {
+        if (!takes) return entry.handler(args, c)
+        // Any multi round-trip exchange (resolvers) is over by now; the work goes on as a task.
+        const options = {
+          ttlMs: Math.min(body.task?.ttl ?? entry.task.ttlMs, entry.task.ttlMs),
+          pollIntervalMs: entry.task.pollIntervalMs,
+          notify: body.task?.notify === true
+        }
+        const started = await startTask(server.store, c, options, async (tc) => entry.handler(args, tc), (out) =>
+          toolResult(entry, name, out as ToolReturn<unknown>, c)
+        )
+        return { [STARTED]: started }
+      }
     )
   } catch (err) {
     if (err instanceof McpError) throw err
@@ -52,15 +72,25 @@ export async function callTool(
       throw errors.internal()
     }
     ctx.log.warn({ err, tool: name }, 'tool handler failed')
-    return toolError(ctx, err instanceof Error ? err.message : String(err))
+    return toolError(ctx, messageOf(err))
   }
   if (round.kind === 'input_required') return round.result
   if (round.kind === 'declined') return toolError(ctx, round.message)
-  const out = round.value
+  const out = round.value as ToolReturn<unknown> | { [STARTED]: TaskRecord }
+  if (typeof out === 'object' && STARTED in out) return createTaskResult(out[STARTED])
+  return finish(ctx.era, toolResult(entry, name, out, ctx))
+}
+
+const STARTED = Symbol('task started')
+
+/**
+ * A handler's return as a CallToolResult: a string is one text block; structured output also comes
+ * as text (MCP's backwards compatibility); with an output schema, a non-error result must match it.
+ */
+function toolResult(entry: ToolEntry, name: string, out: ToolReturn<unknown>, ctx: RequestContext): Record<string, unknown> {
   const result: Record<string, unknown> =
     typeof out === 'string' ? { content: [{ type: 'text', text: out }] } : { ...out }
   if (result.structuredContent !== undefined && result.content === undefined) {
-    // Backwards compatibility (MCP): a tool with structured output also returns it as text.
     result.content = [{ type: 'text', text: JSON.stringify(result.structuredContent) }] satisfies ContentBlock[]
   }
   result.content ??= []
@@ -75,7 +105,7 @@ export async function callTool(
       throw new McpError(-32603, `Tool ${name} returned a result that does not match its outputSchema: ${problem}`, 500)
     }
   }
-  return finish(ctx.era, result)
+  return result
 }
 
 function toolError(ctx: RequestContext, text: string): Record<string, unknown> {

@@ -1,17 +1,21 @@
 import { Type } from '@sinclair/typebox'
 import { McpServer, type McpServerOptions } from '../core/mcp-server.js'
 import { registerAskingDemos } from './asking.js'
+import { registerTaskDemos } from './tasks.js'
 
 /**
  * The demo server's whole catalogue, in one place. Later features add their demo tools here.
  */
-export function createDemoServer(options: Omit<McpServerOptions, 'name' | 'version'> = {}): McpServer {
+export function createDemoServer(
+  options: Omit<McpServerOptions, 'name' | 'version'> & { taskStepMs?: number } = {}
+): McpServer {
+  const { taskStepMs, ...serverOptions } = options
   const mcp = new McpServer({
     name: 'mcp-pure-http-demo',
     version: '0.1.0',
     title: 'MCP Pure HTTP demo',
     instructions: 'A demo server: echo text, add numbers, look up (made-up) weather, read demo resources.',
-    ...options
+    ...serverOptions
   })
 
   mcp.tool(
@@ -79,5 +83,6 @@ export function createDemoServer(options: Omit<McpServerOptions, 'name' | 'versi
   )
 
   registerAskingDemos(mcp)
+  registerTaskDemos(mcp, { stepMs: taskStepMs })
   return mcp
 }

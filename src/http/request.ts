@@ -30,6 +30,8 @@ declare module 'fastify' {
     mcpStore: Store
     /** In-flight requests that run handlers, by `owner\0requestId`, for notifications/cancelled. */
     mcpInflight: Map<string, AbortController>
+    /** Where the MCP routes are mounted ('' at the root), for links such as Location. */
+    mcpPrefix: string
     /** Whether /initialize issues Mcp-Session-Id (no authentication, `sessions: true`). */
     mcpSessions: boolean
   }

@@ -1,5 +1,5 @@
 import type { ValidateFunction } from 'ajv'
-import type { RequestContext } from '../core/context.js'
+import { derive, type RequestContext } from '../core/context.js'
 import { ConfigurationError, errors } from '../errors.js'
 import { isPlainObject } from '../headers.js'
 import type { InputRequest, InputRequests, InputResponses } from '../schema/mrtr.js'
@@ -156,14 +156,14 @@ export async function runRound<T>(
         throw new AskSignal(key, q)
       }
       const content = async (q: Question<unknown>) => ((await ask(q)) as { content: unknown }).content
-      const handlerCtx = Object.assign(Object.create(ctx) as RequestContext, {
+      const handlerCtx = derive(ctx, {
         inputResponses: retried ? answers : undefined,
         requestState: state.u,
         resolved,
         elicit: (message: string, schema: TSchema) => ask(elicit(message, schema)),
         sample: (p: Parameters<typeof sample>[0]) => content(sample(p)) as Promise<SampledMessage>,
         listRoots: () => content(listRoots()) as Promise<Root[]>
-      }) as RetryContext
+      }) as unknown as RetryContext
       let out
       try {
         out = await invoke(handlerCtx)

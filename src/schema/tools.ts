@@ -45,7 +45,15 @@ export const CallToolBodySchema = Type.Object(
     arguments: Type.Optional(JsonObject('The tool arguments, checked against its `inputSchema`.')),
     _meta: Type.Optional(MetaSchema),
     ...retryFields,
-    task: Type.Optional(Type.Object({ ttl: Type.Optional(Type.Integer({ minimum: 0 })) }))
+    task: Type.Optional(
+      Type.Object(
+        {
+          ttl: Type.Optional(Type.Integer({ minimum: 1000, description: 'Keep the task at most this long (ms).' })),
+          notify: Type.Optional(Type.Boolean({ description: 'Queue notifications/tasks on /notifications at each status change.' }))
+        },
+        { description: 'Task options, used when the server runs the call as a task.' }
+      )
+    )
   },
   { description: 'tools/call params; `name` comes from the path (ignored here when present).' }
 )

@@ -1,0 +1,106 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import { errors } from '../src/errors.js'
+import { settleGet } from '../src/http/meta.js'
+import { sendRepresentation, sendResult } from '../src/http/representation.js'
+import { createContext } from '../src/http/request.js'
+import { checkResponse, type Asked } from '../src/mrtr/responses.js'
+import { CommonHeaders, GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
+import { AckSchema, CancelTaskBodySchema, DetailedTaskSchema, UpdateTaskBodySchema } from '../src/schema/tasks.js'
+import { etagOf } from '../src/core/etag.js'
+import { detailedTask } from '../src/tasks/run.js'
+import { TERMINAL } from '../src/store/types.js'
+
+const TaskParams = Type.Object({ taskId: Type.String({ minLength: 1, maxLength: 128 }) })
+
+/**
+ * The Tasks extension: tasks/get (ETag for cheap polling), tasks/update (answers to the task's
+ * inputRequests) and tasks/cancel (cooperative). A task belongs to its creator: anyone else's, like
+ * an unknown or expired one, is 404.
+ */
+const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
+  const store = fastify.mcpStore
+  const notFound = (id: string) => errors.notFound(`Unknown task: ${id}`)
+
+  fastify.get(
+    '/tasks/:taskId',
+    {
+      schema: {
+        operationId: 'getTask',
+        summary: 'tasks/get',
+        tags: ['tasks'],
+        params: TaskParams,
+        headers: GetHeaders,
+        response: { 200: DetailedTaskSchema, 304: NotModified, ...errorResponses(404) }
+      }
+    },
+    async (request, reply) => {
+      await settleGet(request, reply)
+      const task = await store.getTask(request.mcpState.principal.id, request.params.taskId)
+      if (task === undefined) throw notFound(request.params.taskId)
+      if (!TERMINAL.has(task.status)) reply.header('retry-after', String(Math.max(1, Math.ceil(task.pollIntervalMs / 1000))))
+      const body = JSON.stringify({ resultType: 'complete', ...detailedTask(task) })
+      return sendRepresentation(request, reply, { body, etag: etagOf(body) }, { ttlMs: 0, cacheScope: 'private' })
+    }
+  )
+
+  fastify.post(
+    '/tasks/:taskId/update',
+    {
+      schema: {
+        operationId: 'updateTask',
+        summary: 'tasks/update',
+        description: 'Answers to outstanding inputRequests; other keys are ignored; a partial answer leaves the task input_required.',
+        tags: ['tasks'],
+        params: TaskParams,
+        headers: CommonHeaders,
+        body: UpdateTaskBodySchema,
+        response: { 200: AckSchema, ...errorResponses(404, 413) }
+      }
+    },
+    async (request, reply) => {
+      const owner = (await createContext(request, reply, request.body)).principal.id
+      const task = await store.getTask(owner, request.params.taskId)
+      if (task === undefined) throw notFound(request.params.taskId)
+      const outstanding = task.inputRequests ?? {}
+      const answers: Record<string, Record<string, unknown>> = {}
+      for (const [key, response] of Object.entries(request.body.inputResponses)) {
+        const req = outstanding[key]
+        if (req === undefined) continue
+        const params = req.params as { mode?: string; requestedSchema?: Record<string, unknown> } | undefined
+        const asked: Asked = { m: req.method, h: '' }
+        if (params?.mode !== 'url' && params?.requestedSchema !== undefined) asked.s = params.requestedSchema
+        checkResponse(`inputResponses["${key}"]`, asked, response)
+        answers[key] = response
+      }
+      if ((await store.answerTask(owner, task.taskId, answers)) === undefined) throw notFound(task.taskId)
+      return sendResult(request, reply, { resultType: 'complete' })
+    }
+  )
+
+  fastify.post(
+    '/tasks/:taskId/cancel',
+    {
+      schema: {
+        operationId: 'cancelTask',
+        summary: 'tasks/cancel',
+        description: 'Cooperative: the handler sees its signal abort; a task already finished stays as it is.',
+        tags: ['tasks'],
+        params: TaskParams,
+        headers: CommonHeaders,
+        body: CancelTaskBodySchema,
+        response: { 200: AckSchema, ...errorResponses(404) }
+      }
+    },
+    async (request, reply) => {
+      const owner = (await createContext(request, reply, request.body)).principal.id
+      const task = await store.getTask(owner, request.params.taskId)
+      if (task === undefined) throw notFound(request.params.taskId)
+      await store.updateTask(owner, task.taskId, { status: 'cancelled', statusMessage: 'Cancelled by the client', inputRequests: undefined })
+      await store.publishCancel(owner, `task:${task.taskId}`, 'Cancelled by the client')
+      return sendResult(request, reply, { resultType: 'complete' })
+    }
+  )
+}
+
+export default tasks

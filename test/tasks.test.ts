@@ -1,0 +1,253 @@
+import t from 'tap'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import { McpServer } from '../src/core/mcp-server.js'
+import type { Principal } from '../src/core/context.js'
+import { createDemoServer } from '../src/demo/catalogue.js'
+import { elicit } from '../src/mrtr/questions.js'
+import { resolver } from '../src/mrtr/resolvers.js'
+import { inputRequired } from '../src/mrtr/run.js'
+import { build, call } from './helper.js'
+
+const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } }
+const meta = (caps: Record<string, unknown> = TASKS) => ({ 'io.modelcontextprotocol/clientCapabilities': caps })
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+async function start(app: FastifyInstance, tool: string, body: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
+  return call(app, { method: 'POST', url: `/tools/${tool}/calls`, payload: { _meta: meta(), ...body }, headers })
+}
+
+async function until(app: FastifyInstance, id: string, done: (task: any) => boolean, headers: Record<string, string> = {}) {
+  for (let i = 0; i < 200; i++) {
+    const res = await call(app, { url: `/tasks/${id}`, headers })
+    if (done(res.body)) return res
+    await sleep(10)
+  }
+  throw new Error(`task ${id} never got there`)
+}
+
+const demo = () => createDemoServer({ taskStepMs: 20 })
+
+t.test('negotiation: tasks only for clients that declare the extension', async (t) => {
+  const { app } = await build(t, { mcp: demo() })
+  const plain = await call(app, { method: 'POST', url: '/tools/slow_compute/calls', payload: { arguments: { n: 2 } } })
+  t.same([plain.status, plain.body.structuredContent], [200, { sum: 3 }], 'optional: run inline for a client without the extension')
+  const required = await call(app, { method: 'POST', url: '/tools/failing_job/calls', payload: {} })
+  t.same([required.status, required.body.code], [400, -32021])
+  t.same(required.body.data, { requiredCapabilities: TASKS })
+  const listed = (await call(app, { url: '/tools' })).body.tools
+  t.same(
+    listed.filter((x: { execution?: unknown }) => x.execution).map((x: { name: string; execution: unknown }) => [x.name, x.execution]),
+    [['slow_compute', { taskSupport: 'optional' }], ['failing_job', { taskSupport: 'required' }], ['needs_input_task', { taskSupport: 'required' }]]
+  )
+  t.same((await call(app, { url: '/discover' })).body.capabilities.extensions, { 'io.modelcontextprotocol/tasks': {} })
+})
+
+t.test('a task: 202 with Location and Retry-After, stored before the answer, polled to completion', async (t) => {
+  const { app } = await build(t, { mcp: demo() })
+  const created = await start(app, 'slow_compute', { arguments: { n: 3 } })
+  t.equal(created.status, 202)
+  const task = created.body
+  t.match(task, { resultType: 'task', status: 'working', ttlMs: 3600000, pollIntervalMs: 500 })
+  t.match(task.taskId, /^[A-Za-z0-9_-]{22}$/, '128 random bits')
+  t.same(Object.keys(task).sort(), ['createdAt', 'lastUpdatedAt', 'pollIntervalMs', 'resultType', 'status', 'taskId', 'ttlMs'], 'the flat CreateTaskResult')
+  t.equal(created.headers.location, `/tasks/${task.taskId}`)
+  t.equal(created.headers['retry-after'], '1')
+  const first = await call(app, { url: created.headers.location as string })
+  t.same([first.status, first.body.resultType, first.body.taskId], [200, 'complete', task.taskId], 'a GET right after the 202 finds it')
+  t.equal(first.headers['retry-after'], '1')
+  const same = await app.inject({ url: `/tasks/${task.taskId}`, headers: { 'if-none-match': first.headers.etag as string } })
+  t.ok([200, 304].includes(same.statusCode))
+  const done = await until(app, task.taskId, (b) => b.status === 'completed')
+  t.same(done.body.result.structuredContent, { sum: 6 })
+  t.equal(done.body.statusMessage, 'added 3 of 3', 'progress became the status message')
+  t.equal(done.headers['retry-after'], undefined, 'no Retry-After once terminal')
+  const cached = await app.inject({ url: `/tasks/${task.taskId}`, headers: { 'if-none-match': done.headers.etag as string } })
+  t.equal(cached.statusCode, 304, 'cheap polling: 304 while nothing changed')
+})
+
+t.test('failed is for JSON-RPC errors; a tool that fails completes with isError', async (t) => {
+  const mcp = new McpServer({ name: 't', version: '1' })
+  mcp.tool({ name: 'broken', task: 'required' }, async () => {
+    throw new Error('disk full')
+  })
+  const { app } = await build(t, { mcp })
+  const failing = (await build(t, { mcp: demo() })).app
+  const f = await start(failing, 'failing_job')
+  const failed = await until(failing, f.body.taskId, (b) => b.status !== 'working')
+  t.same([failed.body.status, failed.body.error], ['failed', { code: -32602, message: 'The job could not find its input data' }])
+  const b = await start(app, 'broken')
+  const completed = await until(app, b.body.taskId, (x) => x.status !== 'working')
+  t.same([completed.body.status, completed.body.result], ['completed', { content: [{ type: 'text', text: 'disk full' }], isError: true }])
+})
+
+t.test('input mid-task: input_required, partial answers, ignored keys, checked answers', async (t) => {
+  const mcp = new McpServer({ name: 't', version: '1' })
+  mcp.tool({ name: 'two_questions', task: 'required', pollIntervalMs: 10 }, async (_a, ctx) => {
+    const a = await ctx.elicit('First?', Type.Object({ v: Type.String() }))
+    const again = inputRequired({
+      inputRequests: {
+        x: { method: 'elicitation/create', params: { mode: 'form', message: 'X?', requestedSchema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] } } },
+        y: elicit('Y?', Type.Object({ n: Type.Integer() }))
+      }
+    })
+    if (ctx.inputResponses === undefined) return again
+    const n = (k: string) => (ctx.inputResponses![k] as { content: { n: number } }).content.n
+    return `${a.action === 'accept' ? a.content.v : '-'} ${n('x') + n('y')}`
+  })
+  const { app } = await build(t, { mcp })
+  const id = (await start(app, 'two_questions')).body.taskId
+  const asking = await until(app, id, (b) => b.status === 'input_required')
+  t.same(Object.keys(asking.body.inputRequests), ['1.q'])
+  const bad = await call(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '1.q': { action: 'accept', content: { v: 5 } } } } })
+  t.same([bad.status, bad.body.code], [400, -32602])
+  const ack = await call(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '1.q': { action: 'accept', content: { v: 'a' } }, nope: { action: 'accept' } } } })
+  t.same([ack.status, ack.body], [200, { resultType: 'complete' }])
+  const second = await until(app, id, (b) => b.status === 'input_required' && b.inputRequests['2.x'] !== undefined)
+  t.same(Object.keys(second.body.inputRequests).sort(), ['2.x', '2.y'], 'keys are never reused over the task\'s life')
+  await call(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '2.x': { action: 'accept', content: { n: 2 } }, '1.q': { action: 'accept', content: { v: 'late' } } } } })
+  const partial = await call(app, { url: `/tasks/${id}` })
+  t.same([partial.body.status, Object.keys(partial.body.inputRequests)], ['input_required', ['2.y']], 'a partial answer leaves it input_required')
+  await call(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '2.y': { action: 'accept', content: { n: 40 } } } } })
+  const done = await until(app, id, (b) => b.status === 'completed')
+  t.equal(done.body.result.content[0].text, 'a 42')
+})
+
+t.test('cancel: cooperative through the signal; unknown, expired and other principals\' tasks are 404', async (t) => {
+  const seen: string[] = []
+  const mcp = new McpServer({ name: 't', version: '1' })
+  mcp.tool({ name: 'forever', task: 'required', taskTtlMs: 60_000 }, (_a, ctx) => new Promise((resolve) => {
+    ctx.signal.addEventListener('abort', () => {
+      seen.push((ctx.signal.reason as Error).message)
+      resolve('stopped')
+    })
+  }))
+  mcp.tool({ name: 'quick', task: 'required', taskTtlMs: 50 }, () => 'quick')
+  const who = async (request: FastifyRequest): Promise<Principal> => ({ id: String(request.headers['x-user'] ?? 'alice'), scopes: [], anonymous: false })
+  const { app } = await build(t, { mcp, authenticate: who })
+  const id = (await start(app, 'forever')).body.taskId
+  const bob = { 'x-user': 'bob' }
+  for (const [method, url] of [['GET', `/tasks/${id}`], ['POST', `/tasks/${id}/update`], ['POST', `/tasks/${id}/cancel`]] as const) {
+    const res = await call(app, { method, url, headers: bob, ...(method === 'POST' ? { payload: url.endsWith('update') ? { inputResponses: {} } : {} } : {}) })
+    t.same([res.status, res.body.code], [404, -32602], `bob: ${method} ${url}`)
+  }
+  const other = (await start(app, 'forever')).body.taskId
+  // A cancellation heard from the store with no reason (as another instance may publish it).
+  await mcp.store.publishCancel('alice', `task:${other}`, undefined)
+  t.equal((await until(app, other, (b) => b.status !== 'working')).body.result.content[0].text, 'stopped')
+  const cancel = await call(app, { method: 'POST', url: `/tasks/${id}/cancel`, payload: {} })
+  t.same([cancel.status, cancel.body], [200, { resultType: 'complete' }])
+  const cancelled = await until(app, id, (b) => b.status === 'cancelled')
+  t.equal(cancelled.body.statusMessage, 'Cancelled by the client')
+  await sleep(20)
+  t.same(seen, ['The task was cancelled', 'Cancelled by the client'], 'the handlers saw their signals abort')
+  t.equal((await call(app, { url: `/tasks/${id}` })).body.status, 'cancelled', 'its late result did not overwrite the cancellation')
+  const q = (await start(app, 'quick')).body.taskId
+  await sleep(80)
+  t.same((await call(app, { url: `/tasks/${q}` })).status, 404, 'expired after its ttl')
+  t.equal((await call(app, { url: '/tasks/never-was' })).status, 404)
+  const unknownCancel = await call(app, { method: 'POST', url: '/tasks/never-was/cancel', payload: {} })
+  t.equal(unknownCancel.status, 404)
+})
+
+t.test('multi round-trip before the task; notifications/tasks when asked; legacy clients declare tasks in initialize', async (t) => {
+  const mcp = new McpServer({ name: 't', version: '1' })
+  const target = resolver({ name: 'target', resolve: () => elicit('Which environment?', Type.Object({ env: Type.String() })) })
+  mcp.tool({ name: 'deploy', task: 'required', resolvers: { target } }, (_a, ctx) => `deployed to ${ctx.resolved.target.env}`)
+  mcp.tool({ name: 'tiny', task: 'optional' }, async (_a, ctx) => {
+    await ctx.task?.status('half way')
+    return 'tiny'
+  })
+  const { app } = await build(t, { mcp })
+  const caps = { ...TASKS, elicitation: {} }
+  const round1 = await call(app, { method: 'POST', url: '/tools/deploy/calls', payload: { _meta: meta(caps) } })
+  t.same([round1.status, round1.body.resultType], [200, 'input_required'], 'questions first, synchronously')
+  const round2 = await call(app, {
+    method: 'POST',
+    url: '/tools/deploy/calls',
+    payload: { _meta: meta(caps), requestState: round1.body.requestState, inputResponses: { target: { action: 'accept', content: { env: 'prod' } } } }
+  })
+  t.same([round2.status, round2.body.resultType], [202, 'task'], 'then the task')
+  t.equal((await until(app, round2.body.taskId, (b) => b.status === 'completed')).body.result.content[0].text, 'deployed to prod')
+
+  const watched = await start(app, 'tiny', { task: { notify: true, ttl: 5000 } })
+  t.equal(watched.body.ttlMs, 5000, 'a client may ask for a shorter ttl')
+  await until(app, watched.body.taskId, (b) => b.status === 'completed')
+  const notes = (await app.inject({ url: '/notifications' })).json()
+  t.same(notes.map((n: { method: string; params: { status: string; statusMessage?: string } }) => [n.method, n.params.status, n.params.statusMessage]), [
+    ['notifications/tasks', 'working', 'half way'],
+    ['notifications/tasks', 'completed', 'half way']
+  ])
+  t.same(notes[1].params.result, { content: [{ type: 'text', text: 'tiny' }] }, 'each carries the whole DetailedTask')
+
+  const legacy = { 'mcp-protocol-version': '2025-11-25' }
+  await app.inject({ method: 'POST', url: '/initialize', headers: legacy, payload: { protocolVersion: '2025-11-25', capabilities: { tasks: {} }, clientInfo: { name: 'l', version: '1' } } })
+  const legacyTask = await call(app, { method: 'POST', url: '/tools/tiny/calls', payload: {}, headers: legacy })
+  t.same([legacyTask.status, legacyTask.body.resultType], [202, 'task'])
+})
+
+t.test('inside a task: roots, sampling, plain progress, logs; a misused input_required fails the task', async (t) => {
+  const mcp = new McpServer({ name: 't', version: '1' })
+  mcp.tool({ name: 'asks_all', task: 'required' }, async (_a, ctx) => {
+    await ctx.progress(1)
+    const afterFirst = ctx.task!.id
+    void afterFirst
+    await ctx.sendLog('info', 'kept in the server log only')
+    const roots = await ctx.listRoots()
+    await ctx.progress(2, 4)
+    const llm = await ctx.sample({ messages: [], maxTokens: 1 })
+    return `${roots.length} roots, model ${llm.model}`
+  })
+  mcp.tool({ name: 'misused', task: 'required' }, () => inputRequired({}))
+  const { app } = await build(t, { mcp })
+  const id = (await start(app, 'asks_all')).body.taskId
+  const roots = await until(app, id, (b) => b.status === 'input_required')
+  t.equal(roots.body.statusMessage, '1', 'progress without a message: the count')
+  t.same(Object.values(roots.body.inputRequests).map((r: any) => r.method), ['roots/list'])
+  await call(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '1.q': { roots: [{ uri: 'file:///x' }] } } } })
+  await until(app, id, (b) => b.inputRequests?.['2.q'] !== undefined)
+  await call(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '2.q': { role: 'assistant', content: {}, model: 'm9' } } } })
+  const finished = await until(app, id, (b) => b.status === 'completed')
+  t.equal(finished.body.result.content[0].text, '1 roots, model m9')
+  t.equal(finished.body.statusMessage, '2/4')
+  t.same((await app.inject({ url: '/notifications' })).json(), [], 'no log notifications from a task')
+  const m = (await start(app, 'misused')).body.taskId
+  const failed = await until(app, m, (b) => b.status !== 'working')
+  t.same([failed.body.status, failed.body.error], ['failed', { code: -32603, message: 'Internal error' }])
+})
+
+t.test('demo: needs_input_task takes no for an answer', async (t) => {
+  const { app } = await build(t, { mcp: demo() })
+  const id = (await start(app, 'needs_input_task')).body.taskId
+  await until(app, id, (b) => b.status === 'input_required')
+  await call(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '1.q': { action: 'decline' } } } })
+  t.equal((await until(app, id, (b) => b.status === 'completed')).body.result.content[0].text, 'Not deployed.')
+})
+
+t.test('demo: slow_compute cancelled mid-way; needs_input_task approved', async (t) => {
+  const { app } = await build(t, { mcp: createDemoServer({ taskStepMs: 200 }) })
+  const slow = (await start(app, 'slow_compute', { arguments: { n: 50 } })).body.taskId
+  await until(app, slow, (b) => b.statusMessage !== undefined)
+  await call(app, { method: 'POST', url: `/tasks/${slow}/cancel`, payload: {} })
+  const cancelled = await until(app, slow, (b) => b.status === 'cancelled')
+  t.equal(cancelled.body.result, undefined, 'no result for a cancelled task')
+  const approve = (await start(app, 'needs_input_task')).body.taskId
+  await until(app, approve, (b) => b.status === 'input_required')
+  await call(app, { method: 'POST', url: `/tasks/${approve}/update`, payload: { inputResponses: { '1.q': { action: 'accept', content: { approve: true } } } } })
+  t.equal((await until(app, approve, (b) => b.status === 'completed')).body.result.content[0].text, 'Deployed.')
+  const done = await call(app, { method: 'POST', url: `/tasks/${approve}/cancel`, payload: {} })
+  t.equal(done.status, 200, 'cancelling a finished task is acknowledged')
+  t.equal((await call(app, { url: `/tasks/${approve}` })).body.status, 'completed', 'and changes nothing')
+})
+
+t.test('cancelling a task that waits for input stops the wait', async (t) => {
+  const { app } = await build(t, { mcp: demo() })
+  const id = (await start(app, 'needs_input_task')).body.taskId
+  await until(app, id, (b) => b.status === 'input_required')
+  await call(app, { method: 'POST', url: `/tasks/${id}/cancel`, payload: {} })
+  const task = await until(app, id, (b) => b.status === 'cancelled')
+  t.equal(task.body.inputRequests, undefined, 'nothing is outstanding any more')
+  const late = await call(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '1.q': { action: 'accept', content: { approve: true } } } } })
+  t.same([late.status, late.body], [200, { resultType: 'complete' }], 'a late answer is acknowledged and ignored')
+  t.equal((await call(app, { url: `/tasks/${id}` })).body.status, 'cancelled')
+})
