@@ -9,6 +9,8 @@ import type { McpServer } from './core/mcp-server.js'
 import { ConfigurationError, ErrorCode, McpError, errors } from './errors.js'
 import { Header, REQUEST_ID } from './headers.js'
 import { sendError, toMcpError } from './http/errors.js'
+import { idempotentToolCalls } from './http/idempotency.js'
+import { rateLimits, type RateLimitOptions } from './http/limits.js'
 import { era, negotiateVersion, LATEST_VERSION, type ProtocolVersion } from './protocol.js'
 import type { Store } from './store/types.js'
 import completionsRoutes from '../routes/completions.js'
@@ -58,6 +60,18 @@ export interface McpPluginOptions extends HostOriginOptions {
    *            jwksUrl: 'https://auth.example.com/jwks.json' } }
    */
   oauth?: OAuthOptions
+  /**
+   * How long (ms) a `POST /tools/{name}/calls` carrying `Mcp-Request-Id` is replayed to a retry with
+   * the same id instead of running again (default 10 minutes; 0: off).
+   */
+  idempotencyTtlMs?: number
+  /**
+   * How long a running idempotent call holds its id without renewal (default 30 s; renewed every
+   * third of it while it runs): a retry after its instance died runs again after at most this long.
+   */
+  idempotencyLeaseMs?: number
+  /** Per-principal rate limit of the MCP routes (default: none); shared through Redis with a RedisStore. */
+  rateLimit?: RateLimitOptions
 }
 
 const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']
@@ -204,6 +218,8 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
     for (const m of methods) set.add(m)
     allowed.set(url, set)
   })
+  await rateLimits(fastify, store, opts.rateLimit)
+  idempotentToolCalls(fastify, store, { ttlMs: opts.idempotencyTtlMs ?? 600_000, leaseMs: opts.idempotencyLeaseMs ?? 30_000 })
   await fastify.register(initializeRoutes)
   await fastify.register(discoverRoutes)
   await fastify.register(pingRoutes)

@@ -6,6 +6,7 @@ import type { Socket } from 'node:net'
 import { ErrorCode } from './errors.js'
 import { LATEST_VERSION } from './protocol.js'
 import { Header, REQUEST_ID } from './headers.js'
+import { loadShedding, probes, type PressureOptions } from './http/limits.js'
 
 export interface BuildServerOptions extends McpPluginOptions {
   /** Fastify logger option (default: info-level JSON logs). */
@@ -14,6 +15,12 @@ export interface BuildServerOptions extends McpPluginOptions {
   bodyLimit?: number
   /** Mount the MCP routes under this prefix (default: the root). */
   prefix?: string
+  /** `GET /health` and `GET /ready` at the root, outside the MCP routes (default true). */
+  probes?: boolean
+  /** Answer 503 with `Retry-After` while the process is overloaded (default: off). */
+  loadShedding?: PressureOptions
+  /** Fastify's `trustProxy`: whose `X-Forwarded-For` names the client (per-IP rate limits behind a proxy). */
+  trustProxy?: boolean | string[]
 }
 
 /**
@@ -24,10 +31,15 @@ export interface BuildServerOptions extends McpPluginOptions {
  * await app.listen({ host: '127.0.0.1', port: 3000 })
  */
 export async function buildServer(options: BuildServerOptions): Promise<FastifyInstance> {
-  const { logger, bodyLimit, prefix, ...plugin } = { logger: { level: 'info' }, bodyLimit: 1024 * 1024, ...options }
+  const { logger, bodyLimit, prefix, probes: withProbes, loadShedding: shedding, trustProxy, ...plugin } = {
+    logger: { level: 'info' },
+    bodyLimit: 1024 * 1024,
+    ...options
+  }
   const app = Fastify({
     logger,
     bodyLimit,
+    trustProxy: trustProxy ?? false,
     // The client's Mcp-Request-Id, when well-formed, is the log's request id too.
     genReqId: (req) => {
       const id = req.headers[Header.requestId]
@@ -37,6 +49,8 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
     clientErrorHandler: (err, socket) => clientErrorHandler(err, socket, plugin.defaultProtocolVersion ?? LATEST_VERSION)
   }).withTypeProvider<TypeBoxTypeProvider>()
+  if (shedding !== undefined) await loadShedding(app, shedding)
+  if (withProbes !== false) await app.register(probes(() => plugin.mcp.store))
   await app.register(mcpPlugin, prefix === undefined ? plugin : { ...plugin, prefix })
   return app
 }

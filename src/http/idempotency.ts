@@ -1,0 +1,97 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { ErrorCode, McpError } from '../errors.js'
+import { Header } from '../headers.js'
+import { digestArguments } from '../mrtr/seal.js'
+import type { Store } from '../store/types.js'
+
+/** A claimed run of an idempotent tool call, kept on the request until its answer is sent. */
+interface Claim {
+  owner: string
+  id: string
+  renew: NodeJS.Timeout
+}
+
+const kClaim = Symbol('mcp.idempotencyClaim')
+declare module 'fastify' {
+  interface FastifyRequest {
+    [kClaim]?: Claim
+  }
+}
+
+/** Response headers that are part of what a replay repeats (a task's 202 links to it). */
+const REPLAYED = ['content-type', 'location', 'retry-after'] as const
+
+export interface IdempotencyOptions {
+  /** How long a first outcome is replayed (ms); 0 turns deduplication off. */
+  ttlMs: number
+  /** How long a running claim lasts without renewal (ms): a retry after an instance failure waits at most this long. */
+  leaseMs: number
+}
+
+/**
+ * Identity of a message (the binding): a `POST /tools/{name}/calls` retried with the same
+ * `Mcp-Request-Id` by the same principal gets the first outcome again, and the tool runs once. Only
+ * ids the client sent are deduplicated (a generated one never repeats). The same id with another
+ * request (tool, body, `_meta`/retry headers, protocol version) is 409; while the first attempt
+ * runs, 409 with `Retry-After: 1`. Only answers that were delivered count: an error status, or a
+ * client that went away before its answer (its `ctx.signal` aborted the handler), leaves nothing,
+ * so that a retry runs again.
+ */
+export function idempotentToolCalls(fastify: FastifyInstance, store: Store, options: IdempotencyOptions): void {
+  if (options.ttlMs <= 0) return
+  const leaseMs = options.leaseMs
+  const toolCall = `${fastify.prefix}/tools/:name/calls`
+
+  fastify.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
+    const id = request.headers[Header.requestId]
+    if (request.method !== 'POST' || request.routeOptions.url !== toolCall || id !== request.mcpState.requestId) return
+    const owner = request.mcpState.principal.id
+    const h = request.headers
+    const digest = digestArguments({
+      tool: (request.params as { name: string }).name,
+      body: request.body,
+      version: request.mcpState.version,
+      headers: [h[Header.meta], h[Header.inputResponses], h[Header.requestState]].map((v) => v ?? null)
+    })
+    const start = await store.beginIdempotent(owner, id, digest, leaseMs)
+    switch (start.state) {
+      case 'new': {
+        const renew = setInterval(() => {
+          store.renewIdempotent(owner, id, leaseMs).catch((err: unknown) => request.log.warn({ err }, 'idempotency lease not renewed'))
+        }, leaseMs / 3).unref()
+        request[kClaim] = { owner, id, renew }
+        return
+      }
+      case 'done': {
+        const saved = JSON.parse(start.response) as { status: number; headers: Record<string, string>; body: string }
+        return reply.code(saved.status).headers({ ...saved.headers, 'idempotent-replayed': 'true' }).send(saved.body)
+      }
+      case 'in_progress':
+        throw new McpError(ErrorCode.invalidRequest, `A request with Mcp-Request-Id ${id} is still running: retry later`, 409, undefined, {
+          'retry-after': '1'
+        })
+      case 'conflict':
+        throw new McpError(ErrorCode.invalidRequest, `Mcp-Request-Id ${id} was already used for a different request`, 409)
+    }
+  })
+
+  fastify.addHook('onSend', async (request, reply, payload) => {
+    const claim = request[kClaim]
+    if (claim === undefined) return payload
+    request[kClaim] = undefined
+    clearInterval(claim.renew)
+    const delivered = reply.statusCode < 300 && !(reply.raw.destroyed && !reply.raw.writableFinished)
+    if (!delivered) {
+      await store.abandonIdempotent(claim.owner, claim.id)
+      return payload
+    }
+    const headers: Record<string, string> = {}
+    for (const name of REPLAYED) {
+      const v = reply.getHeader(name)
+      if (v !== undefined) headers[name] = String(v)
+    }
+    // Recorded before the answer leaves: a retry that follows it finds the outcome.
+    await store.finishIdempotent(claim.owner, claim.id, JSON.stringify({ status: reply.statusCode, headers, body: payload }), options.ttlMs)
+    return payload
+  })
+}
