@@ -120,7 +120,7 @@ export interface paths {
         put?: never;
         /**
          * tools/call
-         * @description Call any tool by name. Each tool also has its own typed operation at /tools/{its name}/calls.
+         * @description Call any tool by name. Each tool also has its own typed operation at /tools/{its name}/calls. With `Accept: text/event-stream` the answer is a stream: `notification` events (progress, log messages), then one `result` (or `error`) event.
          */
         post: operations["callTool"];
         delete?: never;
@@ -528,6 +528,26 @@ export interface paths {
          * @description A task that stops half way to ask for approval (status input_required), then finishes.
          */
         post: operations["callTool_needs_input_task"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tools/long_sum/calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tools/call long_sum
+         * @description Sums 1..n. When the work outlasts one request (maxRequestMs), it returns a part with _meta.nextResumeToken: repeat the call with _meta.resumeToken to go on.
+         */
+        post: operations["callTool_long_sum"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4795,6 +4815,263 @@ export interface operations {
                         /** @description Output matching the tool `outputSchema`. */
                         structuredContent?: {
                             [key: string]: unknown;
+                        };
+                        /** @description True when the tool itself failed. */
+                        isError?: boolean;
+                        /** @description Free-form request or result metadata (`_meta`). */
+                        _meta?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+                        resultType?: "complete" | "input_required" | "task";
+                    } | {
+                        /** @enum {string} */
+                        resultType: "input_required";
+                        /** @description Server-assigned keys to the requests the client must answer. */
+                        inputRequests?: {
+                            [key: string]: {
+                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
+                                params?: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                        };
+                        /** @description Opaque; echo it on the retry. */
+                        requestState?: string;
+                        /** @description Free-form request or result metadata (`_meta`). */
+                        _meta?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        resultType: "task";
+                        taskId: string;
+                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
+                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
+                        statusMessage?: string;
+                        /** @description ISO 8601. */
+                        createdAt: string;
+                        /** @description ISO 8601. */
+                        lastUpdatedAt: string;
+                        /** @description The task may be discarded this long after its creation. */
+                        ttlMs: number;
+                        /** @description Poll no more often than this. */
+                        pollIntervalMs: number;
+                        /** @description Free-form request or result metadata (`_meta`). */
+                        _meta?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Internal error -32603; the body never carries details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+        };
+    };
+    callTool_long_sum: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Protocol version of the request (default: the server default, 2026-07-28). */
+                "mcp-protocol-version"?: string;
+                /** @description Unique id of this request; echoed, logged, and named by cancellation. */
+                "mcp-request-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description tools/call params; `name` comes from the path (ignored here when present). */
+        requestBody: {
+            content: {
+                "application/json": {
+                    arguments: {
+                        n: number;
+                    };
+                    /** @description Free-form request or result metadata (`_meta`). */
+                    _meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description The client answers, under the keys of `inputRequests`. */
+                    inputResponses?: {
+                        [key: string]: {
+                            [key: string]: unknown;
+                        };
+                    };
+                    /** @description Echoed verbatim from the previous `input_required` result. */
+                    requestState?: string;
+                    /** @description Task options, used when the server runs the call as a task. */
+                    task?: {
+                        /** @description Keep the task at most this long (ms). */
+                        ttl?: number;
+                        /** @description Queue notifications/tasks on /notifications at each status change. */
+                        notify?: boolean;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The tool result (`isError: true` when the tool failed), or input_required (2026-07-28). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        content: ({
+                            /** @enum {string} */
+                            type: "text";
+                            text: string;
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "image";
+                            data: string;
+                            mimeType: string;
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "audio";
+                            data: string;
+                            mimeType: string;
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "resource_link";
+                            uri: string;
+                            name: string;
+                            title?: string;
+                            description?: string;
+                            mimeType?: string;
+                            size?: number;
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "resource";
+                            resource: {
+                                uri: string;
+                                mimeType?: string;
+                                text: string;
+                                /** @description Free-form request or result metadata (`_meta`). */
+                                _meta?: {
+                                    [key: string]: unknown;
+                                };
+                            } | {
+                                uri: string;
+                                mimeType?: string;
+                                /** @description Base64-encoded bytes. */
+                                blob: string;
+                                /** @description Free-form request or result metadata (`_meta`). */
+                                _meta?: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                            annotations?: {
+                                audience?: ("user" | "assistant")[];
+                                priority?: number;
+                                lastModified?: string;
+                            };
+                            /** @description Free-form request or result metadata (`_meta`). */
+                            _meta?: {
+                                [key: string]: unknown;
+                            };
+                        })[];
+                        structuredContent?: {
+                            sum: number;
                         };
                         /** @description True when the tool itself failed. */
                         isError?: boolean;

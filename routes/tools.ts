@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox'
 import { settleGet } from '../src/http/meta.js'
 import { sendRepresentation, sendResult } from '../src/http/representation.js'
 import { createContext, paramsFromPost } from '../src/http/request.js'
+import { streamResult, wantsStream } from '../src/http/stream.js'
 import { CommonHeaders, CursorQuery, GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
 import { CallToolBodySchema, CallToolResponseSchema, ListToolsResultSchema } from '../src/schema/tools.js'
 import { CreateTaskResultSchema } from '../src/schema/tasks.js'
@@ -35,7 +36,8 @@ const tools: FastifyPluginAsyncTypebox = async (fastify) => {
       schema: {
         operationId: 'callTool',
         summary: 'tools/call',
-        description: 'Call any tool by name. Each tool also has its own typed operation at /tools/{its name}/calls.',
+        description:
+          'Call any tool by name. Each tool also has its own typed operation at /tools/{its name}/calls. With `Accept: text/event-stream` the answer is a stream: `notification` events (progress, log messages), then one `result` (or `error`) event.',
         tags: ['tools'],
         params: Type.Object({ name: Type.String({ minLength: 1, maxLength: 128 }) }),
         headers: CommonHeaders,
@@ -46,6 +48,7 @@ const tools: FastifyPluginAsyncTypebox = async (fastify) => {
     async (request, reply) => {
       const body = paramsFromPost(request, request.body)
       const ctx = (await createContext(request, reply, body)).cancellable(fastify.mcpInflight)
+      if (wantsStream(request)) return streamResult(request, reply, ctx, (c) => mcp.callTool(request.params.name, body, c))
       const result = await mcp.callTool(request.params.name, body, ctx)
       if (result.resultType === 'task') {
         // The task is stored before this answer: GET Location works at once, on any instance.

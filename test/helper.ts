@@ -36,3 +36,6 @@ export const json = (body: unknown) => ({
   payload: JSON.stringify(body),
   headers: { 'content-type': 'application/json' }
 })
+
+/** The demo catalogue's tools, in registration order (src/demo/). */
+export const DEMO_TOOLS = ['echo', 'add', 'get_weather', 'update_work_item', 'slow_compute', 'failing_job', 'needs_input_task', 'long_sum']

@@ -7,7 +7,7 @@ import type { paths } from '../openapi/schema.js'
 import { generateOpenApi } from '../scripts/openapi-lib.js'
 import { createDemoServer } from '../src/demo/catalogue.js'
 import { buildServer } from '../src/server.js'
-import { build, call } from './helper.js'
+import { DEMO_TOOLS, build, call } from './helper.js'
 
 /** Every route of the binding, with its methods; the 405 helpers and HEAD must not appear. */
 const ROUTES: Record<string, string[]> = {
@@ -33,7 +33,6 @@ const ROUTES: Record<string, string[]> = {
   '/tasks/{taskId}/cancel': ['post'],
   '/openapi.json': ['get']
 }
-const DEMO_TOOLS = ['echo', 'add', 'get_weather', 'update_work_item', 'slow_compute', 'failing_job', 'needs_input_task']
 
 const bodySchema = (op: any) => op.requestBody.content['application/json'].schema
 const callResultSchema = (op: any) =>

@@ -3,6 +3,7 @@ import Fastify from 'fastify'
 import { mcpPlugin } from '../src/app.js'
 import { createDemoServer } from '../src/demo/catalogue.js'
 import { buildServer } from '../src/server.js'
+import { DEMO_TOOLS } from './helper.js'
 
 t.test('the MCP routes mount under a prefix inside an existing app', async (t) => {
   const app = Fastify({ routerOptions: { maxParamLength: 4096 } })
@@ -12,7 +13,7 @@ t.test('the MCP routes mount under a prefix inside an existing app', async (t) =
   await app.ready()
   const tools = await app.inject({ url: '/mcp-http/tools' })
   t.equal(tools.statusCode, 200)
-  t.same(tools.json().tools.map((x: { name: string }) => x.name), ['echo', 'add', 'get_weather', 'update_work_item', 'slow_compute', 'failing_job', 'needs_input_task'])
+  t.same(tools.json().tools.map((x: { name: string }) => x.name), DEMO_TOOLS)
   const call = await app.inject({ method: 'POST', url: '/mcp-http/tools/echo/calls', payload: { arguments: { text: 'hi' } } })
   t.equal(call.json().content[0].text, 'hi')
   const health = await app.inject({ url: '/health' })

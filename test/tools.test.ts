@@ -2,7 +2,7 @@ import t from 'tap'
 import { Type } from '@sinclair/typebox'
 import { McpServer } from '../src/core/mcp-server.js'
 import { errors } from '../src/errors.js'
-import { build, call } from './helper.js'
+import { DEMO_TOOLS, build, call } from './helper.js'
 
 const post = (url: string, body: unknown, headers: Record<string, string> = {}) => ({
   method: 'POST' as const,
@@ -15,7 +15,7 @@ t.test('GET /tools lists the catalogue with modern-era fields', async (t) => {
   const { app } = await build(t)
   const res = await call(app, { url: '/tools' })
   t.equal(res.status, 200)
-  t.same(res.body.tools.map((x: { name: string }) => x.name), ['echo', 'add', 'get_weather', 'update_work_item', 'slow_compute', 'failing_job', 'needs_input_task'])
+  t.same(res.body.tools.map((x: { name: string }) => x.name), DEMO_TOOLS)
   t.equal(res.body.resultType, 'complete')
   t.equal(res.body.ttlMs, 0)
   t.equal(res.body.cacheScope, 'private')
@@ -46,7 +46,7 @@ t.test('pagination follows nextCursor to the end; bad cursors are 400', async (t
     t.not(page.headers.etag, first.headers.etag, 'each page has its own ETag')
     names.push(...page.body.tools.map((x: { name: string }) => x.name))
   }
-  t.same(names, ['echo', 'add', 'get_weather', 'update_work_item', 'slow_compute', 'failing_job', 'needs_input_task'], 'every tool once, in order')
+  t.same(names, DEMO_TOOLS, 'every tool once, in order')
   for (const cursor of ['garbage', Buffer.from('null').toString('base64url'), Buffer.from('{"k":"prompts","o":2}').toString('base64url'), Buffer.from('{"k":"tools","o":99}').toString('base64url')]) {
     const bad = await call(app, { url: `/tools?cursor=${cursor}` })
     t.equal(bad.status, 400, cursor)

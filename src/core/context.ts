@@ -39,6 +39,11 @@ export interface RequestContext {
   readonly principal: Principal
   /** Aborted when the client goes away or cancels the request. */
   readonly signal: AbortSignal
+  /**
+   * When this request should be answered by (epoch ms): `maxRequestMs` after it arrived. Long work
+   * past it returns a part with `resumable(...)`, so no request outlives a load balancer's timeout.
+   */
+  readonly deadline: number
   /** The server's own log (not sent to the client). */
   readonly log: Logger
   /** `notifications/progress`, when the request asked for it with a `progressToken`; else nothing. */

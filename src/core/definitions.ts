@@ -27,6 +27,8 @@ export interface RetryableContext<S = unknown, R = Record<string, unknown>> exte
   readonly requestState: S | undefined
   /** The values of the declared resolvers. */
   readonly resolved: R
+  /** Where a resumed request picks up: what the previous part passed to `resumable(result, next)`. */
+  readonly resumed?: unknown
   /**
    * Ask the user now. Legacy era: a server-to-client request on `/requests`, awaited. 2026-07-28: the
    * call answers `input_required` and the handler runs again from the top on the retry, where this
@@ -140,7 +142,7 @@ export type PromptHandler<A extends Record<string, PromptArgumentDefinition>, S 
 export type ResourceReturn<S = unknown> =
   | string
   | Uint8Array
-  | { contents: ResourceContents[]; _meta?: Meta }
+  | { contents: ResourceContents[]; _meta?: Meta; [k: symbol]: unknown }
   | HandRolledInputRequired<S>
   | undefined
 

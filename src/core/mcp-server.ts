@@ -45,6 +45,8 @@ export interface McpServerOptions {
   store?: Store
   /** How long a legacy-era question waits on `/requests` for the client's answer (default 5 minutes). */
   answerTimeoutMs?: number
+  /** The time a request may take before long work should return a resumable part (`ctx.deadline`; default 30 s). */
+  maxRequestMs?: number
 }
 
 /** A representation prepared once and served many times: the JSON text and its ETag. */
@@ -81,6 +83,7 @@ export class McpServer extends Registry {
   /** Where connections, queues and subscriptions live; replaceable until the server starts serving. */
   store: Store
   readonly answerTimeoutMs: number
+  readonly maxRequestMs: number
   // Serialized list pages and discover, per era; dropped when their list changes.
   readonly #cache = new Map<string, Representation>()
   readonly #clientListeners = new Set<(owner: string, notification: ServerMessage) => void>()
@@ -97,6 +100,7 @@ export class McpServer extends Registry {
     this.sealer = new StateSealer(keys, { ttlMs: options.stateTtlMs ?? 15 * 60_000, maxBytes: options.maxStateBytes ?? 32 * 1024 })
     this.store = options.store ?? new MemoryStore()
     this.answerTimeoutMs = options.answerTimeoutMs ?? 300_000
+    this.maxRequestMs = options.maxRequestMs ?? 30_000
     this.onChange((kind) => {
       for (const key of this.#cache.keys()) if (key.startsWith(`${kind}:`)) this.#cache.delete(key)
       // Every connection hears that a list changed; a failing store must not fail the registration.

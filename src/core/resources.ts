@@ -1,6 +1,8 @@
 import { ErrorCode, McpError, errors } from '../errors.js'
 import { runRound, type RetryParams } from '../mrtr/run.js'
-import type { RequestContext } from './context.js'
+import { derive, type RequestContext } from './context.js'
+import { RESUME, finishResumable, isResumable } from '../mrtr/resume.js'
+import { openResume } from '../mrtr/resume.js'
 import type { McpServer } from './mcp-server.js'
 import { handlerFailure } from './prompts.js'
 import { finishCacheable } from './results.js'
@@ -30,10 +32,12 @@ export async function readResource(
   }
   if (found === undefined) throw resourceNotFound(uri, ctx)
   const { entry, vars, call } = found
+  // The URI is the target; a template's variables are part of it, so no argument digest is needed.
+  const binding = { method: 'resources/read', target: uri, args: '' }
+  const resumed = openResume(server.sealer, binding, ctx)
   let round
   try {
-    // The URI is the target; a template's variables are part of it, so no argument digest is needed.
-    round = await runRound(server, entry.mrtr, { method: 'resources/read', target: uri, args: '' }, vars, params, ctx, async (c) => call(c))
+    round = await runRound(server, entry.mrtr, binding, vars, params, resumed === undefined ? ctx : derive(ctx, { resumed }), async (c) => call(c))
   } catch (err) {
     throw handlerFailure(err, ctx, { uri })
   }
@@ -46,7 +50,7 @@ export async function readResource(
     typeof out === 'string' ? { contents: [withMime({ uri, text: out }, mimeType)] }
     : out instanceof Uint8Array ? { contents: [withMime({ uri, blob: Buffer.from(out).toString('base64') }, mimeType)] }
     : { ...out }
-  return finishCacheable(ctx.era, result, server.cacheHints)
+  return finishCacheable(ctx.era, isResumable(out) ? finishResumable(server.sealer, binding, ctx, result, out[RESUME]) : result, server.cacheHints)
 }
 
 /** Resource not found: -32602 from 2026-07-28 on, -32002 before; 404 either way. */

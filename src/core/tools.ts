@@ -3,7 +3,8 @@ import { runRound } from '../mrtr/run.js'
 import { digestArguments } from '../mrtr/seal.js'
 import type { ContentBlock } from '../schema/content.js'
 import type { CallToolBody } from '../schema/tools.js'
-import type { RequestContext } from './context.js'
+import { derive, type RequestContext } from './context.js'
+import { RESUME, finishResumable, isResumable, openResume } from '../mrtr/resume.js'
 import type { McpServer } from './mcp-server.js'
 import type { ToolReturn } from './definitions.js'
 import type { ToolEntry } from './registry.js'
@@ -42,15 +43,17 @@ export async function callTool(
   if (entry.task.mode === 'required' && !takes) {
     throw errors.missingCapability(TASKS_CAPABILITY, `Tool ${name} runs only as a task: declare the ${TASKS_EXTENSION} extension`)
   }
+  const binding = { method: 'tools/call', target: name, args: digestArguments(args) }
+  const resumed = openResume(server.sealer, binding, ctx)
   let round
   try {
     round = await runRound(
       server,
       entry.mrtr,
-      { method: 'tools/call', target: name, args: digestArguments(args) },
+      binding,
       args,
       body,
-      ctx,
+      resumed === undefined ? ctx : derive(ctx, { resumed }),
       async (c) => {
         if (!takes) return entry.handler(args, c)
         // Any multi round-trip exchange (resolvers) is over by now; the work goes on as a task.
@@ -78,7 +81,8 @@ export async function callTool(
   if (round.kind === 'declined') return toolError(ctx, round.message)
   const out = round.value as ToolReturn<unknown> | { [STARTED]: TaskRecord }
   if (typeof out === 'object' && STARTED in out) return createTaskResult(out[STARTED])
-  return finish(ctx.era, toolResult(entry, name, out, ctx))
+  const result = toolResult(entry, name, out, ctx)
+  return finish(ctx.era, isResumable(out) ? finishResumable(server.sealer, binding, ctx, result, out[RESUME]) : result)
 }
 
 const STARTED = Symbol('task started')

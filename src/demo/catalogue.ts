@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox'
 import { McpServer, type McpServerOptions } from '../core/mcp-server.js'
 import { registerAskingDemos } from './asking.js'
 import { registerTaskDemos } from './tasks.js'
+import { registerResumeDemos } from './resume.js'
 
 /**
  * The demo server's whole catalogue, in one place. Later features add their demo tools here.
@@ -84,5 +85,6 @@ export function createDemoServer(
 
   registerAskingDemos(mcp)
   registerTaskDemos(mcp, { stepMs: taskStepMs })
+  registerResumeDemos(mcp)
   return mcp
 }

@@ -105,7 +105,8 @@ class HttpRequestContext implements RequestContext {
     readonly principal: Principal,
     readonly log: FastifyRequest['log'],
     readonly reply: FastifyReply,
-    readonly store: Store
+    readonly store: Store,
+    readonly deadline: number
   ) {}
 
   // Created on first use for most requests (an AbortController is not free); eagerly for those that
@@ -197,6 +198,7 @@ export async function createContext(
     state.principal,
     request.log,
     reply,
-    request.server.mcp.store
+    request.server.mcp.store,
+    Date.now() + request.server.mcp.maxRequestMs
   )
 }

@@ -118,6 +118,8 @@ export async function startTask<T>(
   }
   const taskCtx = derive(ctx, {
     signal: controller.signal,
+    // A task is not bound to an HTTP request's time.
+    deadline: Number.POSITIVE_INFINITY,
     inputResponses: undefined,
     requestState: undefined,
     resolved: (ctx as RetryContext).resolved,
