@@ -44,7 +44,21 @@ export const ConfigSchema = Type.Object({
   MCP_OAUTH_CLOCK_TOLERANCE_SEC: Int(0, 600, 30, 'Leeway for exp and nbf, in seconds.'),
   MCP_OAUTH_RESOURCE_METADATA_URL: Str('resource_metadata URL of the challenges (default: derived from the audience).'),
   MCP_ALLOWED_HOSTS: Str('Accepted Host headers, comma-separated, or * for any (default: loopback names when HOST is loopback).'),
-  MCP_ALLOWED_ORIGINS: Str('Accepted Origin headers, comma-separated, or * for any (default: loopback origins when HOST is loopback).')
+  MCP_ALLOWED_ORIGINS: Str('Accepted Origin headers, comma-separated, or * for any (default: loopback origins when HOST is loopback).'),
+  MCP_REDIS_URL: Type.Optional(
+    Type.String({ pattern: '^rediss?://', description: 'Shared state in Redis (redis:// or rediss://); default: in this process only.' })
+  ),
+  MCP_REDIS_PREFIX: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 64, description: 'Prefix of every Redis key and channel (default mcp:).' })
+  ),
+  MCP_IDEMPOTENCY_TTL_MS: Int(0, 86_400_000, 600_000, 'How long a tool call with an Mcp-Request-Id is replayed to retries (0: off).'),
+  MCP_IDEMPOTENCY_LEASE_MS: Int(1000, 3_600_000, 30_000, 'How long a running idempotent call holds its id unrenewed: a retry after its instance died waits at most this.'),
+  MCP_RATE_LIMIT_MAX: Int(0, 1_000_000, 0, 'Requests per principal (anonymous: per IP) per window; 0: no limit.'),
+  MCP_RATE_LIMIT_WINDOW_MS: Int(1000, 86_400_000, 60_000, 'The rate limit window.'),
+  MCP_MAX_EVENT_LOOP_DELAY_MS: Int(0, 60_000, 0, 'Shed load (503) while the event loop lags more than this (e.g. 1000); 0: off.'),
+  MCP_MAX_HEAP_USED_BYTES: Int(0, Number.MAX_SAFE_INTEGER, 0, 'Shed load (503) while the heap is larger than this; 0: off.'),
+  MCP_SHUTDOWN_GRACE_MS: Int(0, 600_000, 10_000, 'On SIGTERM, how long in-flight requests may finish before the process exits.'),
+  MCP_TRUST_PROXY: Str('Trust X-Forwarded-For from: true (any), or addresses/CIDRs, comma-separated (default: none).')
 })
 export type Config = Static<typeof ConfigSchema>
 
@@ -64,6 +78,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     (e) => `${e.path.slice(1)}=${JSON.stringify(e.value)}: ${e.message}`
   )
   problems.push(...oauthProblems(config))
+  if (config.MCP_REDIS_PREFIX !== undefined && config.MCP_REDIS_URL === undefined) problems.push('MCP_REDIS_PREFIX is set without MCP_REDIS_URL')
   if (problems.length > 0) throw new ConfigurationError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
   return config
 }
@@ -110,4 +125,11 @@ export function hostOriginFromConfig(c: Config): HostOriginOptions {
   if (hosts !== undefined) out.allowedHosts = hosts
   if (origins !== undefined) out.allowedOrigins = origins
   return out
+}
+
+/** Fastify's `trustProxy` from `MCP_TRUST_PROXY`: `true` (any), or a list of addresses/CIDRs. */
+export function trustProxyFromConfig(c: Config): boolean | string[] {
+  const v = c.MCP_TRUST_PROXY?.trim()
+  if (v === undefined || v === 'false') return false
+  return v === 'true' ? true : list(v)
 }

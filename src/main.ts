@@ -1,11 +1,16 @@
-import { hostOriginFromConfig, loadConfig, oauthFromConfig } from './config.js'
+import closeWithGrace from 'close-with-grace'
+import { hostOriginFromConfig, loadConfig, oauthFromConfig, trustProxyFromConfig } from './config.js'
 import { createDemoServer } from './demo/catalogue.js'
 import { ConfigurationError } from './errors.js'
 import { buildServer } from './server.js'
+import { createStore } from './store/index.js'
 
 /** `npm start`: the demo server on HOST:PORT (default 127.0.0.1:3000). */
 async function main(): Promise<void> {
   const config = loadConfig()
+  // The store goes to buildServer, not to the McpServer: registering the catalogue at start-up must
+  // not broadcast list_changed to every connection a shared Redis already holds.
+  const store = createStore(config)
   const mcp = createDemoServer({
     pageSize: config.MCP_PAGE_SIZE,
     cacheHints: { ttlMs: config.MCP_CACHE_TTL_MS, cacheScope: config.MCP_CACHE_SCOPE },
@@ -15,18 +20,26 @@ async function main(): Promise<void> {
   })
   const app = await buildServer({
     mcp,
+    store,
     logger: { level: config.LOG_LEVEL },
     bodyLimit: config.MCP_BODY_LIMIT,
     defaultProtocolVersion: config.MCP_DEFAULT_PROTOCOL_VERSION,
     oauth: oauthFromConfig(config),
+    idempotencyTtlMs: config.MCP_IDEMPOTENCY_TTL_MS,
+    idempotencyLeaseMs: config.MCP_IDEMPOTENCY_LEASE_MS,
+    rateLimit: { max: config.MCP_RATE_LIMIT_MAX, timeWindowMs: config.MCP_RATE_LIMIT_WINDOW_MS },
+    loadShedding: { maxEventLoopDelayMs: config.MCP_MAX_EVENT_LOOP_DELAY_MS, maxHeapUsedBytes: config.MCP_MAX_HEAP_USED_BYTES },
+    trustProxy: trustProxyFromConfig(config),
     ...hostOriginFromConfig(config)
   })
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      app.log.info({ signal }, 'shutting down')
-      app.close().then(() => process.exit(0), () => process.exit(1))
-    })
-  }
+  // After the last in-flight request: onClose runs once the server has stopped.
+  app.addHook('onClose', () => store.close())
+  // SIGTERM/SIGINT: stop accepting (keep-alive requests get 503), let in-flight requests finish for
+  // up to the grace period, then exit. Shared state stays in the store for the other instances.
+  closeWithGrace({ delay: config.MCP_SHUTDOWN_GRACE_MS, logger: app.log }, async ({ signal, err }) => {
+    app.log.info({ signal, err }, 'shutting down')
+    await app.close()
+  })
   await app.listen({ host: config.HOST, port: config.PORT })
 }
 

@@ -101,6 +101,7 @@ t.test('configuration of the operating limits', async (t) => {
     [600_000, 0, 60_000, 0, 0, 10_000]
   )
   t.equal(c.MCP_REDIS_URL, undefined)
+  t.equal(c.MCP_IDEMPOTENCY_LEASE_MS, 30_000)
   t.same(loadConfig({ MCP_REDIS_URL: 'redis://10.0.0.5:6379/2', MCP_REDIS_PREFIX: 'a:' }).MCP_REDIS_PREFIX, 'a:')
   t.throws(() => loadConfig({ MCP_REDIS_URL: 'http://x' }), /MCP_REDIS_URL="http:\/\/x"/)
   t.throws(() => loadConfig({ MCP_REDIS_PREFIX: 'a:' }), /MCP_REDIS_PREFIX is set without MCP_REDIS_URL/)

@@ -1,0 +1,142 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { freePort, requireBinary, startRedis, type RedisServer } from './redis-server.js'
+
+const main = fileURLToPath(new URL('../dist/src/main.js', import.meta.url))
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+export interface Instance {
+  port: number
+  upstream: string
+  process: ChildProcess
+  log: () => string
+}
+
+export interface Cluster {
+  url: string
+  redis: RedisServer
+  instances: Instance[]
+  nginx: ChildProcess
+  stop(): Promise<void>
+}
+
+/** nginx in front of the instances: round-robin, HTTP/1.1 keep-alive upstream, X-Upstream tells who answered. */
+export function nginxConf(dir: string, port: number, upstreams: number[]): string {
+  return `worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 512; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  upstream mcp {
+${upstreams.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=30s;`).join('\n')}
+    keepalive 16;
+  }
+  server {
+    listen 127.0.0.1:${port};
+    client_max_body_size 1m;
+    location / {
+      proxy_pass http://mcp;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $http_host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_read_timeout 300s;
+      proxy_buffering off;
+      add_header X-Upstream $upstream_addr always;
+    }
+  }
+}
+`
+}
+
+async function waitFor(url: string, what: string, proc: ChildProcess, log: () => string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (proc.exitCode !== null) throw new Error(`${what} exited with ${proc.exitCode}:\n${log()}`)
+    const ok = await fetch(url).then(
+      (r) => r.ok,
+      () => false
+    )
+    if (ok) return
+    await sleep(50)
+  }
+  throw new Error(`${what} did not become healthy within 10 s:\n${log()}`)
+}
+
+/**
+ * A real redis-server, three `node dist/src/main.js` sharing it (and one MCP_STATE_KEYS), and nginx
+ * round-robin in front, all on free loopback ports. Fails loudly when redis-server or nginx is missing.
+ */
+export async function startCluster(count = 3): Promise<Cluster> {
+  const nginxBin = requireBinary('nginx', 'nginx')
+  const redis = await startRedis()
+  const dir = mkdtempSync(join(tmpdir(), 'mcp-cluster-'))
+  const nginxPort = await freePort()
+  const ring = `k1:${Buffer.alloc(32, 9).toString('base64url')}`
+  const instances: Instance[] = []
+  let nginx: ChildProcess | undefined
+  const stop = async () => {
+    // SIGTERM and wait: the graceful path, and what writes each child's coverage.
+    await Promise.all(
+      instances.map(async (i) => {
+        if (i.process.exitCode === null && i.process.signalCode === null) {
+          i.process.kill('SIGTERM')
+          await once(i.process, 'exit')
+        }
+      })
+    )
+    if (nginx !== undefined && nginx.exitCode === null) {
+      nginx.kill('SIGTERM')
+      await once(nginx, 'exit')
+    }
+    await redis.stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+  try {
+    for (let n = 0; n < count; n++) {
+      const port = await freePort()
+      let out = ''
+      const child = spawn(process.execPath, [main], {
+        env: {
+          ...process.env,
+          HOST: '127.0.0.1',
+          PORT: String(port),
+          LOG_LEVEL: 'warn',
+          MCP_REDIS_URL: redis.url,
+          MCP_REDIS_PREFIX: 'cluster:',
+          MCP_STATE_KEYS: ring,
+          // Clients reach the instances through nginx: that is the Host they send.
+          MCP_ALLOWED_HOSTS: `127.0.0.1:${nginxPort}`,
+          MCP_TRUST_PROXY: '127.0.0.1',
+          // A retry after an instance died runs again once the dead instance's claim lapses.
+          MCP_IDEMPOTENCY_LEASE_MS: '2000'
+        },
+        stdio: ['ignore', 'pipe', 'pipe']
+      })
+      child.stdout!.on('data', (d: Buffer) => (out += String(d)))
+      child.stderr!.on('data', (d: Buffer) => (out += String(d)))
+      instances.push({ port, upstream: `127.0.0.1:${port}`, process: child, log: () => out })
+    }
+    for (const [n, i] of instances.entries()) await waitFor(`http://127.0.0.1:${i.port}/health`, `instance ${n}`, i.process, i.log)
+    const conf = join(dir, 'nginx.conf')
+    writeFileSync(conf, nginxConf(dir, nginxPort, instances.map((i) => i.port)))
+    nginx = spawn(nginxBin, ['-p', dir, '-e', join(dir, 'error.log'), '-c', conf, '-g', 'daemon off;'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let nginxOut = ''
+    nginx.stderr!.on('data', (d: Buffer) => (nginxOut += String(d)))
+    const nginxLog = () => nginxOut + readFileSync(join(dir, 'error.log'), { encoding: 'utf8', flag: 'a+' })
+    await waitFor(`http://127.0.0.1:${nginxPort}/health`, 'nginx', nginx, nginxLog)
+  } catch (err) {
+    await stop()
+    throw err
+  }
+  return { url: `http://127.0.0.1:${nginxPort}`, redis, instances, nginx: nginx!, stop }
+}
