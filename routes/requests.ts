@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errors } from '../src/errors.js'
 import { Header } from '../src/headers.js'
 import { sendEmpty, sendResult } from '../src/http/representation.js'
-import { checkResponse, type Asked } from '../src/mrtr/responses.js'
+import { askedOf, checkResponse } from '../src/mrtr/responses.js'
 import { Accepted, CommonHeaders, errorResponses } from '../src/schema/http.js'
 import { ClientResponseSchema, MessageSchema } from '../src/schema/messaging.js'
 import { Type } from '@sinclair/typebox'
@@ -63,10 +63,7 @@ const requests: FastifyPluginAsyncTypebox = async (fastify) => {
       const body = request.body as Record<string, unknown>
       const isError = typeof body.error === 'object' && body.error !== null && Object.keys(body).length === 1
       if (!isError) {
-        const params = queued.request.params as { mode?: string; requestedSchema?: Record<string, unknown> } | undefined
-        const asked: Asked = { m: queued.request.method, h: '' }
-        if (params?.mode !== 'url' && params?.requestedSchema !== undefined) asked.s = params.requestedSchema
-        checkResponse('response', asked, body)
+        checkResponse('response', askedOf(queued.request), body)
       }
       const answer = isError ? { error: body.error as { code: number; message: string } } : { result: body }
       if (!(await store.completeRequest(owner, id, answer))) throw errors.notFound(`Unknown or already answered request: ${id}`)

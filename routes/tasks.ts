@@ -4,7 +4,7 @@ import { errors } from '../src/errors.js'
 import { settleGet } from '../src/http/meta.js'
 import { sendRepresentation, sendResult } from '../src/http/representation.js'
 import { createContext } from '../src/http/request.js'
-import { checkResponse, type Asked } from '../src/mrtr/responses.js'
+import { askedOf, checkResponse } from '../src/mrtr/responses.js'
 import { CommonHeaders, GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
 import { AckSchema, CancelTaskBodySchema, DetailedTaskSchema, UpdateTaskBodySchema } from '../src/schema/tasks.js'
 import { etagOf } from '../src/core/etag.js'
@@ -67,10 +67,7 @@ const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
       for (const [key, response] of Object.entries(request.body.inputResponses)) {
         const req = outstanding[key]
         if (req === undefined) continue
-        const params = req.params as { mode?: string; requestedSchema?: Record<string, unknown> } | undefined
-        const asked: Asked = { m: req.method, h: '' }
-        if (params?.mode !== 'url' && params?.requestedSchema !== undefined) asked.s = params.requestedSchema
-        checkResponse(`inputResponses["${key}"]`, asked, response)
+        checkResponse(`inputResponses["${key}"]`, askedOf(req), response)
         answers[key] = response
       }
       if ((await store.answerTask(owner, task.taskId, answers)) === undefined) throw notFound(task.taskId)

@@ -14,6 +14,17 @@ export interface Asked {
   s?: Record<string, unknown>
 }
 
+/**
+ * What to remember of a request to check its answer later: its method, a digest (empty when the
+ * request is looked up by id instead), and a form elicitation's requested schema.
+ */
+export function askedOf(request: { method: string; params?: Record<string, unknown> | undefined }, digest = ''): Asked {
+  const asked: Asked = { m: request.method, h: digest }
+  const p = request.params as { mode?: string; requestedSchema?: Record<string, unknown> } | undefined
+  if (request.method === 'elicitation/create' && p?.mode !== 'url' && p?.requestedSchema !== undefined) asked.s = p.requestedSchema
+  return asked
+}
+
 const ajv = createValidator()
 const shapes: Record<string, ValidateFunction> = {
   'elicitation/create': compile(

@@ -8,7 +8,7 @@ import { askThroughQueue, requireCapabilities } from '../messaging/notify.js'
 import type { Store } from '../store/types.js'
 import { elicit, isQuestion, listRoots, questionFor, sample, type Outcome, type Question, type Root, type SampledMessage } from './questions.js'
 import { Declined, runPlan, type Plan } from './resolvers.js'
-import { checkResponse, type Asked } from './responses.js'
+import { askedOf, checkResponse, type Asked } from './responses.js'
 import type { SealBinding, StateSealer } from './seal.js'
 
 /** What a handler returns to ask for input itself (see {@link inputRequired}). */
@@ -187,7 +187,7 @@ export async function runRound<T>(
     if (!legacy) return { kind: 'input_required', result: inputRequiredResult(svc.sealer, bound, questions, carry, ctx) }
     // Legacy era: ask through /requests, then go round again with the answers (nothing to seal).
     responses = questions.size === 0 ? {} : await askThroughQueue(svc.store, ctx, questions, svc.answerTimeoutMs)
-    state = { ...carry, q: askedOf(questions) }
+    state = { ...carry, q: askedOfAll(questions) }
     retried = true
   }
 }
@@ -209,15 +209,8 @@ function isHandRolled(v: unknown): v is HandRolledInputRequired {
 }
 
 /** What the sealed state remembers of each question: method, digest and a form's schema. */
-function askedOf(questions: ReadonlyMap<string, Question<unknown>>): Record<string, Asked> {
-  const asked: Record<string, Asked> = {}
-  for (const [key, q] of questions) {
-    const a: Asked = { m: q.request.method, h: q.digest }
-    const p = q.request.params as { mode?: string; requestedSchema?: Record<string, unknown> } | undefined
-    if (q.request.method === 'elicitation/create' && p?.mode !== 'url' && p?.requestedSchema !== undefined) a.s = p.requestedSchema
-    asked[key] = a
-  }
-  return asked
+function askedOfAll(questions: ReadonlyMap<string, Question<unknown>>): Record<string, Asked> {
+  return Object.fromEntries([...questions].map(([key, q]) => [key, askedOf(q.request, q.digest)]))
 }
 
 /**
@@ -236,7 +229,7 @@ function inputRequiredResult(
   for (const [key, q] of questions) inputRequests[key] = q.request
   const result: Record<string, unknown> = { resultType: 'input_required' }
   if (questions.size > 0) result.inputRequests = inputRequests
-  result.requestState = sealer.seal(binding, { ...carry, q: askedOf(questions) } satisfies RoundState)
+  result.requestState = sealer.seal(binding, { ...carry, q: askedOfAll(questions) } satisfies RoundState)
   return result
 }
 
