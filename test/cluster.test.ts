@@ -93,6 +93,8 @@ t.test('MRTR: update_work_item in three rounds, each on another instance', async
   })
   t.equal(r3.body.content[0].text, 'Bug #4522 resolved as Duplicate of Bug #4301. State set to Resolved and duplicate link created.')
   t.equal(new Set([r1.upstream, r2.upstream, r3.upstream]).size, 3, 'three rounds, three instances')
+  const plain = await req('POST', '/tools/update_work_item/calls', { arguments: { workItemId: 7, fields: { 'System.Title': 'x' } }, _meta })
+  t.equal(plain.body.content[0].text, 'Bug #7 updated. State set to unchanged.', 'no rule fires: nothing is asked')
 })
 
 t.test('legacy elicitation: answered through /requests and /responses while the call waits on another instance', async (t) => {

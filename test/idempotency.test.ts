@@ -66,6 +66,10 @@ t.test('a retried call with the same Mcp-Request-Id runs once and replays the fi
   t.equal(bad.status, 400)
   const fixed = await call(app, post('count', 'call-2', { arguments: { n: 5 } }))
   t.same([fixed.status, fixed.body.content[0].text], [200, 'run 5 of n=5'], 'an error answer is not kept: the id is free again')
+  const streamed = async () =>
+    (await app.inject({ ...post('count', 'stream-1', { arguments: { n: 9 } }), headers: { 'mcp-request-id': 'stream-1', accept: 'text/event-stream' } })).payload
+  t.match(await streamed(), /event: result\ndata: .*run 6 of n=9/)
+  t.match(await streamed(), /run 7 of n=9/, 'a stream is not replayed: it runs again')
   const ping = await app.inject({ url: '/ping', headers: { 'mcp-request-id': 'call-1' } })
   t.equal(ping.statusCode, 202, 'only tool calls are deduplicated')
 })

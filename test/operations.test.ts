@@ -117,3 +117,23 @@ t.test('behind a trusted proxy, the client address comes from X-Forwarded-For', 
   const from = (ip: string) => app.inject({ url: '/tools', headers: { 'x-forwarded-for': ip } })
   t.same([(await from('1.1.1.1')).statusCode, (await from('1.1.1.1')).statusCode, (await from('2.2.2.2')).statusCode], [200, 429, 200])
 })
+
+t.test('two answers to one server-to-client request at once: one is taken, the other is 404', async (t) => {
+  const store = new MemoryStore()
+  const { app } = await build(t, { mcp: createDemoServer({ store }) })
+  await store.enqueueRequest('anonymous', 'q1', { method: 'roots/list' })
+  // Both answers get past the lookup before either completes the request, as on two instances.
+  const lookup = store.getRequest.bind(store)
+  let arrived = 0
+  let both: () => void
+  const barrier = new Promise<void>((r) => (both = r))
+  store.getRequest = async (owner, id) => {
+    const found = await lookup(owner, id)
+    if (++arrived === 2) both()
+    await barrier
+    return found
+  }
+  const answer = () => app.inject({ method: 'POST', url: '/responses', headers: { 'mcp-request-id': 'q1' }, payload: { roots: [] } })
+  const codes = (await Promise.all([answer(), answer()])).map((r) => r.statusCode).sort()
+  t.same(codes, [202, 404])
+})

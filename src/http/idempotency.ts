@@ -35,7 +35,8 @@ export interface IdempotencyOptions {
  * request (tool, body, `_meta`/retry headers, protocol version) is 409; while the first attempt
  * runs, 409 with `Retry-After: 1`. Only answers that were delivered count: an error status, or a
  * client that went away before its answer (its `ctx.signal` aborted the handler), leaves nothing,
- * so that a retry runs again.
+ * so that a retry runs again. A streamed call (`Accept: text/event-stream`) is not deduplicated: a
+ * stream of events as they happened cannot be replayed.
  */
 export function idempotentToolCalls(fastify: FastifyInstance, store: Store, options: IdempotencyOptions): void {
   if (options.ttlMs <= 0) return
@@ -45,6 +46,7 @@ export function idempotentToolCalls(fastify: FastifyInstance, store: Store, opti
   fastify.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
     const id = request.headers[Header.requestId]
     if (request.method !== 'POST' || request.routeOptions.url !== toolCall || id !== request.mcpState.requestId) return
+    if (request.headers.accept?.includes('text/event-stream') === true) return
     const owner = request.mcpState.principal.id
     const h = request.headers
     const digest = digestArguments({
@@ -59,6 +61,8 @@ export function idempotentToolCalls(fastify: FastifyInstance, store: Store, opti
         const renew = setInterval(() => {
           store.renewIdempotent(owner, id, leaseMs).catch((err: unknown) => request.log.warn({ err }, 'idempotency lease not renewed'))
         }, leaseMs / 3).unref()
+        // However the request ends, the claim is not renewed past it.
+        reply.raw.once('close', () => clearInterval(renew))
         request[kClaim] = { owner, id, renew }
         return
       }
