@@ -10,6 +10,7 @@ import { AckSchema, CancelTaskBodySchema, DetailedTaskSchema, UpdateTaskBodySche
 import { etagOf } from '../src/core/etag.js'
 import { detailedTask } from '../src/tasks/run.js'
 import { TERMINAL } from '../src/store/types.js'
+import { hasNoBody } from './notifications.js'
 
 const TaskParams = Type.Object({ taskId: Type.String({ minLength: 1, maxLength: 128 }) })
 
@@ -87,6 +88,15 @@ const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
         headers: CommonHeaders,
         body: CancelTaskBodySchema,
         response: { 200: AckSchema, ...errorResponses(404) }
+      },
+      // The body is optional: a bare POST cancels, whatever its Content-Type says.
+      onRequest: (request, _reply, done) => {
+        if (hasNoBody(request)) delete request.headers['content-type']
+        done()
+      },
+      preValidation: (request, _reply, done) => {
+        request.body ??= {}
+        done()
       }
     },
     async (request, reply) => {

@@ -44,7 +44,7 @@ t.test('tokens are stable, sealed and bound', async (t) => {
     await read(app, token.slice(0, -3) + (token.endsWith('AAA') ? 'BBB' : 'AAA')),
     await call(app, { url: '/resources/demo%3A%2F%2Freadme', headers: { 'mcp-meta': encodeJsonHeader({ resumeToken: token }) } })
   ]
-  for (const res of refused) t.same([res.status, res.body], [400, { code: -32602, message: 'Invalid or expired requestState' }])
+  for (const res of refused) t.same([res.status, res.body], [400, { code: -32602, message: 'Invalid or expired resumeToken' }])
   const notString = await call(app, { url: numbers, headers: { 'mcp-meta': '{"resumeToken":5}' } })
   t.same([notString.status, notString.body.message], [400, '_meta.resumeToken must be a string'])
 })
@@ -65,7 +65,7 @@ t.test('long work split across requests by maxRequestMs; the arguments may not c
   t.equal(res.body._meta, undefined, 'the final result carries no token')
   t.ok(parts > 1)
   const moved = await call1({ arguments: { n: 10 }, _meta: { resumeToken: first } })
-  t.same([moved.status, moved.body.message], [400, 'Invalid or expired requestState'])
+  t.same([moved.status, moved.body.message], [400, 'Invalid or expired resumeToken'])
 })
 
 t.test('no token on an error result; a requestState is not a resume token', async (t) => {
@@ -77,5 +77,5 @@ t.test('no token on an error result; a requestState is not a resume token', asyn
   t.same(failed.body, { content: [{ type: 'text', text: 'broke' }], isError: true, resultType: 'complete' })
   const state = (await call(app, { method: 'POST', url: '/tools/asks/calls', payload: {} })).body.requestState
   const swapped = await call(app, { method: 'POST', url: '/tools/asks/calls', payload: { _meta: { resumeToken: state } } })
-  t.same([swapped.status, swapped.body.message], [400, 'Invalid or expired requestState'])
+  t.same([swapped.status, swapped.body.message], [400, 'Invalid or expired resumeToken'])
 })

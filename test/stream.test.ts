@@ -60,6 +60,12 @@ t.test('Accept: text/event-stream streams notifications, then the result', async
     { event: 'notification', data: { method: 'notifications/progress', params: { progressToken: 'stream-1', progress: 2, message: 'finishing' } } },
     { event: 'result', data: { content: [{ type: 'text', text: 'done 2' }], resultType: 'complete' } }
   ])
+  const unknownLevel = await request(`${base}/tools/steps/calls`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: JSON.stringify({ arguments: { n: 0 }, _meta: { 'io.modelcontextprotocol/logLevel': 'chatty' } })
+  })
+  t.notMatch(await unknownLevel.body.text(), /notifications\/message/, 'an unknown level lets nothing through')
   const json = await request(`${base}/tools/steps/calls`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"arguments":{"n":1}}' })
   t.equal(json.headers['content-type'], 'application/json; charset=utf-8', 'JSON stays the default')
   t.same(await json.body.json(), { content: [{ type: 'text', text: 'done 1' }], resultType: 'complete' })

@@ -10,6 +10,7 @@ import { inputRequired } from '../src/mrtr/run.js'
 import { build, call } from './helper.js'
 
 const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } }
+const ASKING = { ...TASKS, elicitation: {}, roots: {}, sampling: {} }
 const meta = (caps: Record<string, unknown> = TASKS) => ({ 'io.modelcontextprotocol/clientCapabilities': caps })
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -96,7 +97,7 @@ t.test('input mid-task: input_required, partial answers, ignored keys, checked a
     return `${a.action === 'accept' ? a.content.v : '-'} ${n('x') + n('y')}`
   })
   const { app } = await build(t, { mcp })
-  const id = (await start(app, 'two_questions')).body.taskId
+  const id = (await start(app, 'two_questions', { _meta: meta(ASKING) })).body.taskId
   const asking = await until(app, id, (b) => b.status === 'input_required')
   t.same(Object.keys(asking.body.inputRequests), ['1.q'])
   const bad = await call(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '1.q': { action: 'accept', content: { v: 5 } } } } })
@@ -200,7 +201,7 @@ t.test('inside a task: roots, sampling, plain progress, logs; a misused input_re
   })
   mcp.tool({ name: 'misused', task: 'required' }, () => inputRequired({}))
   const { app } = await build(t, { mcp })
-  const id = (await start(app, 'asks_all')).body.taskId
+  const id = (await start(app, 'asks_all', { _meta: meta(ASKING) })).body.taskId
   const roots = await until(app, id, (b) => b.status === 'input_required')
   t.equal(roots.body.statusMessage, '1', 'progress without a message: the count')
   t.same(Object.values(roots.body.inputRequests).map((r: any) => r.method), ['roots/list'])
@@ -218,7 +219,7 @@ t.test('inside a task: roots, sampling, plain progress, logs; a misused input_re
 
 t.test('demo: needs_input_task takes no for an answer', async (t) => {
   const { app } = await build(t, { mcp: demo() })
-  const id = (await start(app, 'needs_input_task')).body.taskId
+  const id = (await start(app, 'needs_input_task', { _meta: meta(ASKING) })).body.taskId
   await until(app, id, (b) => b.status === 'input_required')
   await call(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '1.q': { action: 'decline' } } } })
   t.equal((await until(app, id, (b) => b.status === 'completed')).body.result.content[0].text, 'Not deployed.')
@@ -231,18 +232,18 @@ t.test('demo: slow_compute cancelled mid-way; needs_input_task approved', async 
   await call(app, { method: 'POST', url: `/tasks/${slow}/cancel`, payload: {} })
   const cancelled = await until(app, slow, (b) => b.status === 'cancelled')
   t.equal(cancelled.body.result, undefined, 'no result for a cancelled task')
-  const approve = (await start(app, 'needs_input_task')).body.taskId
+  const approve = (await start(app, 'needs_input_task', { _meta: meta(ASKING) })).body.taskId
   await until(app, approve, (b) => b.status === 'input_required')
   await call(app, { method: 'POST', url: `/tasks/${approve}/update`, payload: { inputResponses: { '1.q': { action: 'accept', content: { approve: true } } } } })
   t.equal((await until(app, approve, (b) => b.status === 'completed')).body.result.content[0].text, 'Deployed.')
-  const done = await call(app, { method: 'POST', url: `/tasks/${approve}/cancel`, payload: {} })
+  const done = await call(app, { method: 'POST', url: `/tasks/${approve}/cancel` })
   t.equal(done.status, 200, 'cancelling a finished task is acknowledged')
   t.equal((await call(app, { url: `/tasks/${approve}` })).body.status, 'completed', 'and changes nothing')
 })
 
 t.test('cancelling a task that waits for input stops the wait', async (t) => {
   const { app } = await build(t, { mcp: demo() })
-  const id = (await start(app, 'needs_input_task')).body.taskId
+  const id = (await start(app, 'needs_input_task', { _meta: meta(ASKING) })).body.taskId
   await until(app, id, (b) => b.status === 'input_required')
   await call(app, { method: 'POST', url: `/tasks/${id}/cancel`, payload: {} })
   const task = await until(app, id, (b) => b.status === 'cancelled')
@@ -250,4 +251,11 @@ t.test('cancelling a task that waits for input stops the wait', async (t) => {
   const late = await call(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '1.q': { action: 'accept', content: { approve: true } } } } })
   t.same([late.status, late.body], [200, { resultType: 'complete' }], 'a late answer is acknowledged and ignored')
   t.equal((await call(app, { url: `/tasks/${id}` })).body.status, 'cancelled')
+})
+
+t.test('a task never asks what the client did not declare: it fails with -32021', async (t) => {
+  const { app } = await build(t, { mcp: demo() })
+  const id = (await start(app, 'needs_input_task')).body.taskId
+  const failed = await until(app, id, (b) => b.status !== 'working')
+  t.same([failed.body.status, failed.body.error.code, failed.body.error.data], ['failed', -32021, { requiredCapabilities: { elicitation: {} } }])
 })

@@ -46,8 +46,10 @@ export function createDemoServer(
   mcp.resource(
     { uri: 'demo://readme', name: 'readme', title: 'Read me', description: 'What this demo offers.', mimeType: 'text/markdown' },
     () =>
-      '# MCP Pure HTTP demo\n\nTools: echo, add, get_weather (asks for a missing location), update_work_item (asks in two rounds).\n' +
-      'Resources: demo://readme, demo://roots (asks for your roots), demo://items/{id}.\nPrompts: greeting, code_review (asks for a tone).\n'
+      '# MCP Pure HTTP demo\n\nTools: echo, add, get_weather (asks for a missing location), update_work_item (asks in two rounds),\n' +
+      'slow_compute, failing_job and needs_input_task (tasks), long_sum (resumable).\n' +
+      'Resources: demo://readme, demo://roots (asks for your roots), demo://numbers (read in parts), demo://items/{id}.\n' +
+      'Prompts: greeting, code_review (asks for a tone).\n'
   )
 
   const items = new Map(['apple', 'banana', 'cherry'].map((name, i) => [String(i + 1), name]))

@@ -41,7 +41,8 @@ export async function streamResult(
     },
     // On a stream the request says its level in _meta (any era); without one, no log messages.
     sendLog: async (level: LoggingLevel, data: unknown, logger?: string) => {
-      if (typeof floor !== 'string' || LoggingLevels.indexOf(level) < LoggingLevels.indexOf(floor as LoggingLevel)) return
+      const min = typeof floor === 'string' ? LoggingLevels.indexOf(floor as LoggingLevel) : -1
+      if (min === -1 || LoggingLevels.indexOf(level) < min) return
       send('notification', { method: 'notifications/message', params: logger === undefined ? { level, data } : { level, data, logger } })
     }
   })

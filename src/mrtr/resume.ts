@@ -36,8 +36,11 @@ export function openResume(sealer: StateSealer, binding: Omit<SealBinding, 'prin
   const token = ctx.meta?.resumeToken
   if (token === undefined) return undefined
   if (typeof token !== 'string') throw errors.invalidParams('_meta.resumeToken must be a string')
-  const opened = sealer.open(token, purpose(binding, ctx.principal.id), ctx.log) as { r: unknown }
-  return opened.r
+  try {
+    return (sealer.open(token, purpose(binding, ctx.principal.id), ctx.log) as { r: unknown }).r
+  } catch {
+    throw errors.invalidParams('Invalid or expired resumeToken')
+  }
 }
 
 /**

@@ -5,6 +5,7 @@ import { isPlainObject } from '../headers.js'
 import { elicit, isQuestion, listRoots, questionFor, sample, type Question } from '../mrtr/questions.js'
 import type { RetryContext } from '../mrtr/run.js'
 import type { Store, TaskRecord } from '../store/types.js'
+import { requireCapabilities } from '../messaging/notify.js'
 
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks'
 /** The capability a client declares (per request in 2026-07-28, in initialize before) to get tasks. */
@@ -97,6 +98,8 @@ export async function startTask<T>(
   let rounds = 0
   const ask = async (questions: Map<string, Question<unknown>>): Promise<Record<string, Record<string, unknown>>> => {
     // Keys are unique over the task's life (the extension requires it): the round prefixes them.
+    // Never ask what the client did not declare: the task fails with -32021 instead of waiting forever.
+    requireCapabilities(questions.values(), ctx)
     const round = ++rounds
     const keys = new Map([...questions.keys()].map((k) => [`${round}.${k}`, k]))
     const inputRequests = Object.fromEntries([...keys].map(([wire, k]) => [wire, questions.get(k)!.request]))
