@@ -8,7 +8,8 @@ t.teardown(() => cluster.stop())
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const LEGACY = { 'mcp-protocol-version': '2025-11-25' }
-const TASKS = { 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } }
+// Tasks, and elicitation for the task that asks for approval half way.
+const TASKS = { 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} }, elicitation: {} } }
 
 interface Answer {
   status: number
