@@ -17,6 +17,7 @@ import completionsRoutes from '../routes/completions.js'
 import discoverRoutes from '../routes/discover.js'
 import initializeRoutes from '../routes/initialize.js'
 import logLevelRoutes from '../routes/log-level.js'
+import mcpEndpoint, { type JsonRpcOptions } from '../routes/mcp.js'
 import openapiRoutes from '../routes/openapi.js'
 import pingRoutes from '../routes/ping.js'
 import promptsRoutes from '../routes/prompts.js'
@@ -31,6 +32,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The route answers without authentication (the RFC 9728 metadata). */
     mcpPublic?: boolean
+    /** The JSON-RPC endpoint: it reads the protocol version from the message, not before it. */
+    mcpJsonRpc?: boolean
   }
 }
 
@@ -46,6 +49,11 @@ export interface McpPluginOptions extends HostOriginOptions {
   sessions?: boolean
   /** The version of a request that sends no `Mcp-Protocol-Version` (default 2026-07-28). */
   defaultProtocolVersion?: ProtocolVersion
+  /**
+   * The Streamable HTTP (JSON-RPC) endpoint beside the Pure HTTP routes (default: at `/mcp` under the
+   * plugin's prefix); `false` serves the Pure HTTP routes alone.
+   */
+  jsonRpc?: JsonRpcOptions | false
   /**
    * Identify the caller; throw an {@link McpError} (401/403) to refuse. Default: one anonymous
    * connection. Tool scopes are checked for every principal that is not `anonymous`: return
@@ -110,6 +118,11 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
       return done(errors.invalidRequest('Mcp-Request-Id must be 1-128 visible ASCII characters'))
     }
     const header = h[Header.protocolVersion]
+    if (request.routeOptions.config.mcpJsonRpc === true) {
+      // Settled from the message by routes/mcp.ts, so that even a refusal names the request's id.
+      request.mcpState = { requestId, version: defaultVersion, era: era(defaultVersion), versionFromHeader: false, principal: ANONYMOUS }
+      return done()
+    }
     let version: ProtocolVersion
     try {
       version = negotiateVersion(typeof header === 'string' ? header : undefined, defaultVersion)
@@ -212,6 +225,8 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   // Collect every method of every path so a wrong method is answered 405 with Allow, not 404.
   const allowed = new Map<string, Set<string>>()
   fastify.addHook('onRoute', (route) => {
+    // The JSON-RPC endpoint answers its own 405s, in the JSON-RPC envelope.
+    if (route.config?.mcpJsonRpc === true) return
     const methods = Array.isArray(route.method) ? route.method : [route.method]
     const url = route.url.slice(fastify.prefix.length)
     const set = allowed.get(url) ?? new Set<string>()
@@ -231,6 +246,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   await fastify.register(notificationsRoutes)
   await fastify.register(requestsRoutes)
   await fastify.register(tasksRoutes)
+  if (opts.jsonRpc !== false) await fastify.register(mcpEndpoint, { ...opts.jsonRpc, defaultVersion, metadataUrl })
   await fastify.register(openapiRoutes)
   if (oauth !== undefined) await fastify.register(wellKnownRoutes, oauth.metadata)
   await fastify.register(async (f: FastifyInstance) => {

@@ -3,6 +3,7 @@ export { McpServer, type McpServerOptions, type Representation } from './core/mc
 export type * from './core/definitions.js'
 export { ANONYMOUS, type Principal, type RequestContext, type Logger } from './core/context.js'
 export { mcpPlugin, type McpPluginOptions } from './app.js'
+export type { JsonRpcOptions } from '../routes/mcp.js'
 export { buildServer, type BuildServerOptions } from './server.js'
 export { bearerAuth, DEFAULT_ALGORITHMS, type Authenticate, type BearerAuthOptions } from './auth/bearer.js'
 export type { OAuthOptions } from './auth/oauth.js'

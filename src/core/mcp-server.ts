@@ -141,6 +141,8 @@ export class McpServer extends Registry {
         serverInfo: this.serverInfo
       }
       if (this.instructions !== undefined) result.instructions = this.instructions
+      // 2026-07-28 identifies the server in the result's _meta (the body field is the older form).
+      if (era === 'modern') result._meta = { 'io.modelcontextprotocol/serverInfo': this.serverInfo }
       return finishCacheable(era, result, this.cacheHints)
     })
   }

@@ -1,0 +1,138 @@
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
+import { withResourceMetadata } from '../src/auth/bearer.js'
+import type { RequestContext } from '../src/core/context.js'
+import { ErrorCode, McpError, errors } from '../src/errors.js'
+import { Header } from '../src/headers.js'
+import { toMcpError } from '../src/http/errors.js'
+import { createContext, type RetryParams } from '../src/http/request.js'
+import { cancelKey, explainAsk, jsonRpcContext } from '../src/jsonrpc/context.js'
+import { settleVersion } from '../src/jsonrpc/era.js'
+import { checkStandardHeaders, headerValue } from '../src/jsonrpc/headers.js'
+import { ListenStreams } from '../src/jsonrpc/listen.js'
+import { STREAMED, errorText, idOf, parseMessage, resultText, type RequestId } from '../src/jsonrpc/message.js'
+import { methodFor, run, type Call } from '../src/jsonrpc/methods.js'
+import { ResponseStream } from '../src/jsonrpc/stream.js'
+import { MetaKey, type Era, type ProtocolVersion } from '../src/protocol.js'
+
+/** Options of the Streamable HTTP (JSON-RPC) endpoint. */
+export interface JsonRpcOptions {
+  /** Where it answers, under the plugin's prefix (default `/mcp`). */
+  path?: string
+  /** How often a quiet `subscriptions/listen` stream sends a keep-alive comment (default 15 s). */
+  keepAliveMs?: number
+}
+
+interface EndpointOptions extends JsonRpcOptions {
+  /** The version of legacy-era messages without `MCP-Protocol-Version` (a 2026-07-28 default means 2025-11-25). */
+  defaultVersion: ProtocolVersion
+  /** The `resource_metadata` URL that 401 and 403 challenges name (OAuth). */
+  metadataUrl: string | undefined
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8'
+// The JSON-RPC id of each request, once read, so that every error names it (notifications: none).
+const rpcIds = new WeakMap<FastifyRequest, RequestId | null | undefined>()
+// What 2026-07-28 answers with a status of its own even when a handler raises it.
+const STATUS_CODES = new Set<number>([ErrorCode.methodNotFound, ErrorCode.headerMismatch, ErrorCode.missingCapability, ErrorCode.unsupportedVersion])
+
+/**
+ * The Streamable HTTP transport (JSON-RPC over `POST /mcp`) for 2025-06-18, 2025-11-25 and 2026-07-28,
+ * stateless: no session; one JSON response per request, or an SSE stream once the request has
+ * notifications to send (progress, log messages; see `ResponseStream`). A second face over the same core as the Pure
+ * HTTP routes: it reads the message, settles its version (see `settleVersion`), builds the core's
+ * context with the same `createContext`, and calls the same `McpServer` methods.
+ *
+ * Statuses: malformed messages and transport failures 4xx; the 2026-07-28 envelope and header checks
+ * 400 (-32602, -32020, -32022), unknown methods 404 (-32601), -32021 400; every other JSON-RPC error,
+ * and every legacy-era one, rides in a 200 (as the official SDKs answer), except 401/403 challenges.
+ */
+const mcpEndpoint: FastifyPluginAsync<EndpointOptions> = async (fastify, opts) => {
+  const path = opts.path ?? '/mcp'
+  const streams = new ListenStreams(opts.keepAliveMs ?? 15_000)
+  fastify.addHook('preClose', async () => streams.closeAll())
+
+  // Everything thrown on this endpoint, the hooks' refusals included, leaves in the JSON-RPC envelope.
+  fastify.setErrorHandler((err, request, reply) => {
+    let error = toMcpError(err, request)
+    if (opts.metadataUrl !== undefined) error = withResourceMetadata(error, opts.metadataUrl)
+    if (error.headers !== undefined) reply.headers(error.headers)
+    reply.code(error.status).type(JSON_TYPE).send(errorText(rpcIds.has(request) ? rpcIds.get(request) : null, error))
+  })
+
+  fastify.post(path, { config: { mcpJsonRpc: true }, schema: { hide: true } }, async (request, reply) => {
+    rpcIds.set(request, idOf(request.body))
+    const msg = parseMessage(request.body)
+    // A client's answer to a server-to-client request: nothing asks over this endpoint yet (see README).
+    if (msg.kind === 'response') return reply.code(202).send()
+    if (msg.kind === 'notification') rpcIds.set(request, undefined)
+    const settled = settleVersion(msg, headerValue(request.headers, Header.protocolVersion), opts.defaultVersion)
+    Object.assign(request.mcpState, { version: settled.version, era: settled.era, versionFromHeader: settled.fromHeader })
+    reply.header(Header.protocolVersion, settled.version)
+    if (settled.era === 'modern') checkStandardHeaders(msg, request.headers)
+    if (msg.kind === 'notification') {
+      // 2026-07-28 cancels by closing the stream; a legacy client names the request it cancels.
+      if (msg.method === 'notifications/cancelled' && settled.era === 'legacy') await cancel(request, msg.params)
+      return reply.code(202).send()
+    }
+
+    const legacy = settled.era === 'legacy'
+    // A legacy request is known by its JSON-RPC id, which notifications/cancelled names.
+    if (legacy) request.mcpState.requestId = cancelKey(msg.id)
+    const stream = new ResponseStream(reply, headerValue(request.headers, 'accept')?.includes('text/event-stream') === true)
+    let context: Promise<RequestContext> | undefined
+    const call: Call = {
+      request,
+      reply,
+      id: msg.id,
+      era: settled.era,
+      streams,
+      context: () =>
+        (context ??= createContext(request, reply, msg.params as RetryParams).then(async (ctx) => {
+          const floor = legacy ? await request.server.mcpStore.getLogLevel(ctx.principal.id) : ctx.meta?.[MetaKey.logLevel]
+          return jsonRpcContext(legacy ? ctx.cancellable(fastify.mcpInflight) : ctx, stream, floor)
+        }))
+    }
+    let answer
+    try {
+      answer = await run(methodFor(msg.method, settled.era), msg.method, msg.params, call)
+    } catch (err) {
+      const error = inBand(toMcpError(err, request), settled.era)
+      if (!stream.open) throw legacy ? explainAsk(error) : error
+      // Notifications went out already: the error is the stream's last event.
+      stream.end(errorText(msg.id, error))
+      return reply
+    }
+    if (answer === STREAMED) return reply
+    const text = resultText(msg.id, typeof answer === 'string' ? answer : JSON.stringify(answer))
+    if (!stream.open) return reply.type(JSON_TYPE).send(text)
+    stream.end(text)
+    return reply
+  })
+
+  // No server-initiated stream (GET) and no session to end (DELETE) on a stateless endpoint.
+  fastify.route({
+    method: ['GET', 'DELETE', 'PUT', 'PATCH', 'OPTIONS'],
+    url: path,
+    config: { mcpJsonRpc: true },
+    schema: { hide: true },
+    handler: async () => {
+      throw errors.methodNotAllowed(['POST'])
+    }
+  })
+}
+
+/** `notifications/cancelled` from a legacy-era client: abort the request it names, on whichever instance runs it. */
+async function cancel(request: FastifyRequest, params: Record<string, unknown>): Promise<void> {
+  const id = params.requestId
+  if (typeof id !== 'string' && typeof id !== 'number') throw errors.invalidParams('notifications/cancelled needs params.requestId')
+  const reason = typeof params.reason === 'string' ? params.reason.slice(0, 256) : undefined
+  await request.server.mcpStore.publishCancel(request.mcpState.principal.id, cancelKey(id), reason)
+}
+
+/** An error raised while serving a method, with the status its era gives it (see {@link mcpEndpoint}). */
+function inBand(error: McpError, era: Era): McpError {
+  if (error.headers !== undefined || (era === 'modern' && STATUS_CODES.has(error.code))) return error
+  return new McpError(error.code, error.message, 200, error.data)
+}
+
+export default mcpEndpoint

@@ -1,0 +1,92 @@
+import { Type, type Static } from '@sinclair/typebox'
+import type { OutgoingHttpHeaders } from 'node:http'
+import type { ListKind } from '../core/registry.js'
+import { MetaSchema } from '../schema/common.js'
+import { STREAMED, type RequestId } from './message.js'
+import type { Call } from './methods.js'
+
+export const ListenParamsSchema = Type.Object({
+  notifications: Type.Object({
+    toolsListChanged: Type.Optional(Type.Boolean()),
+    promptsListChanged: Type.Optional(Type.Boolean()),
+    resourcesListChanged: Type.Optional(Type.Boolean()),
+    resourceSubscriptions: Type.Optional(Type.Array(Type.String({ maxLength: 4096 }), { maxItems: 1000 }))
+  }),
+  _meta: Type.Optional(MetaSchema)
+})
+type Filter = Static<typeof ListenParamsSchema>['notifications']
+type Flag = 'toolsListChanged' | 'promptsListChanged' | 'resourcesListChanged'
+
+const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId'
+
+/** Which filter flag lets a catalogue change through, and the notification it becomes. */
+const CHANGE: Record<ListKind, readonly [Flag, string]> = {
+  tools: ['toolsListChanged', 'notifications/tools/list_changed'],
+  prompts: ['promptsListChanged', 'notifications/prompts/list_changed'],
+  resources: ['resourcesListChanged', 'notifications/resources/list_changed'],
+  templates: ['resourcesListChanged', 'notifications/resources/list_changed']
+}
+
+/**
+ * `subscriptions/listen` (2026-07-28): an SSE response that stays open and carries the change
+ * notifications the client asked for, each tagged with the subscription id (the request's id). It
+ * needs no shared state: the catalogue is this process's own, so any instance can serve a stream.
+ * `resourceSubscriptions` is left out of the acknowledgement (the client learns it is not honoured)
+ * until resource updates reach this process as events.
+ */
+export class ListenStreams {
+  readonly #open = new Set<() => void>()
+
+  constructor(readonly keepAliveMs: number) {}
+
+  async open(call: Call, filter: Filter): Promise<typeof STREAMED> {
+    const { reply, id } = call
+    const agreed: Partial<Record<Flag, true>> = {}
+    for (const [flag] of Object.values(CHANGE)) if (filter[flag] === true) agreed[flag] = true
+    const meta = { [SUBSCRIPTION_ID]: id }
+    reply.hijack()
+    const res = reply.raw
+    res.writeHead(200, {
+      ...(reply.getHeaders() as OutgoingHttpHeaders),
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      // Tell nginx and friends not to hold the events back.
+      'x-accel-buffering': 'no'
+    })
+    const send = (message: object) => res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', ...message })}\n\n`)
+    send({ method: 'notifications/subscriptions/acknowledged', params: { _meta: meta, notifications: agreed } })
+    const stop = call.request.server.mcp.onChange((kind) => {
+      const [flag, method] = CHANGE[kind]
+      if (agreed[flag] === true) send({ method, params: { _meta: meta } })
+    })
+    // A comment line now and then keeps proxies and idle timeouts from closing a quiet stream.
+    const timer = setInterval(() => res.write(':\n\n'), this.keepAliveMs).unref()
+    const cleanup = () => {
+      stop()
+      clearInterval(timer)
+      this.#open.delete(close)
+    }
+    const close = () => {
+      cleanup()
+      send(graceful(id, meta))
+      res.end()
+    }
+    this.#open.add(close)
+    // The stream is over, whoever ended it: the connection goes with it, so that a stopping server
+    // does not wait out its keep-alive.
+    res.once('close', () => {
+      cleanup()
+      res.destroy()
+    })
+    return STREAMED
+  }
+
+  /** End every stream the way the spec asks of a server that stops: the listen request's result, then the end. */
+  closeAll(): void {
+    for (const close of [...this.#open]) close()
+  }
+}
+
+function graceful(id: RequestId, meta: Record<string, RequestId>): object {
+  return { id, result: { resultType: 'complete', _meta: meta } }
+}

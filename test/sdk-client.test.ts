@@ -1,0 +1,56 @@
+import t from 'tap'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js'
+import { Agent, fetch } from 'undici'
+import { createDemoServer } from '../src/demo/catalogue.js'
+import { buildServer } from '../src/server.js'
+import { DEMO_TOOLS } from './helper.js'
+
+/**
+ * The official TypeScript SDK (`@modelcontextprotocol/sdk` 1.x, which speaks up to 2025-11-25) as a
+ * client of the demo over a real socket: its Streamable HTTP transport, handshake and typed calls.
+ * The 1.x client knows no `input_required` (multi round-trip requests are 2026-07-28), so an MRTR
+ * flow cannot go through it; what it sees of a tool that must ask is checked instead.
+ */
+t.test('the official SDK client drives the demo through /mcp', async (t) => {
+  const app = await buildServer({ mcp: createDemoServer(), logger: false })
+  const agent = new Agent()
+  t.teardown(async () => {
+    await agent.destroy()
+    await app.close()
+  })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = app.server.address() as { port: number }
+  // The SDK's requests go through an agent of this test's own, closed with it.
+  const viaAgent = ((url, init) => fetch(url, { ...(init as object), dispatcher: agent })) as FetchLike
+  const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), { fetch: viaAgent })
+  const client = new Client({ name: 'sdk-test', version: '1.0.0' }, { capabilities: { elicitation: {} } })
+  await client.connect(transport)
+  t.teardown(() => client.close())
+
+  t.equal(transport.protocolVersion, '2025-11-25')
+  t.equal(transport.sessionId, undefined, 'stateless: no session')
+  t.equal(client.getServerVersion()?.name, 'mcp-pure-http-demo')
+  t.match(client.getServerCapabilities(), { tools: {}, prompts: {}, resources: {}, completions: {} })
+  t.match(client.getInstructions(), /demo server/)
+
+  const { tools } = await client.listTools()
+  t.same(tools.map((x) => x.name), DEMO_TOOLS)
+  t.same(await client.callTool({ name: 'echo', arguments: { text: 'über' } }), { content: [{ type: 'text', text: 'über' }] })
+  // The SDK checks structuredContent against the tool's outputSchema itself.
+  t.same((await client.callTool({ name: 'add', arguments: { a: 1.5, b: 2 } })).structuredContent, { sum: 3.5 })
+  t.same(await client.readResource({ uri: 'demo://items/2' }), {
+    contents: [{ uri: 'demo://items/2', mimeType: 'application/json', text: '{"id":2,"name":"banana"}' }]
+  })
+  t.same((await client.listResourceTemplates()).resourceTemplates.map((x) => x.uriTemplate), ['demo://items/{id}'])
+  const prompt = await client.getPrompt({ name: 'greeting', arguments: { name: 'Ada' } })
+  t.same(prompt.messages, [{ role: 'user', content: { type: 'text', text: 'Please write a short, warm greeting for Ada.' } }])
+  t.same((await client.complete({ ref: { type: 'ref/prompt', name: 'greeting' }, argument: { name: 'name', value: 'G' } })).completion.values, ['Grace'])
+  t.same(await client.ping(), {})
+  t.same(await client.setLoggingLevel('warning'), {})
+
+  // A protocol error reaches the SDK as its McpError, with the code (errors ride in a 200 for it).
+  await t.rejects(client.readResource({ uri: 'demo://items/9' }), { code: -32002, message: /Resource not found/ })
+  await t.rejects(client.callTool({ name: 'get_weather', arguments: {} }), { code: -32021 })
+})
