@@ -10,19 +10,22 @@ const COLORS: Record<string, string> = {
 }
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
 
-const LEFT = 230
-const WIDTH = 860
+const LEFT = 300
+const WIDTH = 980
 const PLOT = WIDTH - LEFT - 80
 const BAR = 14
 
 interface Bar {
   target: string
   value: number
+  /** The same ratio from CPU time per request, drawn as a tick across the bar. */
+  byCpu: number
   label: string
   tip: string
 }
 interface Panel {
   title: string
+  subtitle: string
   groups: { workload: string; bars: Bar[]; goal?: number }[]
   /** Value to x offset in [0, 1]. */
   scale: (v: number) => number
@@ -32,8 +35,11 @@ interface Panel {
 /** One chart panel from `top`: title, grid, bar groups, dashed goals. Returns its SVG and height. */
 function panel(p: Panel, top: number): { body: string; height: number } {
   const x = (v: number) => LEFT + Math.max(0, Math.min(1, p.scale(v))) * PLOT
-  const parts = [`<text x="${LEFT}" y="${top + 14}" font-size="13" font-weight="bold">${esc(p.title)}</text>`]
-  let y = top + 30
+  const parts = [
+    `<text x="${LEFT}" y="${top + 14}" font-size="13" font-weight="bold">${esc(p.title)}</text>`,
+    `<text x="${LEFT}" y="${top + 30}" fill="#4b5563">${esc(p.subtitle)}</text>`
+  ]
+  let y = top + 44
   const gridTop = y - 6
   for (const g of p.groups) {
     const groupTop = y
@@ -43,6 +49,10 @@ function panel(p: Panel, top: number): { body: string; height: number } {
         `<rect x="${LEFT}" y="${y}" width="${(x(b.value) - LEFT).toFixed(1)}" height="${BAR}" fill="${COLORS[b.target]}"><title>${esc(b.tip)}</title></rect>`,
         `<text x="${(x(b.value) + 4).toFixed(1)}" y="${y + 11}">${esc(b.label)}</text>`
       )
+      if (Number.isFinite(b.byCpu)) {
+        const cx = x(b.byCpu).toFixed(1)
+        parts.push(`<line x1="${cx}" x2="${cx}" y1="${y - 2}" y2="${y + BAR + 2}" stroke="#111" stroke-width="2"><title>by CPU per request: ${fmt(b.byCpu, 2)}x</title></line>`)
+      }
       y += BAR + 3
     }
     if (g.goal !== undefined) {
@@ -65,7 +75,8 @@ function panel(p: Panel, top: number): { body: string; height: number } {
 export function svg(r: Results): string {
   const present = ORDER.filter((t) => t !== 'bare' && r.measurements.some((m) => m.target === t))
   const relative: Panel = {
-    title: 'Throughput relative to bare Fastify = 100% (dashed: the target)',
+    title: 'Throughput relative to bare Fastify (100%)',
+    subtitle: 'bar: req/s; black tick: the same ratio from CPU time per request; dashed: the target',
     groups: workloads(r)
       .filter((w) => find(r, w, 'bare') !== undefined)
       .map((w) => {
@@ -74,7 +85,8 @@ export function svg(r: Results): string {
           const m = find(r, w, t)
           if (m === undefined || t === 'bare') return []
           const v = m.rps / bare.rps
-          return [{ target: t, value: v, label: `${fmt(v * 100, v < 0.1 ? 1 : 0)}%`, tip: `${TARGETS[t]}: ${fmt(m.rps)} req/s` }]
+          const byCpu = bare.cpuUsPerRequest / m.cpuUsPerRequest
+          return [{ target: t, value: v, byCpu, label: `${fmt(v * 100, v < 0.1 ? 1 : 0)}%`, tip: `${TARGETS[t]}: ${fmt(m.rps)} req/s` }]
         })
         const goal = RATIO_TARGETS[w]?.rps
         return goal === undefined ? { workload: w, bars } : { workload: w, bars, goal }
@@ -83,14 +95,16 @@ export function svg(r: Results): string {
     ticks: [0, 0.25, 0.5, 0.75, 1, 1.2].map((v) => ({ value: v, label: `${v * 100}%` }))
   }
   const versus: Panel = {
-    title: `mcp-pure-http throughput as a multiple of the SDK servers' (log scale, dashed: ${SDK_FACTOR}x)`,
+    title: "mcp-pure-http's throughput as a multiple of the SDK servers'",
+    subtitle: `log scale; bar: req/s; black tick: from CPU time per request; dashed: the ${SDK_FACTOR}x target`,
     groups: workloads(r).flatMap((w) => {
       const ours = find(r, w, 'ours')
       const bars = SDKS.flatMap((t) => {
         const m = find(r, w, t)
         if (m === undefined || ours === undefined) return []
         const v = ours.rps / m.rps
-        return [{ target: t, value: v, label: ratio(v), tip: `${TARGETS[t]}: ${fmt(m.rps)} req/s` }]
+        const byCpu = m.cpuUsPerRequest / ours.cpuUsPerRequest
+        return [{ target: t, value: v, byCpu, label: ratio(v), tip: `${TARGETS[t]}: ${fmt(m.rps)} req/s` }]
       })
       return bars.length === 0 ? [] : [{ workload: w, bars, goal: SDK_FACTOR }]
     }),

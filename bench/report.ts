@@ -11,11 +11,13 @@ export interface Measurement {
   rps: number
   p50Ms: number
   p99Ms: number
+  /** Server CPU time per request (all its threads), the lowest of the runs, in µs. */
+  cpuUsPerRequest: number
   bytesPerResponse: number
   /** Resident memory right after the workload, and the process's peak so far (VmHWM), in MB. */
   rssMb: number
   peakMb: number
-  runs: { rps: number; p50Ms: number; p99Ms: number }[]
+  runs: { rps: number; p50Ms: number; p99Ms: number; cpuUsPerRequest: number }[]
 }
 
 export interface Results {
@@ -48,6 +50,11 @@ export interface Check {
   op: '>=' | '<='
   pass: boolean
   unit: string
+  /**
+   * For throughput ratios: the same ratio from CPU time per request, which holds when other work
+   * takes CPU from the servers (req/s then measures the share of the core each server got).
+   */
+  byCpu?: number
 }
 
 /** Display names of the targets, in table order. */
@@ -81,20 +88,22 @@ export const workloads = (r: Results): string[] => [...new Set(r.measurements.ma
 /** The issue's targets, each with its value from this run. Targets whose numbers are missing are left out. */
 export function checks(r: Results): Check[] {
   const out: Check[] = []
-  const check = (name: string, value: number, op: Check['op'], limit: number, unit: string) =>
-    out.push({ name, value, op, limit, unit, pass: op === '>=' ? value >= limit : value <= limit })
+  const check = (name: string, value: number, op: Check['op'], limit: number, unit: string, byCpu?: number) =>
+    out.push({ name, value, op, limit, unit, pass: op === '>=' ? value >= limit : value <= limit, ...(byCpu === undefined ? {} : { byCpu }) })
   for (const workload of workloads(r)) {
     const ours = find(r, workload, 'ours')
     const bare = find(r, workload, 'bare')
     const goal = RATIO_TARGETS[workload]
     if (ours === undefined) continue
     if (goal !== undefined && bare !== undefined) {
-      check(`${workload}: req/s vs bare Fastify`, ours.rps / bare.rps, '>=', goal.rps, 'x')
+      check(`${workload}: req/s vs bare Fastify`, ours.rps / bare.rps, '>=', goal.rps, 'x', bare.cpuUsPerRequest / ours.cpuUsPerRequest)
       if (goal.p99 !== undefined) check(`${workload}: p99 vs bare Fastify`, ours.p99Ms / bare.p99Ms, '<=', goal.p99, 'x')
     }
     for (const sdk of SDKS) {
       const other = find(r, workload, sdk)
-      if (other !== undefined) check(`${workload}: req/s vs ${TARGETS[sdk]}`, ours.rps / other.rps, '>=', SDK_FACTOR, 'x')
+      if (other !== undefined) {
+        check(`${workload}: req/s vs ${TARGETS[sdk]}`, ours.rps / other.rps, '>=', SDK_FACTOR, 'x', other.cpuUsPerRequest / ours.cpuUsPerRequest)
+      }
     }
   }
   if (r.seal !== undefined) check('seal + open one requestState', r.seal.usPerSealOpen, '<=', SEAL_LIMIT_US, 'µs')
@@ -124,8 +133,8 @@ export const ratio = (n: number) => (!Number.isFinite(n) ? '-' : n >= 10 ? `${n.
 /** The results as a Markdown table (also readable as plain text), one row per workload and target. */
 export function table(r: Results): string {
   const rows = [
-    '| workload | server | req/s | p50 ms | p99 ms | peak RSS MB | vs bare Fastify | mcp-pure-http vs this |',
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |'
+    '| workload | server | req/s | p50 ms | p99 ms | CPU µs/req | peak RSS MB | vs bare Fastify | mcp-pure-http vs this |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |'
   ]
   for (const workload of workloads(r)) {
     const ours = find(r, workload, 'ours')
@@ -136,7 +145,7 @@ export function table(r: Results): string {
       const vsBare = bare === undefined || target === 'bare' ? '' : `${fmt((m.rps / bare.rps) * 100, 1)}%`
       const oursVs = ours === undefined || target === 'ours' ? '' : ratio(ours.rps / m.rps)
       rows.push(
-        `| ${workload} | ${TARGETS[target]} | ${fmt(m.rps)} | ${fmt(m.p50Ms, 2)} | ${fmt(m.p99Ms, 2)} | ${fmt(m.peakMb)} | ${vsBare} | ${oursVs} |`
+        `| ${workload} | ${TARGETS[target]} | ${fmt(m.rps)} | ${fmt(m.p50Ms, 2)} | ${fmt(m.p99Ms, 2)} | ${fmt(m.cpuUsPerRequest, 1)} | ${fmt(m.peakMb)} | ${vsBare} | ${oursVs} |`
       )
     }
   }
@@ -149,7 +158,8 @@ export function verdicts(r: Results): string {
     .map((c) => {
       const value = c.unit === 'x' ? ratio(c.value) : `${fmt(c.value, c.unit === '%' ? 1 : 1)} ${c.unit}`
       const limit = c.unit === 'x' ? ratio(c.limit) : `${c.limit} ${c.unit}`
-      return `${c.pass ? 'PASS' : 'FAIL'}  ${c.name}: ${value} (target ${c.op} ${limit})`
+      const byCpu = c.byCpu === undefined ? '' : `; by CPU per request ${ratio(c.byCpu)}`
+      return `${c.pass ? 'PASS' : 'FAIL'}  ${c.name}: ${value} (target ${c.op} ${limit}${byCpu})`
     })
     .join('\n')
 }

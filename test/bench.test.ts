@@ -11,10 +11,11 @@ const m = (workload: string, target: string, rps: number, p99Ms: number): Measur
   rps,
   p50Ms: p99Ms / 4,
   p99Ms,
+  cpuUsPerRequest: 1e6 / rps / 2,
   bytesPerResponse: 300,
   rssMb: 80,
   peakMb: 90,
-  runs: [{ rps, p50Ms: p99Ms / 4, p99Ms }]
+  runs: [{ rps, p50Ms: p99Ms / 4, p99Ms, cpuUsPerRequest: 1e6 / rps / 2 }]
 })
 
 const fixture = (): Results => ({
@@ -42,6 +43,8 @@ const fixture = (): Results => ({
 t.test('checks: the issue targets, from the same run', async (t) => {
   const byName = Object.fromEntries(checks(fixture()).map((c) => [c.name, c]))
   t.match(byName['tools/call echo: req/s vs bare Fastify'], { value: 0.9, op: '>=', limit: 0.85, pass: true })
+  t.ok(Math.abs(byName['tools/call echo: req/s vs bare Fastify']!.byCpu! - 0.9) < 1e-9, 'the same ratio from CPU per request')
+  t.equal(byName['tools/call echo: p99 vs bare Fastify']!.byCpu, undefined, 'latency has no CPU form')
   t.match(byName['tools/call echo: p99 vs bare Fastify'], { op: '<=', limit: 1.5, pass: true })
   t.match(byName['tools/call echo: req/s vs SDK v1 (Express)'], { value: 45, pass: true })
   t.match(byName['tools/call echo: req/s vs SDK v2 (Fastify adapter)'], { value: 15, pass: false })
@@ -70,18 +73,19 @@ t.test('table: one row per workload and server, with the ratios', async (t) => {
   const text = table(fixture())
   const lines = text.split('\n')
   t.equal(lines.length, 2 + fixture().measurements.length)
-  t.match(text, '| tools/call echo | mcp-pure-http | 45000 | 0.30 | 1.20 | 90 | 90.0% |  |')
-  t.match(text, '| tools/call echo | bare Fastify | 50000 | 0.25 | 1.00 | 90 |  | 0.90x |')
-  t.match(text, '| tools/call echo | SDK v1 (Express) | 1000 | 10.00 | 40.00 | 90 | 2.0% | 45x |')
-  t.match(text, '| only bare | bare Fastify | 10 | - | - | 90 |  |  |', 'missing numbers are dashes')
-  t.match(text, '| tools/list (200 tools) | SDK v2 createMcpHandler | 10 | 225.00 | 900.00 | 90 |  | 900x |')
+  t.match(text, '| tools/call echo | mcp-pure-http | 45000 | 0.30 | 1.20 | 11.1 | 90 | 90.0% |  |')
+  t.match(text, '| tools/call echo | bare Fastify | 50000 | 0.25 | 1.00 | 10.0 | 90 |  | 0.90x |')
+  t.match(text, '| tools/call echo | SDK v1 (Express) | 1000 | 10.00 | 40.00 | 500.0 | 90 | 2.0% | 45x |')
+  t.match(text, '| only bare | bare Fastify | 10 | - | - | 50000.0 | 90 |  |  |', 'missing numbers are dashes')
+  t.match(text, '| tools/list (200 tools) | SDK v2 createMcpHandler | 10 | 225.00 | 900.00 | 50000.0 | 90 |  | 900x |')
   t.same(workloads(fixture()), ['tools/call echo', 'tools/list 304 (200 tools)', 'MRTR round 1 (seal)', 'only bare', 'tools/list (200 tools)'])
 })
 
 t.test('verdicts: PASS or FAIL with the value and the target', async (t) => {
   const text = verdicts(fixture())
-  t.match(text, 'PASS  tools/call echo: req/s vs bare Fastify: 0.90x (target >= 0.85x)')
-  t.match(text, 'FAIL  tools/call echo: req/s vs SDK v2 (Fastify adapter): 15x (target >= 20x)')
+  t.match(text, 'PASS  tools/call echo: req/s vs bare Fastify: 0.90x (target >= 0.85x; by CPU per request 0.90x)')
+  t.match(text, 'PASS  tools/call echo: p99 vs bare Fastify: 1.20x (target <= 1.50x)\n')
+  t.match(text, 'FAIL  tools/call echo: req/s vs SDK v2 (Fastify adapter): 15x (target >= 20x; by CPU per request 15x)')
   t.match(text, 'PASS  seal + open one requestState: 25.0 µs (target <= 100 µs)')
   t.match(text, 'FAIL  soak 600 s: RSS growth: 25.0 % (target <= 10 %)')
   const odd = fixture()
@@ -100,6 +104,11 @@ t.test('svg: both panels, escaped text, targets dashed', async (t) => {
   t.match(out, '>2.0%<', 'small ratios keep a decimal')
   t.match(out, '>45x<')
   t.equal(out.match(/stroke-dasharray/g)?.length, 2 + 2, 'two ratio goals (echo, 304) and two SDK goals')
+  t.match(out, 'by CPU per request: 0.90x')
+  const noCpu = fixture()
+  noCpu.measurements[0] = { ...noCpu.measurements[0]!, cpuUsPerRequest: NaN }
+  // ours has none: its own bar and the SDK bars of that workload lose their ticks.
+  t.equal(svg(noCpu).match(/by CPU per request:/g)!.length, out.match(/by CPU per request:/g)!.length - 3, 'no tick without a CPU number')
   const noSdk = fixture()
   noSdk.measurements = noSdk.measurements.filter((x) => !x.target.startsWith('sdk'))
   noSdk.meta = {}

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 
@@ -32,6 +32,13 @@ export interface Running {
   stop(): Promise<void>
 }
 
+// Servers still running when the runner exits (an error, Ctrl-C) are killed with it.
+const live = new Set<ChildProcess>()
+process.on('exit', () => {
+  for (const child of live) child.kill('SIGKILL')
+})
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130))
+
 /** A port free right now on loopback (the OS picks it). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -52,6 +59,8 @@ export async function startServer(spec: ServerSpec): Promise<Running> {
     env: { ...process.env, ...spec.env, HOST: '127.0.0.1', PORT: String(port) },
     stdio: ['ignore', 'ignore', 'pipe']
   })
+  live.add(child)
+  child.once('exit', () => live.delete(child))
   let stderr = ''
   child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)))
   const base = `http://127.0.0.1:${port}`
@@ -84,6 +93,19 @@ function stop(child: ChildProcess): Promise<void> {
     })
     child.kill('SIGTERM')
   })
+}
+
+const TICKS = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100
+
+/**
+ * CPU time a process has used so far (user + system, every thread: GC helpers too), in seconds.
+ * Requests per CPU-second is the measure that holds on a machine shared with other work, where
+ * req/s depends on how much of its core the server got.
+ */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / TICKS
 }
 
 /** Resident memory now and its peak (VmHWM) so far, in MB, from /proc. */
