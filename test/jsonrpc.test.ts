@@ -19,7 +19,7 @@ const SAMPLES: Record<string, Record<string, unknown>> = {
   echo: { text: 'über' },
   add: { a: 1.5, b: 2 },
   get_weather: { location: 'Lisbon' },
-  update_work_item: { workItemId: 7, fields: { 'System.State': 'Active' } },
+  update_work_item: { workItemId: 7, fields: { 'System.Title': 'Renamed' } },
   slow_compute: { n: 2 },
   failing_job: {},
   needs_input_task: {},
