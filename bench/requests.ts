@@ -90,3 +90,21 @@ export const mrtrRound2: Request = async (base, files) => {
   const answer = { ...round1, requestState: first.requestState, inputResponses: { resolution: { action: 'accept', content: { resolution: 'Fixed' } } } }
   return { path: '/tools/update_work_item/calls', bodyFile: files.body(answer), headers: JSON_HEADERS }
 }
+
+// Tasks: a call that declares the Tasks extension gets 202 and a task (kept 1 s, the least, so
+// that thousands a second stay under the store's maxTasks); polling reads a finished one.
+const TASKS = { 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } }
+const taskCall = { _meta: TASKS, arguments: {}, task: { ttl: 1000 } }
+export const createTask: Request = async (_base, files) => ({ path: '/tools/bench_task/calls', bodyFile: files.body(taskCall), headers: JSON_HEADERS, status: 202 })
+export const pollTask: Request = async (base) => {
+  // Kept for the default hour: the same finished task is read for the whole measurement.
+  const res = await fetch(base + '/tools/bench_task/calls', { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ ...taskCall, task: {} }) })
+  const { taskId } = (await res.json()) as { taskId?: string }
+  if (res.status !== 202 || taskId === undefined) throw new Error(`no task: ${res.status}`)
+  for (let i = 0; i < 50; i++) {
+    const { status } = (await (await fetch(`${base}/tasks/${encodeURIComponent(taskId)}`)).json()) as { status?: string }
+    if (status === 'completed') return { path: `/tasks/${encodeURIComponent(taskId)}` }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error(`task ${taskId} did not complete`)
+}

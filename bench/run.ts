@@ -4,7 +4,7 @@
  *
  *   npm run bench                      full run (about 25 minutes): bench/results/latest.{json,svg}
  *   npm run bench -- --quick           short runs for iteration: bench/results/quick.{json,svg}
- *   npm run bench -- --only list,MRTR  only workloads (or phases) whose id contains one of these
+ *   npm run bench -- --only list,MRTR  only workloads (or phases) whose id contains one of these: partial.{json,svg}
  *   npm run bench -- --soak 600        10-minute soak of the demo server at a steady rate: RSS growth
  *   npm run bench -- --profile "tools/call echo" [--target bare]   CPU profile of a server under a workload
  *   npm run bench -- --report bench/results/latest.json   table, verdicts and the SVG again from a results file
@@ -17,7 +17,7 @@ import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { h2load, type LoadResult, type RequestSpec } from './lib/h2load.js'
-import { cpuSeconds, memory, startServer, type Running } from './lib/procs.js'
+import { cpuSeconds, memory, startRedis, startServer, type Running } from './lib/procs.js'
 import { profile } from './lib/profile.js'
 import { sealMicro } from './lib/seal-micro.js'
 import { soak } from './lib/soak.js'
@@ -106,9 +106,10 @@ async function benchmark(): Promise<void> {
     if (!phase.workloads.some((w) => selected(phase, w))) continue
     await runPhase(phase, results)
   }
-  for (const s of results.skipped) console.log(`skipped: ${s.workload} (feature not built yet: ${s.reason})`)
+  for (const s of results.skipped) console.log(`skipped: ${s.workload} (not built yet: ${s.reason})`)
 
-  const name = quick ? 'quick' : 'latest'
+  // Only a full run of everything replaces latest.json; --only writes partial.json.
+  const name = quick ? 'quick' : only === undefined ? 'latest' : 'partial'
   mkdirSync(resultsDir, { recursive: true })
   writeFileSync(join(resultsDir, `${name}.json`), JSON.stringify(results, null, 2) + '\n')
   writeFileSync(join(resultsDir, `${name}.svg`), svg(results) + '\n')
@@ -129,14 +130,27 @@ async function runPhase(phase: Phase, results: Results): Promise<void> {
     console.log(`  warning: ${note}`)
   }
   const running = new Map<string, Running>()
+  let redis: Awaited<ReturnType<typeof startRedis>> | undefined
   try {
-    for (const spec of phase.servers) running.set(spec.id, await startServer(spec))
+    if (phase.redis === true) {
+      try {
+        redis = await startRedis()
+      } catch (err) {
+        results.skipped.push({ workload: `phase ${phase.id}`, reason: (err as Error).message })
+        return
+      }
+    }
+    for (const spec of phase.servers) {
+      const env = redis !== undefined && spec.id === 'ours' ? { ...spec.env, MCP_REDIS_URL: redis.url } : spec.env
+      running.set(spec.id, await startServer({ ...spec, ...(env === undefined ? {} : { env }) }))
+    }
     for (const workload of phase.workloads) {
       if (selected(phase, workload)) results.measurements.push(...(await measure(phase, workload, running, results)))
     }
     for (const [id, server] of running) results.peakRss[`${id}@${phase.id}`] = round(memory(server.pid).peakMb)
   } finally {
     await Promise.all([...running.values()].map((s) => s.stop()))
+    await redis?.stop()
   }
 }
 

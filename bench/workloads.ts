@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import type { ServerSpec } from './lib/procs.js'
-import { TEXT, callTool, listTools, mrtrRound1, mrtrRound2, revalidate, type Requests } from './requests.js'
+import { TEXT, callTool, createTask, listTools, mrtrRound1, mrtrRound2, pollTask, revalidate, type Requests } from './requests.js'
 
 /**
  * What the bench runs: phases (a set of server processes started together) and, in each, the
@@ -19,6 +19,8 @@ export interface Workload {
 
 export interface Phase {
   id: string
+  /** Start a redis-server for the phase and give this project's server its URL (MCP_REDIS_URL). */
+  redis?: boolean
   /** Server processes by id; a target `sdk-v2-modern` runs on the process `sdk-v2`. */
   servers: ServerSpec[]
   workloads: Workload[]
@@ -72,7 +74,23 @@ export function phases(dist: string): Phase[] {
     {
       id: 'notifications',
       servers: servers(1, 'catalogue', false, dist),
-      workloads: [{ id: 'GET /notifications (nothing pending)', requests: { ours: { path: '/notifications' }, bare: { path: '/notifications' } } }]
+      workloads: [
+        { id: 'GET /notifications (nothing pending)', requests: { ours: { path: '/notifications' }, bare: { path: '/notifications' } } },
+        { id: 'task: create (202)', requests: { ours: createTask, bare: createTask } },
+        { id: 'task: poll a completed task', requests: { ours: pollTask, bare: pollTask } }
+      ]
+    },
+    {
+      // The same with every connection, queue and task in Redis (on the server's core).
+      id: 'redis',
+      redis: true,
+      servers: servers(1, 'catalogue', false, dist),
+      workloads: [
+        { id: 'tools/call echo (Redis store)', requests: callTool('echo', { text: TEXT }, ['ours', 'bare']) },
+        { id: 'GET /notifications (nothing pending, Redis store)', requests: { ours: { path: '/notifications' }, bare: { path: '/notifications' } } },
+        { id: 'task: create (202, Redis store)', requests: { ours: createTask, bare: createTask } },
+        { id: 'task: poll a completed task (Redis store)', requests: { ours: pollTask, bare: pollTask } }
+      ]
     },
     {
       // A connection with 1,000 notifications waiting: GET hands out the same group of 100 until
@@ -96,14 +114,10 @@ export function phases(dist: string): Phase[] {
 }
 
 /**
- * Workloads of the issue whose server features are not built yet. Each becomes a workload entry
- * above once its feature lands: a task is a workload whose request is prepared like MRTR round 2
- * (create it, then poll `GET /tasks/{id}`), Redis is a phase whose `ours` gets the store's
- * environment, 10,000 connections a catalogue server whose `authenticate` names the connection
- * from a header, driven by h2load with several URIs or headers.
+ * Workloads of the issue the bench does not run yet. 10,000 logical connections needs the load
+ * spread over connections: a catalogue server whose `authenticate` names the connection from a
+ * header, driven by h2load with several URIs or headers (or sessions from /initialize).
  */
 export const PENDING: { workload: string; feature: string }[] = [
-  { workload: 'task created and polled to completion', feature: 'tasks' },
-  { workload: 'every workload with the Redis store', feature: 'Redis store' },
-  { workload: 'scaling: 10,000 logical connections', feature: 'an authenticate hook for the bench that names the connection per request' }
+  { workload: 'scaling: 10,000 logical connections', feature: 'a per-connection principal for the bench and a driver that spreads the load over them' }
 ]

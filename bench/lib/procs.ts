@@ -1,6 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { createServer } from 'node:net'
+import { connect, createServer } from 'node:net'
 
 /** The core the servers run on, and the one h2load (and this runner) use. */
 export const SERVER_CORE = 0
@@ -113,4 +113,28 @@ export function memory(pid: number): { rssMb: number; peakMb: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
   const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN)
   return { rssMb: kb('VmRSS') / 1024, peakMb: kb('VmHWM') / 1024 }
+}
+
+/**
+ * A redis-server on a fresh loopback port, pinned with the servers (it is part of their side),
+ * without persistence. Throws when redis-server is not installed.
+ */
+export async function startRedis(): Promise<{ url: string; stop(): Promise<void> }> {
+  const port = await freePort()
+  const [command, args] = pinned(SERVER_CORE, 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'])
+  const child = spawn(command, args, { stdio: 'ignore' })
+  live.add(child)
+  child.once('exit', () => live.delete(child))
+  const deadline = Date.now() + 10_000
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`redis-server exited ${child.exitCode} (is it installed? apt-get install redis-server)`)
+    const up = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1', () => (socket.end(), resolve(true)))
+      socket.once('error', () => resolve(false))
+    })
+    if (up) return { url: `redis://127.0.0.1:${port}`, stop: () => stop(child) }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  child.kill('SIGKILL')
+  throw new Error('redis-server did not answer within 10 s')
 }

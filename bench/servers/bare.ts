@@ -113,5 +113,22 @@ app.get('/notifications', (_request, reply) => {
   return reply.type('application/json; charset=utf-8').send(JSON.stringify(group))
 })
 
+// Tasks: 202 with a task kept in a Map, done at once; GET /tasks/:id reads it back. No TTL sweep:
+// the ceiling of the bookkeeping, not a task store.
+const tasks = new Map<string, Record<string, unknown>>()
+let taskCount = 0
+app.post('/tools/bench_task/calls', (_request, reply) => {
+  const now = new Date().toISOString()
+  const taskId = `t-${++taskCount}`
+  const task = { taskId, status: 'working', createdAt: now, lastUpdatedAt: now, ttlMs: 1000, pollIntervalMs: 1000 }
+  tasks.set(taskId, { ...task, status: 'completed', result: { content: [{ type: 'text', text: 'done' }] } })
+  if (tasks.size > 10_000) tasks.delete(tasks.keys().next().value!)
+  return reply.code(202).send({ resultType: 'task', ...task })
+})
+app.get<{ Params: { id: string } }>('/tasks/:id', (request, reply) => {
+  const task = tasks.get(request.params.id)
+  return task === undefined ? reply.code(404).send({ code: -32602, message: 'Unknown task' }) : reply.send({ resultType: 'complete', ...task })
+})
+
 await app.listen({ host: '127.0.0.1', port: port() })
 process.once('SIGTERM', () => void app.close().then(() => process.exit(0)))

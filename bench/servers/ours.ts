@@ -1,4 +1,4 @@
-import { ANONYMOUS, McpServer, MemoryStore, buildServer, loopbackOnly } from '../../src/index.js'
+import { ANONYMOUS, McpServer, MemoryStore, RedisStore, buildServer, loopbackOnly } from '../../src/index.js'
 import { benchNotification, benchTools, fillerAnswer, notificationCount, port, toolCount } from '../catalogue.js'
 
 // This project's server with the bench catalogue (TOOLS tools). The list is one page, as the SDK
@@ -11,9 +11,15 @@ for (const tool of benchTools(count)) {
     name === 'echo' ? String(args.text) : fillerAnswer(name, String(args.query))
   )
 }
-// NOTIFICATIONS queued for the (anonymous) connection before the first request.
-const store = new MemoryStore()
+// A tool that runs as a task for clients that take tasks, and finishes at once: the bench measures
+// the task machinery (create, store, poll), not the work.
+mcp.tool({ name: 'bench_task', title: 'Bench task', task: 'optional' }, () => 'done')
+
+// The Redis store when the runner started a redis-server for this phase, else memory; NOTIFICATIONS
+// queued for the (anonymous) connection before the first request.
+const url = process.env.MCP_REDIS_URL
+const store = url === undefined ? new MemoryStore() : new RedisStore({ url, prefix: `bench-${process.pid}:` })
 for (let i = 0; i < notificationCount(); i++) await store.pushNotification(ANONYMOUS.id, benchNotification(i))
 const app = await buildServer({ mcp, store, logger: false, ...loopbackOnly(port()) })
 await app.listen({ host: '127.0.0.1', port: port() })
-process.once('SIGTERM', () => void app.close().then(() => process.exit(0)))
+process.once('SIGTERM', () => void app.close().then(() => store.close()).then(() => process.exit(0)))
