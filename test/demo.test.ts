@@ -3,18 +3,10 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
+import { freePort } from './redis-server.js'
 
 // `npm start` runs the built entry point; `npm test` builds first (pretest).
 const main = fileURLToPath(new URL('../dist/src/main.js', import.meta.url))
-
-async function freePort(): Promise<number> {
-  const srv = createServer().listen(0, '127.0.0.1')
-  await once(srv, 'listening')
-  const { port } = srv.address() as { port: number }
-  srv.close()
-  await once(srv, 'close')
-  return port
-}
 
 t.test('the demo server starts on HOST:PORT, serves the catalogue, and stops on SIGTERM', async (t) => {
   const port = await freePort()
