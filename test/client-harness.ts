@@ -10,8 +10,8 @@ export interface Live {
   url: string
   app: FastifyInstance
   mcp: McpServer
-  /** Every request seen: method, url, status. */
-  seen: { method: string; url: string; status: number; id: string }[]
+  /** Every request seen: method, url, status, its Mcp-Request-Id and parsed body. */
+  seen: { method: string; url: string; status: number; id: string; body?: unknown }[]
 }
 
 /**
@@ -39,7 +39,7 @@ export async function liveDemo(
     return payload
   })
   app.addHook('onResponse', async (request, reply) => {
-    seen.push({ method: request.method, url: request.url, status: reply.statusCode, id: String(request.headers['mcp-request-id']) })
+    seen.push({ method: request.method, url: request.url, status: reply.statusCode, id: String(request.headers['mcp-request-id']), body: request.body })
   })
   await app.listen({ host: '127.0.0.1', port: 0 })
   t.teardown(() => app.close())

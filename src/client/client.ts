@@ -1,83 +1,26 @@
 import { randomUUID } from 'node:crypto'
 import { encodeJsonHeader } from '../headers.js'
+import {
+  McpHttpError,
+  reasonText,
+  sleep,
+  type CallOptions,
+  type CallToolOptions,
+  type ClientHandlers,
+  type HandlerContext,
+  type InputRequest,
+  type Json,
+  type PollOptions,
+  type PureHttpClientOptions
+} from './types.js'
 
-/** A JSON object as it travels: params, results, `_meta`. */
-export type Json = Record<string, any>
-
-/** A server-to-client request: an MRTR or task `inputRequests` value, or one handed out by `POST /requests`. */
-export interface InputRequest {
-  method: string
-  params?: Json
-}
-
-/** A root the client shares (`roots/list`). */
-export interface ClientRoot {
-  uri: string
-  name?: string
-}
-
-/**
- * What the client answers when a server asks. Each handler present is declared as a capability
- * (`elicitation`, `sampling`, `roots`) in the `_meta` envelope (2026-07-28) or in `initialize`.
- */
-export interface ClientHandlers {
-  /** `elicitation/create`: return an `ElicitResult` (`{ action: 'accept', content }`, `{ action: 'decline' }`, ...). */
-  elicit?: (params: Json) => Json | Promise<Json>
-  /** `sampling/createMessage`: return a `CreateMessageResult`. */
-  sample?: (params: Json) => Json | Promise<Json>
-  /** `roots/list`: return the roots (the client wraps them as `{ roots }`). */
-  listRoots?: () => ClientRoot[] | Promise<ClientRoot[]>
-}
-
-export interface PureHttpClientOptions {
-  /** The server's base URL, with its prefix if any (`http://127.0.0.1:3000`, `https://host/mcp`). */
-  url: string | URL
-  /** A bearer token, sent as `Authorization: Bearer <token>`. */
-  token?: string
-  /** Default `2026-07-28`. A legacy version (2025-06-18, 2025-11-25) needs `initialize()` first. */
-  protocolVersion?: string
-  /** Extra client capabilities, merged over the ones derived from the handlers and the tasks extension. */
-  capabilities?: Json
-  clientInfo?: { name: string; version: string }
-  handlers?: ClientHandlers
-  /** Retries of network errors, 503 and 429: `attempts` in all (default 3), backoff `baseMs * 2^n` (default 200). */
-  retry?: { attempts?: number; baseMs?: number }
-  /** Most MRTR rounds of one call before giving up (default 10). */
-  maxRounds?: number
-}
-
-export interface CallToolOptions {
-  /** Called with the task on creation and on every poll, when the call runs as a task. */
-  onTask?: (task: Json) => void
-}
-
-export interface PollOptions {
-  /** Each server notification, in order. A group is acknowledged once all of its notifications were delivered. */
-  onNotification?: (notification: Json) => void | Promise<void>
-  /** Stops the loop; `poll()` then resolves. */
-  signal?: AbortSignal
-  /** Pause between polls that found nothing (default 1000 ms). */
-  intervalMs?: number
-}
-
-/** An error answer of the server (or the client's refusal to go on): JSON-RPC `code`, HTTP `status` (0 when none). */
-export class McpHttpError extends Error {
-  override readonly name = 'McpHttpError'
-  constructor(
-    message: string,
-    readonly code: number,
-    readonly status: number,
-    readonly data?: unknown,
-    readonly requestId?: string
-  ) {
-    super(message)
-  }
-}
+export * from './types.js'
 
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks'
 const META_VERSION = 'io.modelcontextprotocol/protocolVersion'
 const META_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities'
 const META_CLIENT_INFO = 'io.modelcontextprotocol/clientInfo'
+const META_LOG_LEVEL = 'io.modelcontextprotocol/logLevel'
 
 interface Reply {
   status: number
@@ -89,16 +32,16 @@ interface RequestOptions {
   body?: unknown
   headers?: Record<string, string>
   requestId?: string
+  signal?: AbortSignal
+  /** The request runs handlers: aborted in flight, it is cancelled on the server with notifications/cancelled. */
+  cancellable?: boolean
+  /** Overrides the client's `retry.attempts`. */
+  attempts?: number
 }
 
-/** Pause `ms`, or less when `signal` aborts (never rejects). */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => (clearTimeout(timer), signal?.removeEventListener('abort', done), resolve())
-    const timer = setTimeout(done, ms)
-    signal?.addEventListener('abort', done, { once: true })
-  })
-}
+/** The lists, by their path: the key of the items in a page. */
+const LISTS = { '/tools': 'tools', '/prompts': 'prompts', '/resources': 'resources', '/resources/templates': 'resourceTemplates' } as const
+export type ListPath = keyof typeof LISTS
 
 function parse(text: string): any {
   try {
@@ -111,17 +54,19 @@ function parse(text: string): any {
 /**
  * A client of the Pure HTTP binding (SEP-1612) on `fetch`. Every MCP flow is one call: lists follow
  * cursors and revalidate with ETags, calls run the multi round-trip loop through the handlers, follow
- * resume tokens and wait for tasks.
+ * resume tokens and wait for tasks. Every call takes `{ signal }` (see {@link CallOptions}).
  */
 export class PureHttpClient {
   readonly url: string
   protocolVersion: string
   /** `Mcp-Session-Id` issued by `initialize`, sent on every later request. */
   sessionId: string | undefined
+  /** The level `setLogLevel` chose; in 2026-07-28 it travels in each request's `_meta`. */
+  logLevel: string | undefined
   private readonly token: string | undefined
   private readonly handlers: ClientHandlers
-  private readonly capabilities: Json
-  private readonly clientInfo: { name: string; version: string }
+  private capabilities: Json
+  private clientInfo: { name: string; version: string }
   private readonly attempts: number
   private readonly baseMs: number
   private readonly maxRounds: number
@@ -144,9 +89,22 @@ export class PureHttpClient {
     this.capabilities = { ...derived, ...options.capabilities }
   }
 
-  /** The capabilities this client declares. */
+  /** The capabilities this client declares (settable: an adapter declares what its host declared). */
   get clientCapabilities(): Json {
     return this.capabilities
+  }
+
+  set clientCapabilities(capabilities: Json) {
+    this.capabilities = capabilities
+  }
+
+  /** The `clientInfo` sent in `initialize` and the `_meta` envelope. */
+  get info(): { name: string; version: string } {
+    return this.clientInfo
+  }
+
+  set info(info: { name: string; version: string }) {
+    this.clientInfo = info
   }
 
   /** True for 2025-06-18 and 2025-11-25: no `_meta` envelope; capabilities go in `initialize`. */
@@ -156,8 +114,13 @@ export class PureHttpClient {
 
   // ---- transport ----
 
-  /** One HTTP exchange, retried on network errors, 503 and 429 with the same `Mcp-Request-Id`. Errors throw `McpHttpError`. */
+  /**
+   * One HTTP exchange, retried on network errors, 503 and 429 with the same `Mcp-Request-Id`. Errors
+   * throw `McpHttpError`; an abort throws `signal.reason`.
+   */
   async send(method: string, path: string, options: RequestOptions = {}): Promise<Reply> {
+    const { signal } = options
+    signal?.throwIfAborted()
     const requestId = options.requestId ?? randomUUID()
     const headers: Record<string, string> = {
       'mcp-protocol-version': this.protocolVersion,
@@ -166,26 +129,31 @@ export class PureHttpClient {
     }
     if (this.token !== undefined) headers.authorization = `Bearer ${this.token}`
     if (this.sessionId !== undefined) headers['mcp-session-id'] = this.sessionId
-    const init: RequestInit = { method, headers }
+    const init: RequestInit = { method, headers, signal }
     if (options.body !== undefined) {
       headers['content-type'] = 'application/json'
       init.body = JSON.stringify(options.body)
     }
+    const attempts = options.attempts ?? this.attempts
     let res: Response | undefined
     let text = ''
     for (let attempt = 1; res === undefined; attempt++) {
       let answer: Response
       try {
         answer = await fetch(this.url + path, init)
+        text = await answer.text()
       } catch (err) {
-        if (attempt >= this.attempts) throw err
-        await sleep(this.baseMs * 2 ** (attempt - 1))
+        if (signal?.aborted === true) {
+          if (options.cancellable === true) await this.cancelRequest(requestId, signal.reason)
+          throw signal.reason
+        }
+        if (attempt >= attempts) throw err
+        await this.pause(this.baseMs * 2 ** (attempt - 1), signal)
         continue
       }
-      text = await answer.text()
-      if ((answer.status === 503 || answer.status === 429) && attempt < this.attempts) {
+      if ((answer.status === 503 || answer.status === 429) && attempt < attempts) {
         const after = Number(answer.headers.get('retry-after') ?? NaN)
-        await sleep(Number.isFinite(after) ? after * 1000 : this.baseMs * 2 ** (attempt - 1))
+        await this.pause(Number.isFinite(after) ? after * 1000 : this.baseMs * 2 ** (attempt - 1), signal)
         continue
       }
       res = answer
@@ -199,32 +167,46 @@ export class PureHttpClient {
     return { status: res.status, headers: res.headers, body }
   }
 
+  private async pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+    await sleep(ms, signal)
+    signal?.throwIfAborted()
+  }
+
+  /** Tell the server to stop a request it runs (best effort: one attempt, failures ignored). */
+  private async cancelRequest(requestId: string, reason: unknown): Promise<void> {
+    const cancelled = { method: 'notifications/cancelled', params: { requestId, reason: reasonText(reason) } }
+    await this.send('POST', '/notifications', { body: [cancelled], attempts: 1 }).catch(() => undefined)
+  }
+
   /** The request's `_meta`: the 2026-07-28 envelope plus `extra`; in the legacy era only `extra`. */
   meta(extra?: Json): Json | undefined {
     if (this.legacy) return extra
-    return {
+    const meta: Json = {
       [META_VERSION]: this.protocolVersion,
       [META_CAPABILITIES]: this.capabilities,
-      [META_CLIENT_INFO]: this.clientInfo,
-      ...extra
+      [META_CLIENT_INFO]: this.clientInfo
     }
+    if (this.logLevel !== undefined) meta[META_LOG_LEVEL] = this.logLevel
+    return { ...meta, ...extra }
   }
 
-  private get(path: string, headers: Record<string, string> = {}, extra?: Json): Promise<Reply> {
-    const meta = this.meta(extra)
-    return this.send('GET', path, { headers: meta === undefined ? headers : { ...headers, 'mcp-meta': encodeJsonHeader(meta) } })
+  private get(path: string, options: CallOptions & { headers?: Record<string, string>; cancellable?: boolean } = {}): Promise<Reply> {
+    const meta = this.meta(options.meta)
+    const headers = meta === undefined ? options.headers : { ...options.headers, 'mcp-meta': encodeJsonHeader(meta) }
+    return this.send('GET', path, { headers, signal: options.signal, cancellable: options.cancellable })
   }
 
-  private post(path: string, body: Json = {}, extra?: Json): Promise<Reply> {
-    return this.send('POST', path, { body: { ...body, _meta: this.meta(extra) } })
+  private post(path: string, body: Json, options: CallOptions & { cancellable?: boolean } = {}): Promise<Reply> {
+    return this.send('POST', path, { body: { ...body, _meta: this.meta(options.meta) }, signal: options.signal, cancellable: options.cancellable })
   }
 
   // ---- lifecycle ----
 
   /** `initialize` (legacy era): declares the capabilities for the logical connection; adopts the answered version and any `Mcp-Session-Id`. */
-  async initialize(): Promise<Json> {
+  async initialize(options: CallOptions = {}): Promise<Json> {
     const res = await this.send('POST', '/initialize', {
-      body: { protocolVersion: this.protocolVersion, capabilities: this.capabilities, clientInfo: this.clientInfo }
+      body: { protocolVersion: this.protocolVersion, capabilities: this.capabilities, clientInfo: this.clientInfo },
+      signal: options.signal
     })
     this.protocolVersion = res.body.protocolVersion
     this.sessionId = res.headers.get('mcp-session-id') ?? this.sessionId
@@ -232,55 +214,64 @@ export class PureHttpClient {
   }
 
   /** `server/discover`. */
-  async discover(): Promise<Json> {
-    return (await this.get('/discover')).body
+  async discover(options: CallOptions = {}): Promise<Json> {
+    return (await this.get('/discover', options)).body
   }
 
-  async ping(): Promise<void> {
-    await this.get('/ping')
+  async ping(options: CallOptions = {}): Promise<void> {
+    await this.get('/ping', options)
   }
 
-  async setLogLevel(level: string): Promise<void> {
-    await this.post('/logLevel', { level })
+  /** `logging/setLevel`: `POST /logLevel` for the connection; in 2026-07-28 also the `_meta` level of every later request. */
+  async setLogLevel(level: string, options: CallOptions = {}): Promise<void> {
+    await this.post('/logLevel', { level }, options)
+    this.logLevel = level
+  }
+
+  /** Client notifications (`notifications/roots/list_changed`, ...) in the body of `POST /notifications`. */
+  async notify(notifications: Json[], options: CallOptions = {}): Promise<void> {
+    await this.send('POST', '/notifications', { body: notifications, signal: options.signal })
   }
 
   // ---- lists ----
 
-  private async cached(path: string): Promise<Json> {
-    const known = this.cache.get(path)
-    const res = await this.get(path, known === undefined ? {} : { 'if-none-match': known.etag })
+  /** One page of a list, from the ETag cache when the server answers 304. */
+  async page(path: ListPath, cursor?: string, options: CallOptions = {}): Promise<Json> {
+    const url = cursor === undefined ? path : `${path}?cursor=${encodeURIComponent(cursor)}`
+    const known = this.cache.get(url)
+    const res = await this.get(url, { ...options, headers: known === undefined ? {} : { 'if-none-match': known.etag } })
     if (res.status === 304) return known!.body
     const etag = res.headers.get('etag')
-    if (etag !== null) this.cache.set(path, { etag, body: res.body })
+    if (etag !== null) this.cache.set(url, { etag, body: res.body })
     return res.body
   }
 
-  private async list(path: string, key: string): Promise<Json[]> {
+  private async list(path: ListPath, options: CallOptions): Promise<Json[]> {
     const items: Json[] = []
     let cursor: unknown
     do {
-      const page = await this.cached(typeof cursor === 'string' ? `${path}?cursor=${encodeURIComponent(cursor)}` : path)
-      items.push(...(page[key] as Json[]))
+      const page = await this.page(path, typeof cursor === 'string' ? cursor : undefined, options)
+      items.push(...(page[LISTS[path]] as Json[]))
       cursor = page.nextCursor
     } while (typeof cursor === 'string')
     return items
   }
 
   /** Every tool, across pages; unchanged pages come from the ETag cache (304). */
-  listTools(): Promise<Json[]> {
-    return this.list('/tools', 'tools')
+  listTools(options: CallOptions = {}): Promise<Json[]> {
+    return this.list('/tools', options)
   }
 
-  listPrompts(): Promise<Json[]> {
-    return this.list('/prompts', 'prompts')
+  listPrompts(options: CallOptions = {}): Promise<Json[]> {
+    return this.list('/prompts', options)
   }
 
-  listResources(): Promise<Json[]> {
-    return this.list('/resources', 'resources')
+  listResources(options: CallOptions = {}): Promise<Json[]> {
+    return this.list('/resources', options)
   }
 
-  listResourceTemplates(): Promise<Json[]> {
-    return this.list('/resources/templates', 'resourceTemplates')
+  listResourceTemplates(options: CallOptions = {}): Promise<Json[]> {
+    return this.list('/resources/templates', options)
   }
 
   // ---- operations ----
@@ -292,61 +283,82 @@ export class PureHttpClient {
    */
   callTool(name: string, args: Json = {}, options: CallToolOptions = {}): Promise<Json> {
     const path = `/tools/${encodeURIComponent(name)}/calls`
+    const { signal } = options
+    const body: Json = { arguments: args }
+    if (options.task !== undefined) body.task = options.task
     return this.resumed('content', (resume) =>
-      this.rounds(async (retry) => {
-        const res = await this.post(path, { arguments: args, ...retry }, resume)
-        return res.status === 202 ? this.awaitTask(res, options) : res.body
+      this.rounds(signal, async (retry) => {
+        const res = await this.post(path, { ...body, ...retry }, { signal, meta: { ...options.meta, ...resume }, cancellable: true })
+        if (res.status !== 202) return res.body
+        return options.wait === false ? res.body : this.awaitTask(res.body, res.headers, options)
       })
     )
   }
 
   /** `prompts/get` (GET with `Mcp-Arguments`; MRTR retries go by POST with a body). */
-  getPrompt(name: string, args?: Record<string, string>): Promise<Json> {
-    return this.rounds((retry) => this.read(`/prompts/${encodeURIComponent(name)}`, retry, args))
+  getPrompt(name: string, args?: Record<string, string>, options: CallOptions = {}): Promise<Json> {
+    return this.rounds(options.signal, (retry) => this.read(`/prompts/${encodeURIComponent(name)}`, retry, options, args))
   }
 
   /** `resources/read`, whole: MRTR rounds, and resume tokens followed (the parts' `contents` concatenated). */
-  readResource(uri: string): Promise<Json> {
-    return this.resumed('contents', (resume) => this.rounds((retry) => this.read(`/resources/${encodeURIComponent(uri)}`, retry, undefined, resume)))
+  readResource(uri: string, options: CallOptions = {}): Promise<Json> {
+    const path = `/resources/${encodeURIComponent(uri)}`
+    return this.resumed('contents', (resume) => this.rounds(options.signal, (retry) => this.read(path, retry, { ...options, meta: { ...options.meta, ...resume } })))
   }
 
-  private async read(path: string, retry: Json, args?: Json, resume?: Json): Promise<Json> {
+  private async read(path: string, retry: Json, options: CallOptions, args?: Json): Promise<Json> {
     if (retry.requestState !== undefined || retry.inputResponses !== undefined) {
-      return (await this.post(path, { arguments: args, ...retry }, resume)).body
+      return (await this.post(path, { arguments: args, ...retry }, { ...options, cancellable: true })).body
     }
-    return (await this.get(path, args === undefined ? {} : { 'mcp-arguments': encodeJsonHeader(args) }, resume)).body
+    const headers: Record<string, string> = args === undefined ? {} : { 'mcp-arguments': encodeJsonHeader(args) }
+    return (await this.get(path, { ...options, headers, cancellable: true })).body
   }
 
   /** `completion/complete`. */
-  async complete(ref: Json, argument: { name: string; value: string }, context?: Json): Promise<Json> {
-    return (await this.post('/completions', { ref, argument, context })).body
+  async complete(ref: Json, argument: { name: string; value: string }, context?: Json, options: CallOptions = {}): Promise<Json> {
+    return (await this.post('/completions', { ref, argument, context }, options)).body
   }
 
-  async subscribe(uri: string): Promise<void> {
-    await this.post('/resources/subscribe', { uri })
+  async subscribe(uri: string, options: CallOptions = {}): Promise<void> {
+    await this.post('/resources/subscribe', { uri }, options)
   }
 
-  async unsubscribe(uri: string): Promise<void> {
-    await this.post('/resources/unsubscribe', { uri })
+  async unsubscribe(uri: string, options: CallOptions = {}): Promise<void> {
+    await this.post('/resources/unsubscribe', { uri }, options)
   }
 
   // ---- tasks ----
 
-  async getTask(taskId: string): Promise<Json> {
-    return (await this.get(`/tasks/${encodeURIComponent(taskId)}`)).body
+  async getTask(taskId: string, options: CallOptions = {}): Promise<Json> {
+    return (await this.get(`/tasks/${encodeURIComponent(taskId)}`, options)).body
   }
 
-  async cancelTask(taskId: string): Promise<void> {
-    await this.post(`/tasks/${encodeURIComponent(taskId)}/cancel`)
+  async cancelTask(taskId: string, options: CallOptions = {}): Promise<void> {
+    await this.post(`/tasks/${encodeURIComponent(taskId)}/cancel`, {}, options)
   }
 
-  async updateTask(taskId: string, inputResponses: Json): Promise<void> {
-    await this.post(`/tasks/${encodeURIComponent(taskId)}/update`, { inputResponses })
+  async updateTask(taskId: string, inputResponses: Json, options: CallOptions = {}): Promise<void> {
+    await this.post(`/tasks/${encodeURIComponent(taskId)}/update`, { inputResponses }, options)
   }
 
-  private async awaitTask(created: Reply, options: CallToolOptions): Promise<Json> {
-    let task: Json = created.body
-    let headers = created.headers
+  /** Wait for a task to end, answering its `input_required` through the handlers: its result, or `McpHttpError` when it failed or was cancelled. */
+  async taskResult(taskId: string, options: CallToolOptions = {}): Promise<Json> {
+    const res = await this.get(`/tasks/${encodeURIComponent(taskId)}`, { signal: options.signal })
+    return this.awaitTask(res.body, res.headers, options)
+  }
+
+  /** Poll the task to its end; aborted, the task is cancelled on the server before this rejects. */
+  private async awaitTask(task: Json, headers: Headers, options: CallToolOptions): Promise<Json> {
+    try {
+      return await this.pollTask(task, headers, options)
+    } catch (err) {
+      if (options.signal?.aborted === true) await this.cancelTask(task.taskId).catch(() => undefined)
+      throw err
+    }
+  }
+
+  private async pollTask(task: Json, headers: Headers, options: CallToolOptions): Promise<Json> {
+    const { signal } = options
     let etag: string | null = null
     const asked = new Set<string>()
     const path = `/tasks/${encodeURIComponent(task.taskId)}`
@@ -358,10 +370,10 @@ export class PureHttpClient {
       const open = Object.entries((task.inputRequests ?? {}) as Record<string, InputRequest>).filter(([key]) => !asked.has(key))
       if (open.length > 0) {
         for (const [key] of open) asked.add(key)
-        await this.updateTask(task.taskId, await this.answerAll(Object.fromEntries(open)))
+        await this.updateTask(task.taskId, await this.answerAll(Object.fromEntries(open), { signal }), { signal })
       }
-      await sleep(pollDelay(task, headers))
-      const res = await this.get(path, etag === null ? {} : { 'if-none-match': etag })
+      await this.pause(pollDelay(task, headers), signal)
+      const res = await this.get(path, { signal, headers: etag === null ? {} : { 'if-none-match': etag } })
       headers = res.headers
       if (res.status !== 304) {
         task = res.body
@@ -372,11 +384,11 @@ export class PureHttpClient {
 
   // ---- multi round-trip requests and resume tokens ----
 
-  private async rounds(send: (retry: Json) => Promise<Json>): Promise<Json> {
+  private async rounds(signal: AbortSignal | undefined, send: (retry: Json) => Promise<Json>): Promise<Json> {
     let result = await send({})
     for (let round = 1; result.resultType === 'input_required'; round++) {
       if (round >= this.maxRounds) throw new McpHttpError(`Still input_required after ${this.maxRounds} rounds`, -32603, 200)
-      result = await send({ inputResponses: await this.answerAll(result.inputRequests ?? {}), requestState: result.requestState })
+      result = await send({ inputResponses: await this.answerAll(result.inputRequests ?? {}, { signal }), requestState: result.requestState })
     }
     return result
   }
@@ -395,18 +407,18 @@ export class PureHttpClient {
   }
 
   /** Answer a set of keyed input requests through the handlers. */
-  async answerAll(requests: Record<string, InputRequest>): Promise<Json> {
-    const entries = await Promise.all(Object.entries(requests).map(async ([key, req]) => [key, await this.answer(req)] as const))
+  async answerAll(requests: Record<string, InputRequest>, context: HandlerContext = {}): Promise<Json> {
+    const entries = await Promise.all(Object.entries(requests).map(async ([key, req]) => [key, await this.answer(req, context)] as const))
     return Object.fromEntries(entries)
   }
 
   /** Answer one server-to-client request through its handler; `McpHttpError` -32601 when there is none. */
-  async answer(request: InputRequest): Promise<Json> {
+  async answer(request: InputRequest, context: HandlerContext = {}): Promise<Json> {
     const h = this.handlers
     const params = request.params ?? {}
-    if (request.method === 'elicitation/create' && h.elicit !== undefined) return h.elicit(params)
-    if (request.method === 'sampling/createMessage' && h.sample !== undefined) return h.sample(params)
-    if (request.method === 'roots/list' && h.listRoots !== undefined) return { roots: await h.listRoots() }
+    if (request.method === 'elicitation/create' && h.elicit !== undefined) return h.elicit(params, context)
+    if (request.method === 'sampling/createMessage' && h.sample !== undefined) return h.sample(params, context)
+    if (request.method === 'roots/list' && h.listRoots !== undefined) return { roots: await h.listRoots(context) }
     throw new McpHttpError(`This client does not handle ${request.method}`, -32601, 0)
   }
 
@@ -428,8 +440,8 @@ export class PureHttpClient {
   }
 
   /** One `GET /notifications`: deliver the group, then acknowledge it. True when there was one. */
-  async pollNotifications(onNotification?: PollOptions['onNotification']): Promise<boolean> {
-    const res = await this.get('/notifications')
+  async pollNotifications(onNotification?: PollOptions['onNotification'], options: CallOptions = {}): Promise<boolean> {
+    const res = await this.get('/notifications', options)
     const group = res.headers.get('mcp-message-group')
     if (group === null) return false
     for (const n of res.body as Json[]) await onNotification?.(n)
@@ -438,14 +450,14 @@ export class PureHttpClient {
   }
 
   /** One `POST /requests`: answer the request handed out, if any. True when there was one. */
-  async pollRequests(): Promise<boolean> {
-    const res = await this.send('POST', '/requests')
+  async pollRequests(options: CallOptions = {}): Promise<boolean> {
+    const res = await this.send('POST', '/requests', { signal: options.signal })
     if (res.status === 204) return false
     const id = res.headers.get('mcp-request-id') as string
     let answer = this.answered.get(id)
     if (answer === undefined) {
       try {
-        answer = await this.answer(res.body as InputRequest)
+        answer = await this.answer(res.body as InputRequest, { signal: options.signal })
       } catch (err) {
         const e = err as { code?: unknown; message: string }
         answer = { error: { code: typeof e.code === 'number' ? e.code : -32603, message: e.message } }
