@@ -9,6 +9,7 @@ import { cancelKey, explainAsk, jsonRpcContext } from '../src/jsonrpc/context.js
 import { settleVersion } from '../src/jsonrpc/era.js'
 import { checkStandardHeaders, headerValue } from '../src/jsonrpc/headers.js'
 import { ListenStreams } from '../src/jsonrpc/listen.js'
+import { answerRequest } from '../src/messaging/answers.js'
 import { STREAMED, errorText, idOf, parseMessage, resultText, type RequestId } from '../src/jsonrpc/message.js'
 import { methodFor, run, type Call } from '../src/jsonrpc/methods.js'
 import { ResponseStream } from '../src/jsonrpc/stream.js'
@@ -38,7 +39,8 @@ const STATUS_CODES = new Set<number>([ErrorCode.methodNotFound, ErrorCode.header
 /**
  * The Streamable HTTP transport (JSON-RPC over `POST /mcp`) for 2025-06-18, 2025-11-25 and 2026-07-28,
  * stateless: no session; one JSON response per request, or an SSE stream once the request has
- * notifications to send (progress, log messages; see `ResponseStream`). A second face over the same core as the Pure
+ * notifications or, in the legacy era, questions to send (progress, log messages, elicitation; see
+ * `ResponseStream`). A second face over the same core as the Pure
  * HTTP routes: it reads the message, settles its version (see `settleVersion`), builds the core's
  * context with the same `createContext`, and calls the same `McpServer` methods.
  *
@@ -62,8 +64,12 @@ const mcpEndpoint: FastifyPluginAsync<EndpointOptions> = async (fastify, opts) =
   fastify.post(path, { config: { mcpJsonRpc: true }, schema: { hide: true } }, async (request, reply) => {
     rpcIds.set(request, idOf(request.body))
     const msg = parseMessage(request.body)
-    // A client's answer to a server-to-client request: nothing asks over this endpoint yet (see README).
-    if (msg.kind === 'response') return reply.code(202).send()
+    // A client's answer to a server-to-client request (a legacy-era question on a POST's SSE stream):
+    // checked and completed through the store, which wakes the handler on whichever instance waits.
+    if (msg.kind === 'response') {
+      await answerRequest(request.server.mcpStore, request.mcpState.principal.id, String(msg.id), msg.answer)
+      return reply.code(202).send()
+    }
     if (msg.kind === 'notification') rpcIds.set(request, undefined)
     const settled = settleVersion(msg, headerValue(request.headers, Header.protocolVersion), opts.defaultVersion)
     Object.assign(request.mcpState, { version: settled.version, era: settled.era, versionFromHeader: settled.fromHeader })
@@ -97,7 +103,7 @@ const mcpEndpoint: FastifyPluginAsync<EndpointOptions> = async (fastify, opts) =
       answer = await run(methodFor(msg.method, settled.era), msg.method, msg.params, call)
     } catch (err) {
       const error = inBand(toMcpError(err, request), settled.era)
-      if (!stream.open) throw legacy ? explainAsk(error) : error
+      if (!stream.open) throw legacy && !stream.accepted ? explainAsk(error) : error
       // Notifications went out already: the error is the stream's last event.
       stream.end(errorText(msg.id, error))
       return reply

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errors } from '../src/errors.js'
 import { Header } from '../src/headers.js'
 import { sendEmpty, sendResult } from '../src/http/representation.js'
-import { askedOf, checkResponse } from '../src/mrtr/responses.js'
+import { answerRequest } from '../src/messaging/answers.js'
 import { Accepted, CommonHeaders, errorResponses } from '../src/schema/http.js'
 import { ClientResponseSchema, MessageSchema } from '../src/schema/messaging.js'
 import { Type } from '@sinclair/typebox'
@@ -56,17 +56,10 @@ const requests: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     },
     async (request, reply) => {
-      const owner = request.mcpState.principal.id
-      const id = request.mcpState.requestId
-      const queued = await store.getRequest(owner, id)
-      if (queued === undefined) throw errors.notFound(`Unknown or already answered request: ${id}`)
       const body = request.body as Record<string, unknown>
       const isError = typeof body.error === 'object' && body.error !== null && Object.keys(body).length === 1
-      if (!isError) {
-        checkResponse('response', askedOf(queued.request), body)
-      }
       const answer = isError ? { error: body.error as { code: number; message: string } } : { result: body }
-      if (!(await store.completeRequest(owner, id, answer))) throw errors.notFound(`Unknown or already answered request: ${id}`)
+      await answerRequest(store, request.mcpState.principal.id, request.mcpState.requestId, answer)
       return sendEmpty(reply, 202)
     }
   )

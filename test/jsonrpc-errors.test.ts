@@ -42,19 +42,27 @@ t.test('malformed messages: 4xx with the JSON-RPC error envelope, naming the id 
   t.same([badId.status, badId.body.id, badId.body.error.code], [400, null, -32600])
 })
 
-t.test('notifications and responses are accepted with 202 and no body', async (t) => {
+t.test('notifications are accepted with 202 and no body; responses must answer a question asked', async (t) => {
   const { app } = await build(t)
   for (const [payload, headers] of [
     ['{"jsonrpc":"2.0","method":"notifications/initialized"}', {}],
     ['{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}', { 'mcp-protocol-version': LEGACY }],
     ['{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}', { 'mcp-protocol-version': MODERN, 'mcp-method': 'notifications/roots/list_changed' }],
-    [JSON.stringify({ jsonrpc: '2.0', method: 'notifications/x', params: { _meta: envelope() } }), { 'mcp-protocol-version': MODERN }],
-    ['{"jsonrpc":"2.0","id":5,"result":{"roots":[]}}', {}],
-    ['{"jsonrpc":"2.0","id":"s-1","error":{"code":-1,"message":"no"}}', {}]
+    [JSON.stringify({ jsonrpc: '2.0', method: 'notifications/x', params: { _meta: envelope() } }), { 'mcp-protocol-version': MODERN }]
   ] as const) {
     const res = await app.inject(post(payload, headers))
     t.equal(res.statusCode, 202, payload)
     t.equal(res.payload, '')
+  }
+  // A response names a question the server asked (its /requests id); anything else is not accepted.
+  for (const payload of ['{"jsonrpc":"2.0","id":5,"result":{"roots":[]}}', '{"jsonrpc":"2.0","id":"s-1","error":{"code":-1,"message":"no","data":{}}}']) {
+    const res = await call(app, post(payload))
+    t.same([res.status, res.body.id, res.body.error.code], [404, null, -32602], payload)
+    t.match(res.body.error.message, /^Unknown or already answered request: /)
+  }
+  for (const payload of ['{"jsonrpc":"2.0","id":5,"result":[]}', '{"jsonrpc":"2.0","id":5,"error":{"code":1.5,"message":"no"}}', '{"jsonrpc":"2.0","id":5,"error":{"code":1}}']) {
+    const res = await call(app, post(payload))
+    t.same([res.status, res.body.error.code], [400, -32600], payload)
   }
   // A 2026-07-28 notification whose Mcp-Method disagrees is refused, with no id to name.
   const res = await call(app, post('{"jsonrpc":"2.0","method":"notifications/x"}', { 'mcp-protocol-version': MODERN, 'mcp-method': 'notifications/y' }))

@@ -220,11 +220,11 @@ t.test('MRTR for prompts/get and resources/read, and -32021 when the client lack
   t.same(missing.body.error, { code: -32021, message: 'This request needs the client capabilities: elicitation', data: { requiredCapabilities: { elicitation: {} } } })
   const legacy = await rpc(app, 'tools/call', { name: 'get_weather', arguments: {} }, { era: 'legacy' })
   t.same([legacy.status, legacy.body.error.code], [200, -32021], 'legacy era: in-band')
-  // A legacy client that declared elicitation is not asked either (no SSE yet): told so at once.
+  // A legacy client that declared elicitation but takes no SSE cannot be asked on its POST's stream: told so at once.
   await rpc(app, 'initialize', { protocolVersion: LEGACY, capabilities: { elicitation: {}, roots: {}, experimental: {} }, clientInfo: { name: 'c', version: '1' } }, { era: 'legacy' })
   const declared = await rpc(app, 'tools/call', { name: 'get_weather', arguments: {} }, { era: 'legacy' })
   t.equal(declared.body.error.code, -32021)
-  t.match(declared.body.error.message, /cannot be asked yet \(its answer has no way back to the handler\): use 2026-07-28/)
+  t.match(declared.body.error.message, /is asked on the SSE stream of its POST: send Accept: application\/json, text\/event-stream/)
 })
 
 t.test('legacy era: notifications/cancelled names the JSON-RPC id and aborts that request', async (t) => {

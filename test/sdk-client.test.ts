@@ -2,6 +2,7 @@ import t from 'tap'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js'
+import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js'
 import { Agent, fetch } from 'undici'
 import { createDemoServer } from '../src/demo/catalogue.js'
 import { buildServer } from '../src/server.js'
@@ -11,7 +12,7 @@ import { DEMO_TOOLS } from './helper.js'
  * The official TypeScript SDK (`@modelcontextprotocol/sdk` 1.x, which speaks up to 2025-11-25) as a
  * client of the demo over a real socket: its Streamable HTTP transport, handshake and typed calls.
  * The 1.x client knows no `input_required` (multi round-trip requests are 2026-07-28), so an MRTR
- * flow cannot go through it; what it sees of a tool that must ask is checked instead.
+ * flow cannot go through it; it is asked the 2025 way instead: on the SSE stream of its POST.
  */
 t.test('the official SDK client drives the demo through /mcp', async (t) => {
   const app = await buildServer({ mcp: createDemoServer(), logger: false })
@@ -52,5 +53,42 @@ t.test('the official SDK client drives the demo through /mcp', async (t) => {
 
   // A protocol error reaches the SDK as its McpError, with the code (errors ride in a 200 for it).
   await t.rejects(client.readResource({ uri: 'demo://items/9' }), { code: -32002, message: /Resource not found/ })
-  await t.rejects(client.callTool({ name: 'get_weather', arguments: {} }), { code: -32021 })
+  // It declared elicitation but set no handler: it answers the question with an error, which fails the call.
+  t.match(await client.callTool({ name: 'get_weather', arguments: {} }), { isError: true, content: [{ text: /elicitation\/create with an error/ }] })
+})
+
+t.test('a 2025-era SDK client is asked on the SSE stream of its POST, and its answers reach the handler', async (t) => {
+  const mcp = createDemoServer()
+  mcp.tool({ name: 'haiku' }, async (_a, ctx) => {
+    const m = await ctx.sample({ messages: [{ role: 'user', content: { type: 'text', text: 'a haiku' } }], maxTokens: 50 })
+    return `${m.model}: ${(m.content as { text: string }).text}`
+  })
+  const app = await buildServer({ mcp, logger: false })
+  const agent = new Agent()
+  t.teardown(async () => {
+    await agent.destroy()
+    await app.close()
+  })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = app.server.address() as { port: number }
+  const viaAgent = ((url, init) => fetch(url, { ...(init as object), dispatcher: agent })) as FetchLike
+  const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), { fetch: viaAgent })
+  const client = new Client({ name: 'sdk-asked', version: '1.0.0' }, { capabilities: { elicitation: {}, sampling: {}, roots: {} } })
+  const asked: string[] = []
+  client.setRequestHandler(ElicitRequestSchema, async (req) => {
+    asked.push(req.params.message)
+    return { action: 'accept', content: { location: 'Lisbon' } }
+  })
+  client.setRequestHandler(CreateMessageRequestSchema, async () => ({ role: 'assistant', model: 'test-model', content: { type: 'text', text: 'old pond' } }))
+  client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: 'file:///work', name: 'work' }] }))
+  await client.connect(transport)
+  t.teardown(() => client.close())
+
+  t.match(await client.callTool({ name: 'get_weather', arguments: {} }), { content: [{ type: 'text', text: /^Weather in Lisbon: / }] })
+  t.same(asked, ['Which location?'])
+  t.same(await client.callTool({ name: 'haiku', arguments: {} }), { content: [{ type: 'text', text: 'test-model: old pond' }] })
+  t.same(JSON.parse(((await client.readResource({ uri: 'demo://roots' })).contents[0] as { text: string }).text), [{ uri: 'file:///work', name: 'work' }])
+  // The same tool through the Pure HTTP binding's queue is untouched: nothing was left on /requests.
+  const left = await fetch(`http://127.0.0.1:${port}/requests`, { method: 'POST', dispatcher: agent, headers: { 'mcp-protocol-version': '2025-11-25' } })
+  t.equal(left.status, 204)
 })

@@ -53,6 +53,12 @@ export interface RequestContext {
    * `_meta["io.modelcontextprotocol/logLevel"]` in 2026-07-28, `POST /logLevel` before).
    */
   sendLog(level: LoggingLevel, data: unknown, logger?: string): Promise<void>
+  /**
+   * Where a legacy-era server-to-client request (elicitation, sampling, roots) is written besides the
+   * connection's `/requests` queue, under the id its answer must name: set by the JSON-RPC face, whose
+   * client reads it on the SSE stream of its POST. The answer still completes it through the store.
+   */
+  readonly deliverRequest?: (id: string, request: { method: string; params?: Record<string, unknown> }) => void
 }
 
 /**

@@ -21,11 +21,12 @@ export const cancelKey = (id: RequestId): string => `jsonrpc:${JSON.stringify(id
  * `_meta` level in 2026-07-28, the connection's `logging/setLevel` before). Never to the connection's
  * queue: `GET /notifications` is the Pure HTTP binding's.
  *
- * In the legacy era the client is not asked anything: a 2025-era server-to-client request would go
- * out on that stream too, but its answer (a JSON-RPC response POSTed to the endpoint) has no route
- * back to the waiting handler yet. So the capabilities to answer one are withheld, and a handler that
- * asks fails at once with -32021 (see {@link explainAsk}) instead of waiting on the `/requests`
- * queue for an answer that cannot come. This is the seam legacy questions over SSE replace.
+ * In the legacy era a handler's questions (elicitation, sampling, roots) go out on that stream too,
+ * as JSON-RPC requests whose ids are their `/requests` queue ids; the client answers each with a
+ * POST of its own, which completes it through the store (see `answerRequest`). A client that does
+ * not accept `text/event-stream` cannot be asked: the capabilities to answer are withheld from it, so
+ * a handler that asks fails at once with -32021 (see {@link explainAsk}) instead of waiting on the
+ * `/requests` queue for an answer that cannot come.
  */
 export function jsonRpcContext(ctx: RequestContext, stream: ResponseStream, floor: unknown): RequestContext {
   const token = ctx.meta?.[MetaKey.progressToken]
@@ -47,20 +48,21 @@ export function jsonRpcContext(ctx: RequestContext, stream: ResponseStream, floo
       }
     }
   }
-  const caps = ctx.clientCapabilities
-  if (ctx.era === 'legacy' && caps !== undefined) {
-    overrides.clientCapabilities = { value: Object.fromEntries(Object.entries(caps).filter(([k]) => !ASKING.has(k))) }
+  if (ctx.era === 'legacy') {
+    const caps = ctx.clientCapabilities
+    if (stream.accepted) overrides.deliverRequest = { value: (id: string, request: { method: string; params?: Record<string, unknown> }) => stream.request(id, request) }
+    else if (caps !== undefined) overrides.clientCapabilities = { value: Object.fromEntries(Object.entries(caps).filter(([k]) => !ASKING.has(k))) }
   }
   return Object.create(ctx, overrides) as RequestContext
 }
 
-/** A legacy-era -32021 for asking says why the client, which may well have declared the capability, is not asked. */
+/** A legacy-era -32021 for asking says why a client without SSE, which may well have declared the capability, is not asked. */
 export function explainAsk(error: McpError): McpError {
   const required = error.code === ErrorCode.missingCapability ? (error.data as { requiredCapabilities?: object } | undefined)?.requiredCapabilities : undefined
   if (required === undefined || !Object.keys(required).some((k) => ASKING.has(k))) return error
   return new McpError(
     error.code,
-    `${error.message}. Over /mcp a client of protocol 2025-11-25 or 2025-06-18 cannot be asked yet (its answer has no way back to the handler): use 2026-07-28 (input_required), or the Pure HTTP binding`,
+    `${error.message}. Over /mcp a client of protocol 2025-11-25 or 2025-06-18 is asked on the SSE stream of its POST: send Accept: application/json, text/event-stream`,
     error.status,
     error.data
   )

@@ -3,7 +3,8 @@ import type { OutgoingHttpHeaders } from 'node:http'
 
 /**
  * The response to one JSON-RPC request, which turns into an SSE stream the moment the first
- * notification for it is sent (progress, log messages), and only if the client accepts
+ * notification or server-to-client request for it is sent (progress, log messages, a legacy-era
+ * elicitation), and only if the client accepts
  * `text/event-stream`. Until then nothing is written: a request that notifies nothing is answered
  * with one JSON body and the status its outcome calls for, errors included.
  */
@@ -23,6 +24,15 @@ export class ResponseStream {
 
   /** Send a notification (`{ method, params }`) on the stream, opening it if need be. */
   notify(message: { method: string; params: Record<string, unknown> }): void {
+    this.#write(message)
+  }
+
+  /** Send a server-to-client request (legacy era) on the stream; its answer comes in a POST of its own. */
+  request(id: string, message: { method: string; params?: Record<string, unknown> }): void {
+    this.#write({ id, ...message })
+  }
+
+  #write(message: object): void {
     if (!this.accepted) return
     const res = this.reply.raw
     if (!this.#open) {

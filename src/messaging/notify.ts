@@ -36,8 +36,9 @@ export async function sendLog(store: Store, ctx: RequestContext, level: LoggingL
 }
 
 /**
- * Legacy era: put each question on the connection's `/requests` queue and wait for the answers
- * (which `POST /responses` checks against the question before waking us). Questions the client did
+ * Legacy era: put each question on the connection's `/requests` queue (and, through
+ * `ctx.deliverRequest`, on the SSE stream of a JSON-RPC POST) and wait for the answers, which
+ * `answerRequest` (./answers.ts) checks against the question before waking us. Questions the client did
  * not declare in `initialize` are 400 -32021, as in the modern era.
  */
 export async function askThroughQueue(
@@ -52,6 +53,8 @@ export async function askThroughQueue(
     [...questions].map(async ([key, q]) => {
       const id = randomUUID()
       await store.enqueueRequest(owner, id, q.request)
+      // Queued first, so that an answer arriving at once finds it (through the store, on any instance).
+      ctx.deliverRequest?.(id, q.request)
       return { key, id, method: q.request.method }
     })
   )
