@@ -1,13 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { errors } from '../src/errors.js'
 import { settleGet } from '../src/http/meta.js'
 import { sendRepresentation, sendResult } from '../src/http/representation.js'
 import { createContext } from '../src/http/request.js'
-import { askedOf, checkResponse } from '../src/mrtr/responses.js'
 import { CommonHeaders, GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
 import { AckSchema, CancelTaskBodySchema, DetailedTaskSchema, UpdateTaskBodySchema } from '../src/schema/tasks.js'
 import { etagOf } from '../src/core/etag.js'
+import { answerTask, cancelTask, findTask } from '../src/tasks/methods.js'
 import { detailedTask } from '../src/tasks/run.js'
 import { TERMINAL } from '../src/store/types.js'
 import { hasNoBody } from './notifications.js'
@@ -15,13 +14,12 @@ import { hasNoBody } from './notifications.js'
 const TaskParams = Type.Object({ taskId: Type.String({ minLength: 1, maxLength: 128 }) })
 
 /**
- * The Tasks extension: tasks/get (ETag for cheap polling), tasks/update (answers to the task's
- * inputRequests) and tasks/cancel (cooperative). A task belongs to its creator: anyone else's, like
- * an unknown or expired one, is 404.
+ * The Tasks extension over HTTP: tasks/get (ETag for cheap polling), tasks/update (answers to the
+ * task's inputRequests) and tasks/cancel (cooperative); the logic is src/tasks/methods.ts, shared
+ * with /mcp. A task belongs to its creator: anyone else's, like an unknown or expired one, is 404.
  */
 const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
   const store = fastify.mcpStore
-  const notFound = (id: string) => errors.notFound(`Unknown task: ${id}`)
 
   fastify.get(
     '/tasks/:taskId',
@@ -37,8 +35,7 @@ const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       await settleGet(request, reply)
-      const task = await store.getTask(request.mcpState.principal.id, request.params.taskId)
-      if (task === undefined) throw notFound(request.params.taskId)
+      const task = await findTask(store, request.mcpState.principal.id, request.params.taskId)
       if (!TERMINAL.has(task.status)) reply.header('retry-after', String(Math.max(1, Math.ceil(task.pollIntervalMs / 1000))))
       const body = JSON.stringify({ resultType: 'complete', ...detailedTask(task) })
       return sendRepresentation(request, reply, { body, etag: etagOf(body) }, { ttlMs: 0, cacheScope: 'private' })
@@ -61,17 +58,7 @@ const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       const owner = (await createContext(request, reply, request.body)).principal.id
-      const task = await store.getTask(owner, request.params.taskId)
-      if (task === undefined) throw notFound(request.params.taskId)
-      const outstanding = task.inputRequests ?? {}
-      const answers: Record<string, Record<string, unknown>> = {}
-      for (const [key, response] of Object.entries(request.body.inputResponses)) {
-        const req = outstanding[key]
-        if (req === undefined) continue
-        checkResponse(`inputResponses["${key}"]`, askedOf(req), response)
-        answers[key] = response
-      }
-      if ((await store.answerTask(owner, task.taskId, answers)) === undefined) throw notFound(task.taskId)
+      await answerTask(store, owner, request.params.taskId, request.body.inputResponses)
       return sendResult(request, reply, { resultType: 'complete' })
     }
   )
@@ -101,10 +88,7 @@ const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       const owner = (await createContext(request, reply, request.body)).principal.id
-      const task = await store.getTask(owner, request.params.taskId)
-      if (task === undefined) throw notFound(request.params.taskId)
-      await store.updateTask(owner, task.taskId, { status: 'cancelled', statusMessage: 'Cancelled by the client', inputRequests: undefined })
-      await store.publishCancel(owner, `task:${task.taskId}`, 'Cancelled by the client')
+      await cancelTask(store, owner, request.params.taskId)
       return sendResult(request, reply, { resultType: 'complete' })
     }
   )

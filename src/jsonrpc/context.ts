@@ -7,6 +7,8 @@ import type { ResponseStream } from './stream.js'
 
 /** Client capabilities that only server-to-client requests use. */
 const ASKING = new Set(['elicitation', 'sampling', 'roots'])
+const NATIVE_TASKS = new Set(['tasks'])
+const ASKING_AND_TASKS = new Set([...ASKING, ...NATIVE_TASKS])
 
 /**
  * The key under which a legacy-era JSON-RPC request can be cancelled (`notifications/cancelled`
@@ -49,9 +51,12 @@ export function jsonRpcContext(ctx: RequestContext, stream: ResponseStream, floo
     }
   }
   if (ctx.era === 'legacy') {
-    const caps = ctx.clientCapabilities
     if (stream.accepted) overrides.deliverRequest = { value: (id: string, request: { method: string; params?: Record<string, unknown> }) => stream.request(id, request) }
-    else if (caps !== undefined) overrides.clientCapabilities = { value: Object.fromEntries(Object.entries(caps).filter(([k]) => !ASKING.has(k))) }
+    const caps = ctx.clientCapabilities
+    // 2025-11-25's own `tasks` capability asks for its nested, client-requested tasks, which this face
+    // does not speak: only a client that declared the Tasks extension gets (extension) tasks.
+    const hidden = stream.accepted ? NATIVE_TASKS : ASKING_AND_TASKS
+    if (caps !== undefined) overrides.clientCapabilities = { value: Object.fromEntries(Object.entries(caps).filter(([k]) => !hidden.has(k))) }
   }
   return Object.create(ctx, overrides) as RequestContext
 }

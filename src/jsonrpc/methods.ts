@@ -13,7 +13,10 @@ import { CompleteBodySchema } from '../schema/completions.js'
 import { InitializeBodySchema, SetLevelBodySchema } from '../schema/lifecycle.js'
 import { GetPromptBodySchema } from '../schema/prompts.js'
 import { ReadResourceBodySchema, SubscribeBodySchema } from '../schema/resources.js'
+import { UpdateTaskBodySchema } from '../schema/tasks.js'
 import { CallToolBodySchema } from '../schema/tools.js'
+import { answerTask, cancelTask, findTask, requireTasks } from '../tasks/methods.js'
+import { detailedTask } from '../tasks/run.js'
 import { checkParamHeaders } from './headers.js'
 import { ListenParamsSchema, type ListenStreams } from './listen.js'
 import type { RequestId, STREAMED } from './message.js'
@@ -51,6 +54,7 @@ const Meta = { _meta: Type.Optional(MetaSchema) }
 const Empty = Type.Object(Meta)
 const Cursor = Type.Object({ cursor: Type.Optional(Type.String({ maxLength: 512 })), ...Meta })
 const Name = Type.String({ minLength: 1, maxLength: 128 })
+const TaskId = Type.String({ minLength: 1, maxLength: 128 })
 
 const list = (kind: ListKind) =>
   method(BOTH, Cursor, async (p, call) => call.request.server.mcp.list(kind, p.cursor, call.era).body)
@@ -111,9 +115,29 @@ const METHODS = new Map<string, Method>([
   ['completion/complete', method(BOTH, CompleteBodySchema, async (p, call) =>
     call.request.server.mcp.complete(p, await call.context())
   )],
-  ['subscriptions/listen', method(MODERN, ListenParamsSchema, async (p, call) => call.streams.open(call, p.notifications))]
-  // tasks/get, tasks/update, tasks/cancel (the Tasks extension) join here, over the core's task methods.
+  ['subscriptions/listen', method(MODERN, ListenParamsSchema, async (p, call) => call.streams.open(call, p.notifications))],
+  // The Tasks extension, for a client that declared it (else -32021). Its v2 drops tasks/result and
+  // tasks/list (the result is inlined in tasks/get), so those stay -32601.
+  ['tasks/get', method(BOTH, Type.Object({ taskId: TaskId, ...Meta }), async (p, call) => {
+    const owner = await taskOwner(call)
+    return { resultType: 'complete', ...detailedTask(await findTask(call.request.server.mcpStore, owner, p.taskId)) }
+  })],
+  ['tasks/update', method(BOTH, Type.Object({ taskId: TaskId, ...UpdateTaskBodySchema.properties }), async (p, call) => {
+    await answerTask(call.request.server.mcpStore, await taskOwner(call), p.taskId, p.inputResponses)
+    return { resultType: 'complete' }
+  })],
+  ['tasks/cancel', method(BOTH, Type.Object({ taskId: TaskId, ...Meta }), async (p, call) => {
+    await cancelTask(call.request.server.mcpStore, await taskOwner(call), p.taskId)
+    return { resultType: 'complete' }
+  })]
 ])
+
+/** Whose tasks a request may see, once its client is known to take tasks. */
+async function taskOwner(call: Call): Promise<string> {
+  const ctx = await call.context()
+  requireTasks(ctx)
+  return ctx.principal.id
+}
 
 /** The method, or -32601: unknown, or not part of the request's era. */
 export function methodFor(name: string, era: Era): Method {

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { McpServer } from '../../src/core/mcp-server.js'
+import { ErrorCode, McpError } from '../../src/errors.js'
 import type { Registration, ToolReturn } from '../../src/core/definitions.js'
 import { elicit, listRoots, sample } from '../../src/mrtr/questions.js'
 import { full, resolver } from '../../src/mrtr/resolvers.js'
@@ -127,9 +128,9 @@ export function createConformanceServer(): McpServer {
     return 'The prompt list changed'
   })
 
-  // The Tasks extension's sync tool; its task-supporting ones (slow_compute, failing_job, confirm_delete,
-  // multi_input, protocol_error_job, test_tool_with_task) come with the task machinery.
+  // The Tasks extension's sync tool, then its task-supporting ones.
   mcp.tool({ name: 'greet', description: 'Greets synchronously.', input: Type.Object({ name: Type.String() }) }, ({ name }) => `Hello, ${name}!`)
+  registerTasks(mcp)
 
   // SEP-2243 custom headers: `region` travels in Mcp-Param-Region too.
   mcp.tool(
@@ -159,6 +160,63 @@ const JSON_SCHEMA_2020_12 = {
   then: { required: ['phone'] },
   else: { required: ['email'] },
   additionalProperties: false
+}
+
+/** Resolves after `ms`, or rejects when `signal` aborts (tasks/cancel). */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms)
+    signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true })
+  })
+}
+
+/** The Tasks extension (SEP-2663) fixtures: tasks for clients that declare the extension. */
+function registerTasks(mcp: McpServer): void {
+  mcp.tool(
+    {
+      name: 'slow_compute',
+      description: 'Sleeps `seconds`, then answers; cancellable.',
+      input: Type.Object({ seconds: Type.Number({ minimum: 0, maximum: 600 }), label: Type.Optional(Type.String()) }),
+      task: 'optional',
+      pollIntervalMs: 200
+    },
+    async ({ seconds, label }, ctx) => {
+      await sleep(seconds * 1000, ctx.signal)
+      return `Computed ${label ?? 'result'} after ${seconds}s`
+    }
+  )
+  mcp.tool({ name: 'failing_job', description: 'Fails as a tool (isError) after a second.', task: 'required', pollIntervalMs: 200 }, async (_a, ctx) => {
+    await sleep(1000, ctx.signal)
+    throw new Error('The job failed')
+  })
+  mcp.tool({ name: 'protocol_error_job', description: 'Fails with a protocol error (status failed).', task: 'required', pollIntervalMs: 200 }, async () => {
+    throw new McpError(ErrorCode.internalError, 'The job hit a protocol error', 500)
+  })
+  mcp.tool(
+    { name: 'confirm_delete', description: 'Asks to confirm, then deletes.', input: Type.Object({ filename: Type.String() }), task: 'required', pollIntervalMs: 200 },
+    async ({ filename }, ctx) => {
+      const answer = await ctx.elicit(`Delete ${filename}?`, Type.Object({ confirm: Type.Boolean() }))
+      return answer.action === 'accept' && answer.content.confirm ? `Deleted ${filename}` : `Kept ${filename}`
+    }
+  )
+  // Two questions at once: a hand-rolled input_required inside a task parks it with both keys.
+  mcp.tool({ name: 'multi_input', description: 'Asks two things at once.', task: 'required', pollIntervalMs: 200 }, (_a, ctx) => {
+    const got = ctx.inputResponses as Record<string, { content?: { name?: string } }> | undefined
+    if (got === undefined) {
+      return inputRequired({
+        inputRequests: {
+          name: elicit('Your name?', Type.Object({ name: Type.String() })),
+          confirm: elicit('Go ahead?', Type.Object({ confirm: Type.Boolean() }))
+        }
+      })
+    }
+    return `Thanks, ${got.name?.content?.name ?? 'stranger'}`
+  })
+  // MRTR first (the name), then the work as a task (SEP-2663's composition).
+  const user = resolver({ name: 'user_name', resolve: () => elicit('What is your name?', Type.Object({ name: Type.String() })) })
+  mcp.tool({ name: 'test_tool_with_task', description: 'Asks a name, then works as a task.', task: 'required', pollIntervalMs: 200, resolvers: { user } }, (_a, ctx) =>
+    `Hello, ${ctx.resolved.user.name}, from a task`
+  )
 }
 
 /** The SEP-2322 (input_required) fixtures. */

@@ -1,0 +1,54 @@
+import type { RequestContext } from '../core/context.js'
+import { errors } from '../errors.js'
+import { askedOf, checkResponse } from '../mrtr/responses.js'
+import type { Store, TaskRecord } from '../store/types.js'
+import { TASKS_CAPABILITY, TASKS_EXTENSION, clientTakesTasks } from './run.js'
+
+/**
+ * The Tasks extension's methods, whichever face calls them (`GET /tasks/{id}` and its siblings, or
+ * `tasks/get`, `tasks/update`, `tasks/cancel` on /mcp). A task belongs to its creator: anyone else's,
+ * like an unknown or expired one, is 404 -32602 (the extension's "unknown taskId").
+ */
+const unknownTask = (taskId: string) => errors.notFound(`Unknown task: ${taskId.slice(0, 128)}`)
+
+/** tasks/get: the task record (see `detailedTask` for its wire form). */
+export async function findTask(store: Store, owner: string, taskId: string): Promise<TaskRecord> {
+  const task = await store.getTask(owner, taskId)
+  if (task === undefined) throw unknownTask(taskId)
+  return task
+}
+
+/**
+ * tasks/update: answers to the task's outstanding `inputRequests`, each checked against its question
+ * (400 -32602 naming the key); keys that name no outstanding request are ignored, and a partial
+ * answer leaves the task `input_required` with the rest.
+ */
+export async function answerTask(store: Store, owner: string, taskId: string, inputResponses: Record<string, Record<string, unknown>>): Promise<void> {
+  const task = await findTask(store, owner, taskId)
+  const outstanding = task.inputRequests ?? {}
+  const answers: Record<string, Record<string, unknown>> = {}
+  for (const [key, response] of Object.entries(inputResponses)) {
+    const req = outstanding[key]
+    if (req === undefined) continue
+    checkResponse(`inputResponses["${key}"]`, askedOf(req), response)
+    answers[key] = response
+  }
+  if ((await store.answerTask(owner, task.taskId, answers)) === undefined) throw unknownTask(taskId)
+}
+
+/**
+ * tasks/cancel: cooperative (the handler's signal aborts, on whichever instance runs it). A task
+ * already finished stays as it is, and the ack is the same (the extension makes cancel idempotent).
+ */
+export async function cancelTask(store: Store, owner: string, taskId: string): Promise<void> {
+  const task = await findTask(store, owner, taskId)
+  await store.updateTask(owner, task.taskId, { status: 'cancelled', statusMessage: 'Cancelled by the client', inputRequests: undefined })
+  await store.publishCancel(owner, `task:${task.taskId}`, 'Cancelled by the client')
+}
+
+/** 400 -32021 naming the extension, for a client that did not declare it (the JSON-RPC face's gate). */
+export function requireTasks(ctx: RequestContext): void {
+  if (!clientTakesTasks(ctx.clientCapabilities)) {
+    throw errors.missingCapability(TASKS_CAPABILITY, `The tasks methods need the ${TASKS_EXTENSION} extension: declare it in the client capabilities`)
+  }
+}
