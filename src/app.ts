@@ -9,6 +9,7 @@ import type { McpServer } from './core/mcp-server.js'
 import { ConfigurationError, ErrorCode, McpError, errors } from './errors.js'
 import { Header, REQUEST_ID } from './headers.js'
 import { sendError, toMcpError } from './http/errors.js'
+import type { Abortable } from './http/request.js'
 import { idempotentToolCalls } from './http/idempotency.js'
 import { rateLimits, type RateLimitOptions } from './http/limits.js'
 import { era, negotiateVersion, LATEST_VERSION, type ProtocolVersion } from './protocol.js'
@@ -96,7 +97,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   const store = opts.mcp.store
   fastify.decorate('mcp', opts.mcp)
   fastify.decorate('mcpStore', store)
-  const inflight = new Map<string, AbortController>()
+  const inflight = new Map<string, Abortable>()
   fastify.decorate('mcpInflight', inflight)
   fastify.decorate('mcpPrefix', fastify.prefix)
   fastify.decorateRequest('mcpState', null as never)

@@ -21,7 +21,8 @@ async function main(): Promise<void> {
   const app = await buildServer({
     mcp,
     store,
-    logger: { level: config.LOG_LEVEL },
+    // Silent is no logger at all: Fastify then makes no child logger per request.
+    logger: config.LOG_LEVEL === 'silent' ? false : { level: config.LOG_LEVEL },
     bodyLimit: config.MCP_BODY_LIMIT,
     defaultProtocolVersion: config.MCP_DEFAULT_PROTOCOL_VERSION,
     oauth: oauthFromConfig(config),

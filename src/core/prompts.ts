@@ -1,6 +1,6 @@
 import { ConfigurationError, McpError, errors } from '../errors.js'
 import { runRound } from '../mrtr/run.js'
-import { digestArguments } from '../mrtr/seal.js'
+import { LazyTarget } from '../mrtr/seal.js'
 import type { GetPromptBody } from '../schema/prompts.js'
 import type { RequestContext } from './context.js'
 import type { McpServer } from './mcp-server.js'
@@ -25,7 +25,7 @@ export async function getPrompt(
     round = await runRound(
       server,
       entry.mrtr,
-      { method: 'prompts/get', target: name, args: digestArguments(args) },
+      new LazyTarget('prompts/get', name, args),
       args,
       body,
       ctx,

@@ -1,6 +1,6 @@
 import { ConfigurationError, McpError, errors, messageOf } from '../errors.js'
 import { runRound } from '../mrtr/run.js'
-import { digestArguments } from '../mrtr/seal.js'
+import { LazyTarget } from '../mrtr/seal.js'
 import type { ContentBlock } from '../schema/content.js'
 import type { CallToolBody } from '../schema/tools.js'
 import { derive, type RequestContext } from './context.js'
@@ -43,7 +43,7 @@ export async function callTool(
   if (entry.task.mode === 'required' && !takes) {
     throw errors.missingCapability(TASKS_CAPABILITY, `Tool ${name} runs only as a task: declare the ${TASKS_EXTENSION} extension`)
   }
-  const binding = { method: 'tools/call', target: name, args: digestArguments(args) }
+  const binding = new LazyTarget('tools/call', name, args)
   const resumed = openResume(server.sealer, binding, ctx)
   let round
   try {

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify'
 import { ErrorCode, McpError } from '../errors.js'
 import { Header } from '../headers.js'
 import { digestArguments } from '../mrtr/seal.js'
@@ -43,10 +43,8 @@ export function idempotentToolCalls(fastify: FastifyInstance, store: Store, opti
   const leaseMs = options.leaseMs
   const toolCall = `${fastify.prefix}/tools/:name/calls`
 
-  fastify.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
-    const id = request.headers[Header.requestId]
-    if (request.method !== 'POST' || request.routeOptions.url !== toolCall || id !== request.mcpState.requestId) return
-    if (request.headers.accept?.includes('text/event-stream') === true) return
+  // Run the first attempt, or answer a retry: only for requests that name their own id.
+  const claim = async (request: FastifyRequest, reply: FastifyReply, id: string): Promise<void> => {
     const owner = request.mcpState.principal.id
     const h = request.headers
     const digest = digestArguments({
@@ -68,7 +66,8 @@ export function idempotentToolCalls(fastify: FastifyInstance, store: Store, opti
       }
       case 'done': {
         const saved = JSON.parse(start.response) as { status: number; headers: Record<string, string>; body: string }
-        return reply.code(saved.status).headers({ ...saved.headers, 'idempotent-replayed': 'true' }).send(saved.body)
+        reply.code(saved.status).headers({ ...saved.headers, 'idempotent-replayed': 'true' }).send(saved.body)
+        return
       }
       case 'in_progress':
         throw new McpError(ErrorCode.invalidRequest, `A request with Mcp-Request-Id ${id} is still running: retry later`, 409, undefined, {
@@ -77,12 +76,10 @@ export function idempotentToolCalls(fastify: FastifyInstance, store: Store, opti
       case 'conflict':
         throw new McpError(ErrorCode.invalidRequest, `Mcp-Request-Id ${id} was already used for a different request`, 409)
     }
-  })
+  }
 
-  fastify.addHook('onSend', async (request, reply, payload) => {
-    const claim = request[kClaim]
-    if (claim === undefined) return payload
-    request[kClaim] = undefined
+  // Record a claimed run's outcome before the answer leaves: a retry that follows it finds it.
+  const record = async (claim: Claim, reply: FastifyReply, payload: unknown): Promise<unknown> => {
     clearInterval(claim.renew)
     const delivered = reply.statusCode < 300 && !(reply.raw.destroyed && !reply.raw.writableFinished)
     if (!delivered) {
@@ -94,8 +91,26 @@ export function idempotentToolCalls(fastify: FastifyInstance, store: Store, opti
       const v = reply.getHeader(name)
       if (v !== undefined) headers[name] = String(v)
     }
-    // Recorded before the answer leaves: a retry that follows it finds the outcome.
     await store.finishIdempotent(claim.owner, claim.id, JSON.stringify({ status: reply.statusCode, headers, body: payload }), options.ttlMs)
     return payload
+  }
+
+  // Hooks of the tools/call route alone, and synchronous when there is nothing to do (most calls
+  // carry no Mcp-Request-Id): every other route, and every call without one, skips a promise each.
+  const preHandler: preHandlerHookHandler = (request, reply, done) => {
+    const id = request.headers[Header.requestId]
+    if (id !== request.mcpState.requestId || request.headers.accept?.includes('text/event-stream') === true) return done()
+    claim(request, reply, id).then(() => done(), done)
+  }
+  const onSend: onSendHookHandler = (request, reply, payload, done) => {
+    const claimed = request[kClaim]
+    if (claimed === undefined) return done(null, payload)
+    request[kClaim] = undefined
+    record(claimed, reply, payload).then((p) => done(null, p), done)
+  }
+  fastify.addHook('onRoute', (route) => {
+    if (route.url !== toolCall || route.method !== 'POST') return
+    route.preHandler = ([] as preHandlerHookHandler[]).concat(route.preHandler ?? [], preHandler)
+    route.onSend = ([] as onSendHookHandler[]).concat(route.onSend ?? [], onSend)
   })
 }

@@ -29,7 +29,7 @@ declare module 'fastify' {
     mcp: McpServer
     mcpStore: Store
     /** In-flight requests that run handlers, by `owner\0requestId`, for notifications/cancelled. */
-    mcpInflight: Map<string, AbortController>
+    mcpInflight: Map<string, Abortable>
     /** Where the MCP routes are mounted ('' at the root), for links such as Location. */
     mcpPrefix: string
     /** Whether /initialize issues Mcp-Session-Id (no authentication, `sessions: true`). */
@@ -72,6 +72,11 @@ export function paramsFromHeaders(request: FastifyRequest): RetryParams {
   return params
 }
 
+/** What notifications/cancelled aborts: a running request. */
+export interface Abortable {
+  abort(reason: Error): void
+}
+
 const kController = Symbol('mcp.abortController')
 const kGetController = Symbol('mcp.getAbortController')
 
@@ -92,9 +97,9 @@ export function paramsFromPost<B extends RetryParams>(request: FastifyRequest, b
   return merged
 }
 
-class HttpRequestContext implements RequestContext {
-  // No #private members here: the core derives handler contexts with Object.create(ctx), and
-  // private members are not reachable through the prototype chain.
+class HttpRequestContext implements RequestContext, Abortable {
+  // No #private members here: a derived context (see derive()) calls these methods through a Proxy,
+  // and private members are not reachable through it.
   [kController]: AbortController | undefined
   constructor(
     readonly requestId: string,
@@ -109,8 +114,8 @@ class HttpRequestContext implements RequestContext {
     readonly deadline: number
   ) {}
 
-  // Created on first use for most requests (an AbortController is not free); eagerly for those that
-  // run handlers, so that notifications/cancelled can reach them (see cancellable()).
+  // Created on first use (an AbortController and its close listener are not free, and most handlers
+  // never look), or by a cancellation that arrives first.
   get signal(): AbortSignal {
     return this[kGetController]().signal
   }
@@ -124,11 +129,16 @@ class HttpRequestContext implements RequestContext {
   }
 
   /** Register this request so that `notifications/cancelled` naming its id aborts it, until it ends. */
-  cancellable(inflight: Map<string, AbortController>): this {
+  cancellable(inflight: Map<string, Abortable>): this {
     const key = `${this.principal.id}\0${this.requestId}`
-    inflight.set(key, this[kGetController]())
+    inflight.set(key, this)
     this.reply.raw.once('close', () => inflight.delete(key))
     return this
+  }
+
+  /** Abort the request (notifications/cancelled); a signal read later is already aborted. */
+  abort(reason: Error): void {
+    this[kGetController]().abort(reason)
   }
 
   [kGetController](): AbortController {

@@ -2,7 +2,6 @@ import { Type } from '@sinclair/typebox'
 import type { ValidateFunction } from 'ajv'
 import { errors } from '../errors.js'
 import { compile, createValidator, describeErrors } from '../core/validation.js'
-import { digestArguments } from './seal.js'
 
 /** A question as remembered in sealed state between rounds. */
 export interface Asked {
@@ -56,7 +55,8 @@ const formValidators = new Map<string, ValidateFunction>()
 const MAX_FORMS = 500
 
 function formValidator(schema: Record<string, unknown>): ValidateFunction {
-  const key = digestArguments(schema)
+  // By its JSON text as sealed (the same question gives the same text): no digest per answer.
+  const key = JSON.stringify(schema)
   let v = formValidators.get(key)
   if (v === undefined) {
     v = compile(ajv, schema, 'requestedSchema')

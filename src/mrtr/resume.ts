@@ -1,6 +1,6 @@
 import type { RequestContext } from '../core/context.js'
 import { errors } from '../errors.js'
-import type { SealBinding, StateSealer } from './seal.js'
+import type { SealBinding, SealTarget, StateSealer } from './seal.js'
 
 const RESUME = Symbol.for('mcp-pure-http.resume')
 
@@ -25,14 +25,16 @@ export function isResumable(v: unknown): v is Resumable<Record<string, unknown>>
 }
 
 // A resume token is sealed for another target than a requestState, so neither opens as the other.
-const purpose = (b: Omit<SealBinding, 'principal'>, principal: string): SealBinding => ({
-  ...b,
+// Members read one by one: `b` may compute its digest lazily (a getter a spread would skip).
+const purpose = (b: SealTarget, principal: string): SealBinding => ({
+  method: b.method,
+  args: b.args,
   principal,
   target: `${b.target}#resume`
 })
 
 /** The state of `_meta.resumeToken`, when the request carries one (400 -32602 when it does not open). */
-export function openResume(sealer: StateSealer, binding: Omit<SealBinding, 'principal'>, ctx: RequestContext): unknown {
+export function openResume(sealer: StateSealer, binding: SealTarget, ctx: RequestContext): unknown {
   const token = ctx.meta?.resumeToken
   if (token === undefined) return undefined
   if (typeof token !== 'string') throw errors.invalidParams('_meta.resumeToken must be a string')
@@ -49,7 +51,7 @@ export function openResume(sealer: StateSealer, binding: Omit<SealBinding, 'prin
  */
 export function finishResumable(
   sealer: StateSealer,
-  binding: Omit<SealBinding, 'principal'>,
+  binding: SealTarget,
   ctx: RequestContext,
   result: Record<string, unknown>,
   next: unknown

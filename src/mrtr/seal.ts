@@ -11,6 +11,27 @@ export interface SealBinding {
   readonly args: string
 }
 
+/** A binding before the principal is known: what a request's sealed state is for. */
+export type SealTarget = Omit<SealBinding, 'principal'>
+
+/**
+ * A {@link SealTarget} whose argument digest is computed on first read: a call that neither opens
+ * nor seals a state (most of them) never hashes its arguments. Never spread it (`{...t}` skips the
+ * getter): read its three members.
+ */
+export class LazyTarget implements SealTarget {
+  #args: string | undefined
+  constructor(
+    readonly method: string,
+    readonly target: string,
+    readonly value: unknown
+  ) {}
+
+  get args(): string {
+    return (this.#args ??= digestArguments(this.value))
+  }
+}
+
 export interface StateKey {
   readonly kid: string
   /** 32 bytes (AES-256). */
@@ -43,7 +64,10 @@ export class StateSealer {
   readonly ephemeral: boolean
   readonly #sealKid: string
   readonly #sealHeader: string
+  readonly #sealAad: Buffer
   readonly #keys: Map<string, Uint8Array>
+  // The protected header this server writes for each key: most tokens carry one, and need no parsing.
+  readonly #headers: Map<string, Uint8Array>
 
   constructor(
     keys: readonly StateKey[] | undefined,
@@ -55,8 +79,11 @@ export class StateSealer {
       if (k.key.byteLength !== 32) throw new ConfigurationError(`State key "${k.kid}" must be 32 bytes, not ${k.key.byteLength}`)
     }
     this.#sealKid = ring[0]!.kid
-    this.#sealHeader = Buffer.from(JSON.stringify({ alg: 'dir', enc: 'A256GCM', kid: this.#sealKid })).toString('base64url')
+    const headerOf = (kid: string) => Buffer.from(JSON.stringify({ alg: 'dir', enc: 'A256GCM', kid })).toString('base64url')
+    this.#sealHeader = headerOf(this.#sealKid)
+    this.#sealAad = Buffer.from(this.#sealHeader, 'ascii')
     this.#keys = new Map(ring.map((k) => [k.kid, k.key]))
+    this.#headers = new Map(ring.map((k) => [headerOf(k.kid), k.key]))
   }
 
   /**
@@ -88,7 +115,7 @@ export class StateSealer {
     // JWE compact serialization: header..iv.ciphertext.tag, the header's base64url as AAD.
     const iv = randomBytes(12)
     const cipher = createCipheriv('aes-256-gcm', this.#keys.get(this.#sealKid)!, iv)
-    cipher.setAAD(Buffer.from(this.#sealHeader, 'ascii'))
+    cipher.setAAD(this.#sealAad)
     const ciphertext = Buffer.concat([cipher.update(JSON.stringify(body), 'utf8'), cipher.final()])
     const token = `${this.#sealHeader}..${iv.toString('base64url')}.${ciphertext.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}`
     // Never hand out a token this server would refuse on the way back.
@@ -119,15 +146,23 @@ export class StateSealer {
     return body.d
   }
 
-  #decrypt(token: string): string {
-    const parts = token.split('.')
-    if (parts.length !== 5 || parts[1] !== '') throw new Error('not a compact dir JWE')
-    const [protectedHeader, , iv, ciphertext, tag] = parts as [string, string, string, string, string]
+  /** The key a protected header names: a header this server writes is looked up, any other parsed. */
+  #keyOf(protectedHeader: string): Uint8Array {
+    const known = this.#headers.get(protectedHeader)
+    if (known !== undefined) return known
     const header = JSON.parse(Buffer.from(protectedHeader, 'base64url').toString('utf8')) as Record<string, unknown>
     if (header.alg !== 'dir' || header.enc !== 'A256GCM') throw new Error(`unexpected alg/enc ${String(header.alg)}/${String(header.enc)}`)
     if (header.crit !== undefined || header.zip !== undefined) throw new Error('unsupported header parameters')
     const key = typeof header.kid === 'string' ? this.#keys.get(header.kid) : undefined
     if (key === undefined) throw new Error(`unknown kid ${String(header.kid)}`)
+    return key
+  }
+
+  #decrypt(token: string): string {
+    const parts = token.split('.')
+    if (parts.length !== 5 || parts[1] !== '') throw new Error('not a compact dir JWE')
+    const [protectedHeader, , iv, ciphertext, tag] = parts as [string, string, string, string, string]
+    const key = this.#keyOf(protectedHeader)
     const ivBytes = Buffer.from(iv, 'base64url')
     const tagBytes = Buffer.from(tag, 'base64url')
     if (ivBytes.length !== 12 || tagBytes.length !== 16) throw new Error('bad iv or tag length')
