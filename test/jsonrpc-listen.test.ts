@@ -62,8 +62,12 @@ t.test('subscriptions/listen: acknowledged first, then only the changes asked fo
   t.equal(stream.res.headers.get('mcp-protocol-version'), MODERN)
   const tag = { 'io.modelcontextprotocol/subscriptionId': 'sub-1' }
   const [ack] = await stream.until(1)
-  // resourceSubscriptions is not honoured yet, so the acknowledgement leaves it out.
-  t.same(ack, { jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: tag, notifications: { toolsListChanged: true, resourcesListChanged: true } } })
+  // x:y is no resource of this server (yet), so the acknowledgement honours none.
+  t.same(ack, {
+    jsonrpc: '2.0',
+    method: 'notifications/subscriptions/acknowledged',
+    params: { _meta: tag, notifications: { toolsListChanged: true, resourcesListChanged: true, resourceSubscriptions: [] } }
+  })
 
   mcp.prompt({ name: 'p' }, () => 'p') // not asked for
   const tool = mcp.tool({ name: 'a' }, () => 'a')
@@ -86,6 +90,35 @@ t.test('subscriptions/listen: acknowledged first, then only the changes asked fo
   await server.app.close()
   const all = await stream.until(99)
   t.same(all.at(-1), { jsonrpc: '2.0', id: 'sub-1', result: { resultType: 'complete', _meta: tag } })
+})
+
+t.test('resourceSubscriptions: notifications/resources/updated for the URIs asked for, and no others', async (t) => {
+  const mcp = new McpServer({ name: 'l', version: '1' })
+  mcp.resource({ uri: 'r:a', name: 'a' }, () => 'a')
+  mcp.resource({ uri: 'r:b', name: 'b' }, () => 'b')
+  mcp.resourceTemplate({ uriTemplate: 't:{id}', name: 't' }, () => 't')
+  const server = await listen(t, mcp)
+  const stream = await subscribe(server, { resourceSubscriptions: ['r:a', 't:1', 'nope:z'] }, 'res')
+  const tag = { 'io.modelcontextprotocol/subscriptionId': 'res' }
+  const [ack] = await stream.until(1)
+  t.same(ack.params.notifications, { resourceSubscriptions: ['r:a', 't:1'] }, 'only URIs this server serves')
+  // A stream that asked for no resource hears none.
+  const other = await subscribe(server, { toolsListChanged: true }, 'other')
+  await other.until(1)
+  await mcp.resourceUpdated('r:b')
+  await mcp.resourceUpdated('t:1')
+  await mcp.resourceUpdated('nope:z')
+  await mcp.resourceUpdated('r:a')
+  const events = await stream.until(3)
+  t.same(events.slice(1), [
+    { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 't:1', _meta: tag } },
+    { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'r:a', _meta: tag } }
+  ])
+  mcp.tool({ name: 'x' }, () => 'x')
+  const [, changed] = await other.until(2)
+  t.equal(changed.method, 'notifications/tools/list_changed', 'the other stream heard its own change, and no update before it')
+  await stream.reader.cancel()
+  await other.reader.cancel()
 })
 
 t.test('a client that closes its stream is forgotten: later changes do not reach it', async (t) => {

@@ -87,6 +87,7 @@ export class McpServer extends Registry {
   // Serialized list pages and discover, per era; dropped when their list changes.
   readonly #cache = new Map<string, Representation>()
   readonly #clientListeners = new Set<(owner: string, notification: ServerMessage) => void>()
+  readonly #updateListeners = new Set<(uri: string) => void>()
 
   constructor(options: McpServerOptions) {
     super()
@@ -179,13 +180,21 @@ export class McpServer extends Registry {
   }
 
   /**
-   * Tell every connection subscribed to `uri` that the resource changed (`notifications/resources/updated`).
+   * Tell every connection subscribed to `uri` that the resource changed (`notifications/resources/updated`),
+   * and this process's `subscriptions/listen` streams that asked for it.
    * @example mcp.resourceUpdated('demo://readme')
    */
   async resourceUpdated(uri: string): Promise<void> {
+    for (const l of this.#updateListeners) l(uri)
     for (const owner of await this.store.subscribers(uri)) {
       await this.store.pushNotification(owner, { method: 'notifications/resources/updated', params: { uri } })
     }
+  }
+
+  /** Hear `resourceUpdated` calls made in this process; returns the function that stops listening. */
+  onResourceUpdated(listener: (uri: string) => void): () => void {
+    this.#updateListeners.add(listener)
+    return () => this.#updateListeners.delete(listener)
   }
 
   /**

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import type { OutgoingHttpHeaders } from 'node:http'
+import type { McpServer } from '../core/mcp-server.js'
 import type { ListKind } from '../core/registry.js'
 import { MetaSchema } from '../schema/common.js'
 import { STREAMED, type RequestId } from './message.js'
@@ -31,8 +32,9 @@ const CHANGE: Record<ListKind, readonly [Flag, string]> = {
  * `subscriptions/listen` (2026-07-28): an SSE response that stays open and carries the change
  * notifications the client asked for, each tagged with the subscription id (the request's id). It
  * needs no shared state: the catalogue is this process's own, so any instance can serve a stream.
- * `resourceSubscriptions` is left out of the acknowledgement (the client learns it is not honoured)
- * until resource updates reach this process as events.
+ * `resourceSubscriptions` (the URIs of resources or templates this server serves; the acknowledgement
+ * lists those honoured) brings `notifications/resources/updated` for each `mcp.resourceUpdated(uri)`
+ * made in this process: with several instances, on the instance that serves the stream.
  */
 export class ListenStreams {
   readonly #open = new Set<() => void>()
@@ -41,8 +43,12 @@ export class ListenStreams {
 
   async open(call: Call, filter: Filter): Promise<typeof STREAMED> {
     const { reply, id } = call
-    const agreed: Partial<Record<Flag, true>> = {}
+    const mcp = call.request.server.mcp
+    const agreed: Partial<Record<Flag, true>> & { resourceSubscriptions?: string[] } = {}
     for (const [flag] of Object.values(CHANGE)) if (filter[flag] === true) agreed[flag] = true
+    // Only URIs this server serves are honoured; the acknowledgement tells the client which.
+    const watched = new Set(filter.resourceSubscriptions?.filter((uri) => isKnownResource(mcp, uri)))
+    if (filter.resourceSubscriptions !== undefined) agreed.resourceSubscriptions = [...watched]
     const meta = { [SUBSCRIPTION_ID]: id }
     reply.hijack()
     const res = reply.raw
@@ -55,10 +61,20 @@ export class ListenStreams {
     })
     const send = (message: object) => res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', ...message })}\n\n`)
     send({ method: 'notifications/subscriptions/acknowledged', params: { _meta: meta, notifications: agreed } })
-    const stop = call.request.server.mcp.onChange((kind) => {
+    const stopChanges = mcp.onChange((kind) => {
       const [flag, method] = CHANGE[kind]
       if (agreed[flag] === true) send({ method, params: { _meta: meta } })
     })
+    const stopUpdates =
+      watched.size === 0
+        ? undefined
+        : mcp.onResourceUpdated((uri) => {
+            if (watched.has(uri)) send({ method: 'notifications/resources/updated', params: { uri, _meta: meta } })
+          })
+    const stop = () => {
+      stopChanges()
+      stopUpdates?.()
+    }
     // A comment line now and then keeps proxies and idle timeouts from closing a quiet stream.
     const timer = setInterval(() => res.write(':\n\n'), this.keepAliveMs).unref()
     const cleanup = () => {
@@ -85,6 +101,11 @@ export class ListenStreams {
   closeAll(): void {
     for (const close of [...this.#open]) close()
   }
+}
+
+/** A URI that `resources/read` would serve: a listed resource, or one a template matches. */
+export function isKnownResource(mcp: McpServer, uri: string): boolean {
+  return mcp.resources.has(uri) || [...mcp.templates.values()].some((t) => t.template.match(uri) !== undefined)
 }
 
 function graceful(id: RequestId, meta: Record<string, RequestId>): object {

@@ -18,7 +18,7 @@ import { CallToolBodySchema } from '../schema/tools.js'
 import { answerTask, cancelTask, findTask, requireTasks } from '../tasks/methods.js'
 import { detailedTask } from '../tasks/run.js'
 import { checkParamHeaders } from './headers.js'
-import { ListenParamsSchema, type ListenStreams } from './listen.js'
+import { ListenParamsSchema, isKnownResource, type ListenStreams } from './listen.js'
 import type { RequestId, STREAMED } from './message.js'
 
 /** What a method gets from the face besides its params. */
@@ -103,8 +103,7 @@ const METHODS = new Map<string, Method>([
   ['resources/subscribe', method(LEGACY, SubscribeBodySchema, async (p, call) => {
     const mcp = call.request.server.mcp
     const ctx = await call.context()
-    const known = mcp.resources.has(p.uri) || [...mcp.templates.values()].some((t) => t.template.match(p.uri) !== undefined)
-    if (!known) throw resourceNotFound(p.uri, ctx)
+    if (!isKnownResource(mcp, p.uri)) throw resourceNotFound(p.uri, ctx)
     await call.request.server.mcpStore.subscribe(ctx.principal.id, p.uri)
     return {}
   })],
