@@ -1,4 +1,4 @@
-import type { RequestContext } from '../core/context.js'
+import { derive, type RequestContext } from '../core/context.js'
 import { ErrorCode, McpError } from '../errors.js'
 import { MetaKey } from '../protocol.js'
 import { LoggingLevels, type LoggingLevel } from '../schema/lifecycle.js'
@@ -33,32 +33,31 @@ export const cancelKey = (id: RequestId): string => `jsonrpc:${JSON.stringify(id
 export function jsonRpcContext(ctx: RequestContext, stream: ResponseStream, floor: unknown): RequestContext {
   const token = ctx.meta?.[MetaKey.progressToken]
   const min = typeof floor === 'string' ? LoggingLevels.indexOf(floor as LoggingLevel) : -1
-  const overrides: PropertyDescriptorMap = {
-    progress: {
-      value: async (progress: number, total?: number, message?: string) => {
-        if (typeof token !== 'string' && typeof token !== 'number') return
-        const params: Record<string, unknown> = { progressToken: token, progress }
-        if (total !== undefined) params.total = total
-        if (message !== undefined) params.message = message
-        stream.notify({ method: 'notifications/progress', params })
-      }
+  const overrides: { -readonly [K in keyof RequestContext]?: RequestContext[K] } = {
+    progress: async (progress: number, total?: number, message?: string) => {
+      if (typeof token !== 'string' && typeof token !== 'number') return
+      const params: Record<string, unknown> = { progressToken: token, progress }
+      if (total !== undefined) params.total = total
+      if (message !== undefined) params.message = message
+      stream.notify({ method: 'notifications/progress', params })
     },
-    sendLog: {
-      value: async (level: LoggingLevel, data: unknown, logger?: string) => {
-        if (min < 0 || LoggingLevels.indexOf(level) < min) return
-        stream.notify({ method: 'notifications/message', params: logger === undefined ? { level, data } : { level, data, logger } })
-      }
+    sendLog: async (level: LoggingLevel, data: unknown, logger?: string) => {
+      if (min < 0 || LoggingLevels.indexOf(level) < min) return
+      stream.notify({ method: 'notifications/message', params: logger === undefined ? { level, data } : { level, data, logger } })
     }
   }
   if (ctx.era === 'legacy') {
-    if (stream.accepted) overrides.deliverRequest = { value: (id: string, request: { method: string; params?: Record<string, unknown> }) => stream.request(id, request) }
+    if (stream.accepted) overrides.deliverRequest = (id: string, request: { method: string; params?: Record<string, unknown> }) => stream.request(id, request)
     const caps = ctx.clientCapabilities
     // 2025-11-25's own `tasks` capability asks for its nested, client-requested tasks, which this face
     // does not speak: only a client that declared the Tasks extension gets (extension) tasks.
     const hidden = stream.accepted ? NATIVE_TASKS : ASKING_AND_TASKS
-    if (caps !== undefined) overrides.clientCapabilities = { value: Object.fromEntries(Object.entries(caps).filter(([k]) => !hidden.has(k))) }
+    if (caps !== undefined) overrides.clientCapabilities = Object.fromEntries(Object.entries(caps).filter(([k]) => !hidden.has(k)))
   }
-  return Object.create(ctx, overrides) as RequestContext
+  // derive(), not Object.create(ctx): the request's lazy members (its AbortController) must stay the
+  // request's own, so that notifications/cancelled, which aborts the registered context, reaches
+  // the signal the handler reads.
+  return derive(ctx, overrides)
 }
 
 /** A legacy-era -32021 for asking says why a client without SSE, which may well have declared the capability, is not asked. */
