@@ -34,7 +34,7 @@ const prompts: FastifyPluginAsyncTypebox = async (fastify) => {
   )
 
   const get = async (request: FastifyRequest, reply: FastifyReply, name: string, params: GetPromptBody) => {
-    const ctx = (await createContext(request, reply, params)).cancellable(fastify.mcpInflight)
+    const ctx = (await createContext(request, reply, params)).cancellableByClient(fastify.mcpInflight)
     return sendResult(request, reply, await mcp.getPrompt(name, params, ctx))
   }
 

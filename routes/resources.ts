@@ -66,7 +66,7 @@ const resources: FastifyPluginAsyncTypebox = async (fastify) => {
   // GET reads are HTTP-cacheable (ETag, 304); POST ones are not (RFC 9110 allows 304 only for GET/HEAD),
   // nor are retries: MCP caching forbids caching results that depend on inputResponses/requestState.
   const read = async (request: FastifyRequest, reply: FastifyReply, uri: string, params: RetryParams, get: boolean) => {
-    const ctx = (await createContext(request, reply, params)).cancellable(fastify.mcpInflight)
+    const ctx = (await createContext(request, reply, params)).cancellableByClient(fastify.mcpInflight)
     const retry = params.inputResponses !== undefined || params.requestState !== undefined
     return sendResult(request, reply, await mcp.readResource(uri, params, ctx), get && !retry ? mcp.cacheHints : undefined)
   }

@@ -47,7 +47,7 @@ const tools: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       const body = paramsFromPost(request, request.body)
-      const ctx = (await createContext(request, reply, body)).cancellable(fastify.mcpInflight)
+      const ctx = (await createContext(request, reply, body)).cancellableByClient(fastify.mcpInflight)
       if (wantsStream(request)) return streamResult(request, reply, ctx, (c) => mcp.callTool(request.params.name, body, c))
       const result = await mcp.callTool(request.params.name, body, ctx)
       if (result.resultType === 'task') {

@@ -10,6 +10,7 @@ import type { InputResponses } from '../schema/mrtr.js'
 import type { Store } from '../store/types.js'
 import type { LoggingLevel } from '../schema/lifecycle.js'
 import { sendLog, sendProgress } from '../messaging/notify.js'
+import { wantsStream } from './stream.js'
 
 /** What the MCP hooks learn about a request before its route runs. */
 export interface McpRequestState {
@@ -134,6 +135,16 @@ class HttpRequestContext implements RequestContext, Abortable {
     inflight.set(key, this)
     this.reply.raw.once('close', () => inflight.delete(key))
     return this
+  }
+
+  /**
+   * {@link cancellable} for a Pure HTTP route, when the client can name this request: it sent its
+   * `Mcp-Request-Id`, or reads the answer as a stream, whose headers carry the generated id before the
+   * end. Any other client learns the id with the answer, too late to cancel anything.
+   */
+  cancellableByClient(inflight: Map<string, Abortable>): this {
+    const request = this.reply.request
+    return request.headers[Header.requestId] !== undefined || wantsStream(request) ? this.cancellable(inflight) : this
   }
 
   /** Abort the request (notifications/cancelled); a signal read later is already aborted. */

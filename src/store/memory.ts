@@ -243,20 +243,20 @@ export class MemoryStore implements Store {
     if (this.#tasks.size >= this.limits.maxTasks) {
       throw new McpError(ErrorCode.internalError, `Too many tasks in progress (${this.limits.maxTasks})`, 503, undefined, { 'retry-after': '5' })
     }
-    this.#tasks.set(`${owner}\0${task.taskId}`, { record: structuredClone(task), expiresAt: now + task.ttlMs, answers: new Map() })
+    this.#tasks.set(`${owner}\0${task.taskId}`, { record: copy(task), expiresAt: now + task.ttlMs, answers: new Map() })
   }
 
   async getTask(owner: string, taskId: string): Promise<TaskRecord | undefined> {
     const t = this.#task(owner, taskId)
-    return t === undefined ? undefined : structuredClone(t.record)
+    return t === undefined ? undefined : copy(t.record)
   }
 
   async updateTask(owner: string, taskId: string, patch: Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>): Promise<TaskRecord | undefined> {
     const t = this.#task(owner, taskId)
     if (t === undefined || TERMINAL.has(t.record.status)) return undefined
-    Object.assign(t.record, structuredClone(patch), { lastUpdatedAt: new Date().toISOString() })
+    Object.assign(t.record, copy(patch), { lastUpdatedAt: new Date().toISOString() })
     for (const [k, v] of Object.entries(patch)) if (v === undefined) delete t.record[k as keyof TaskRecord]
-    return structuredClone(t.record)
+    return copy(t.record)
   }
 
   async answerTask(owner: string, taskId: string, responses: Record<string, Record<string, unknown>>): Promise<string[] | undefined> {
@@ -409,4 +409,17 @@ export class MemoryStore implements Store {
     this.#connections.set(owner, c)
     return c
   }
+}
+
+/**
+ * A deep copy of a task record or patch (the store never shares its objects with callers, as Redis
+ * would not): plain objects and arrays are copied, anything else is kept as it is. structuredClone
+ * did the same for ~2 µs a call, four calls a task.
+ */
+function copy<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(copy) as T
+  if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return value
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(value)) out[k] = copy(v)
+  return out as T
 }
