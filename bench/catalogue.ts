@@ -59,3 +59,13 @@ export const toolCount = (): number => Number(process.env.TOOLS ?? 1)
 
 /** The port a server listens on: `PORT`, chosen by the runner. */
 export const port = (): number => Number(process.env.PORT)
+
+/**
+ * How many logical connections a server process serves: `CONNECTIONS` (default 0: one anonymous
+ * connection). With them, the query parameter `c` names the caller's connection, a stand-in for the
+ * principal a bearer token would name (h2load varies only the URI of its requests, not headers).
+ */
+export const connectionCount = (): number => Number(process.env.CONNECTIONS ?? 0)
+
+/** The principal id of bench connection `c`. */
+export const connectionId = (c: string): string => `bench:${c}`

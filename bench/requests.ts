@@ -22,6 +22,12 @@ export class Files {
     writeFileSync(file, JSON.stringify(value))
     return file
   }
+  /** A URI list for h2load `-i`, one full URI a line. */
+  uris(list: readonly string[]): string {
+    const file = join(this.dir, `uris-${++this.#n}.txt`)
+    writeFileSync(file, list.join('\n') + '\n')
+    return file
+  }
 }
 
 const JSON_HEADERS = { 'content-type': 'application/json' }
@@ -107,4 +113,30 @@ export const pollTask: Request = async (base) => {
     await new Promise((r) => setTimeout(r, 100))
   }
   throw new Error(`task ${taskId} did not complete`)
+}
+
+/**
+ * A request spread over `count` logical connections (the bench servers' `c` query parameter): every
+ * connection makes the request once first (so each has polled, and holds whatever state that
+ * leaves), then h2load's clients walk the list of URIs, each from its start, as fast as answered.
+ */
+export function spread(count: number, path: string, body?: unknown): Request {
+  return async (base, files) => {
+    const uris = Array.from({ length: count }, (_, c) => `${base}${path}?c=${c}`)
+    const init = body === undefined ? {} : { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify(body) }
+    for (let i = 0; i < uris.length; i += 50) {
+      await Promise.all(
+        uris.slice(i, i + 50).map(async (uri) => {
+          const res = await fetch(uri, init)
+          await res.arrayBuffer()
+          if (res.status !== 200) throw new Error(`${uri}: ${res.status}`)
+        })
+      )
+    }
+    return {
+      path,
+      uriFile: files.uris(uris),
+      ...(body === undefined ? {} : { bodyFile: files.body(body), headers: JSON_HEADERS })
+    }
+  }
 }

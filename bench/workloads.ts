@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import type { ServerSpec } from './lib/procs.js'
-import { TEXT, callTool, createTask, listTools, mrtrRound1, mrtrRound2, pollTask, revalidate, type Requests } from './requests.js'
+import { TEXT, callTool, createTask, listTools, mrtrRound1, mrtrRound2, pollTask, revalidate, spread, type Requests } from './requests.js'
 
 /**
  * What the bench runs: phases (a set of server processes started together) and, in each, the
@@ -31,8 +31,8 @@ export const processOf = (target: string): string => (target === 'sdk-v2-modern'
 
 const SDK_TARGETS = ['ours', 'bare', 'sdk-v1', 'sdk-v2', 'sdk-v2-modern'] as const
 
-function servers(tools: number, ours: 'demo' | 'catalogue', sdks: boolean, dist: string, notifications = 0): ServerSpec[] {
-  const env = { TOOLS: String(tools), NOTIFICATIONS: String(notifications) }
+function servers(tools: number, ours: 'demo' | 'catalogue', sdks: boolean, dist: string, notifications = 0, connections = 0): ServerSpec[] {
+  const env = { TOOLS: String(tools), NOTIFICATIONS: String(notifications), CONNECTIONS: String(connections) }
   const list: ServerSpec[] = [
     ours === 'demo'
       ? { id: 'ours', args: [join(dist, 'src/main.js')], env: { LOG_LEVEL: 'silent', MCP_STATE_KEYS: STATE_KEYS }, readyPath: '/ping' }
@@ -49,6 +49,9 @@ function servers(tools: number, ours: 'demo' | 'catalogue', sdks: boolean, dist:
 }
 
 export const SCALES = [10, 100, 1000] as const
+
+/** The logical connections of the `connections-10000` phase. */
+export const CONNECTIONS = 10_000
 
 /** Every phase of a full run. `dist` is the build folder (`dist/`). */
 export function phases(dist: string): Phase[] {
@@ -102,6 +105,25 @@ export function phases(dist: string): Phase[] {
         { id: 'tools/call echo (1,000 queued notifications)', requests: callTool('echo', { text: TEXT }, ['ours', 'bare']) }
       ]
     },
+    {
+      // 10,000 logical connections (principals), each with a notification group outstanding: the
+      // cost of finding a connection's state among many, and the memory they hold.
+      id: 'connections-10000',
+      servers: servers(1, 'catalogue', false, dist, 0, CONNECTIONS),
+      workloads: [
+        {
+          id: 'GET /notifications (10,000 connections)',
+          requests: { ours: spread(CONNECTIONS, '/notifications'), bare: spread(CONNECTIONS, '/notifications') }
+        },
+        {
+          id: 'tools/call echo (10,000 connections)',
+          requests: {
+            ours: spread(CONNECTIONS, '/tools/echo/calls', { arguments: { text: TEXT } }),
+            bare: spread(CONNECTIONS, '/tools/echo/calls', { arguments: { text: TEXT } })
+          }
+        }
+      ]
+    },
     ...SCALES.map((n) => ({
       id: `scale-${n}`,
       servers: servers(n, 'catalogue', false, dist),
@@ -114,10 +136,7 @@ export function phases(dist: string): Phase[] {
 }
 
 /**
- * Workloads of the issue the bench does not run yet. 10,000 logical connections needs the load
- * spread over connections: a catalogue server whose `authenticate` names the connection from a
- * header, driven by h2load with several URIs or headers (or sessions from /initialize).
+ * Workloads of the issue the bench does not run yet, reported as skipped with the feature they
+ * wait for. None at present.
  */
-export const PENDING: { workload: string; feature: string }[] = [
-  { workload: 'scaling: 10,000 logical connections', feature: 'a per-connection principal for the bench and a driver that spreads the load over them' }
-]
+export const PENDING: { workload: string; feature: string }[] = []

@@ -11,6 +11,11 @@ export interface RequestSpec {
   headers?: Record<string, string>
   /** The status every answer must have (default 200); any other fails the run. */
   status?: number
+  /**
+   * A file of full URIs, one a line, used in turn by every client (h2load `-i`) instead of `path`:
+   * how one run spreads over many logical connections, since h2load sends the same headers always.
+   */
+  uriFile?: string
 }
 
 export interface LoadOptions {
@@ -45,7 +50,8 @@ export async function h2load(base: string, spec: RequestSpec, options: LoadOptio
     await rm(options.logFile, { force: true }) // h2load appends
     args.push('--log-file', options.logFile)
   }
-  args.push(base + spec.path)
+  if (spec.uriFile !== undefined) args.push('-i', spec.uriFile)
+  else args.push(base + spec.path)
   const out = await run(...pinned(LOAD_CORE, 'h2load', args))
   const summary = parseSummary(out)
   const expected = spec.status ?? 200

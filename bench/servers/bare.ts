@@ -1,7 +1,7 @@
 import Fastify from 'fastify'
 import { createHash } from 'node:crypto'
 import { StateSealer, digestArguments } from '../../src/mrtr/seal.js'
-import { benchNotification, benchTools, fillerAnswer, notificationCount, port, toolCount } from '../catalogue.js'
+import { benchNotification, benchTools, connectionCount, connectionId, fillerAnswer, notificationCount, port, toolCount } from '../catalogue.js'
 
 /**
  * The ceiling: bare Fastify doing the JSON work of each workload and nothing else. It validates
@@ -108,9 +108,14 @@ app.post<{ Body: WorkItemBody }>(
 // acknowledged, serialized per request as the library does; [] when nothing waits.
 const queued = Array.from({ length: notificationCount() }, (_, i) => benchNotification(i))
 const group = queued.slice(0, 100)
-app.get('/notifications', (_request, reply) => {
-  if (group.length > 0) reply.header('mcp-message-group', 'g-1')
-  return reply.type('application/json; charset=utf-8').send(JSON.stringify(group))
+// With CONNECTIONS, each connection (the query parameter `c`) has its own group of one, kept in a Map.
+const groups = new Map<string, { id: string; notifications: unknown[] }>()
+for (let c = 0; c < connectionCount(); c++) groups.set(connectionId(String(c)), { id: `g-${c}`, notifications: [benchNotification(c)] })
+app.get<{ Querystring: { c?: string } }>('/notifications', (request, reply) => {
+  const c = request.query.c
+  const mine = c === undefined ? { id: 'g-1', notifications: group } : (groups.get(connectionId(c)) ?? { id: '', notifications: [] })
+  if (mine.notifications.length > 0) reply.header('mcp-message-group', mine.id)
+  return reply.type('application/json; charset=utf-8').send(JSON.stringify(mine.notifications))
 })
 
 // Tasks: 202 with a task kept in a Map, done at once; GET /tasks/:id reads it back. No TTL sweep:

@@ -1,5 +1,6 @@
 import { ANONYMOUS, McpServer, MemoryStore, RedisStore, buildServer, loopbackOnly } from '../../src/index.js'
-import { benchNotification, benchTools, fillerAnswer, notificationCount, port, toolCount } from '../catalogue.js'
+import type { FastifyRequest } from 'fastify'
+import { benchNotification, benchTools, connectionCount, connectionId, fillerAnswer, notificationCount, port, toolCount } from '../catalogue.js'
 
 // This project's server with the bench catalogue (TOOLS tools). The list is one page, as the SDK
 // servers answer it, so every server sends the same tools in one response.
@@ -20,9 +21,18 @@ mcp.tool({ name: 'bench_task', title: 'Bench task', task: 'optional' }, () => 'd
 const url = process.env.MCP_REDIS_URL
 // Tasks live 1 s (the least) but are created faster than 10,000 a second, the stores' default
 // maxTasks: a higher limit, so the bench measures creating tasks, not refusing them (bare keeps all).
-const limits = { maxTasks: 100_000 }
+// With CONNECTIONS, room for every one of them beside the anonymous connection of /ping.
+const connections = connectionCount()
+const limits = { maxTasks: 100_000, maxConnections: Math.max(10_000, connections + 1) }
 const store = url === undefined ? new MemoryStore(limits) : new RedisStore({ url, prefix: `bench-${process.pid}:`, limits })
 for (let i = 0; i < notificationCount(); i++) await store.pushNotification(ANONYMOUS.id, benchNotification(i))
-const app = await buildServer({ mcp, store, logger: false, ...loopbackOnly(port()) })
+// CONNECTIONS logical connections, one notification queued for each: the query parameter `c`
+// names the caller's (see connectionCount), as an authenticate hook would from a token.
+for (let c = 0; c < connections; c++) await store.pushNotification(connectionId(String(c)), benchNotification(c))
+const authenticate = async (request: FastifyRequest) => {
+  const c = (request.query as { c?: string }).c
+  return c === undefined ? ANONYMOUS : { id: connectionId(c), scopes: [], anonymous: false }
+}
+const app = await buildServer({ mcp, store, logger: false, ...loopbackOnly(port()), ...(connections > 0 ? { authenticate } : {}) })
 await app.listen({ host: '127.0.0.1', port: port() })
 process.once('SIGTERM', () => void app.close().then(() => store.close()).then(() => process.exit(0)))
