@@ -42,7 +42,13 @@ export async function liveDemo(
     seen.push({ method: request.method, url: request.url, status: reply.statusCode, id: String(request.headers['mcp-request-id']), body: request.body })
   })
   await app.listen({ host: '127.0.0.1', port: 0 })
-  t.teardown(() => app.close())
+  // Without closeAllConnections, a socket a client opened but aborted before its request (the
+  // fetch pool does that when a poller stops mid-connect) holds close() for the headers timeout.
+  t.teardown(async () => {
+    const closing = app.close()
+    app.server.closeAllConnections()
+    await closing
+  })
   const { port } = app.server.address() as AddressInfo
   return { url: `http://127.0.0.1:${port}`, app, mcp, seen }
 }
