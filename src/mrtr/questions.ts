@@ -51,7 +51,7 @@ function question<T>(request: InputRequest, capability: Question<T>['capability'
  * @example elicit('Which city?', Type.Object({ city: Type.String() }))
  */
 export function elicit<S extends TSchema>(message: string, schema: S): Question<Static<S>> {
-  const requestedSchema = JSON.parse(JSON.stringify(schema)) as Record<string, unknown>
+  const requestedSchema = jsonSchema(schema) as Record<string, unknown>
   return question({ method: 'elicitation/create', params: { mode: 'form', message, requestedSchema } }, { name: 'elicitation' })
 }
 
@@ -113,4 +113,16 @@ export function clientCan(q: Question<unknown>, caps: Readonly<Record<string, un
   const cap = caps?.[q.capability.name]
   if (cap === undefined || cap === null) return false
   return q.capability.sub === undefined || (typeof cap === 'object' && (cap as Record<string, unknown>)[q.capability.sub] !== undefined)
+}
+
+/**
+ * A TypeBox schema as the plain JSON Schema the client gets: a copy without its symbol keys (Kind)
+ * and undefined members. A JSON round trip did the same at several times the cost, every round.
+ */
+function jsonSchema(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(jsonSchema)
+  if (typeof value !== 'object' || value === null || Object.getPrototypeOf(value) !== Object.prototype) return value
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = jsonSchema(v)
+  return out
 }

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto'
+import { createCipheriv, createDecipheriv, createHash, randomBytes, randomFillSync } from 'node:crypto'
 import { ConfigurationError, errors } from '../errors.js'
 import type { Logger } from '../core/context.js'
 
@@ -49,6 +49,7 @@ interface Sealed {
 }
 
 const INVALID = 'Invalid or expired requestState'
+const IV_POOL = 256
 
 /**
  * Seals what a client must echo (`requestState`, resume tokens) as a compact JWE (RFC 7516, `dir` +
@@ -65,6 +66,8 @@ export class StateSealer {
   readonly #sealKid: string
   readonly #sealHeader: string
   readonly #sealAad: Buffer
+  readonly #ivPool = Buffer.alloc(12 * IV_POOL)
+  #ivAt = IV_POOL
   readonly #keys: Map<string, Uint8Array>
   // The protected header this server writes for each key: most tokens carry one, and need no parsing.
   readonly #headers: Map<string, Uint8Array>
@@ -113,7 +116,7 @@ export class StateSealer {
       d: data
     }
     // JWE compact serialization: header..iv.ciphertext.tag, the header's base64url as AAD.
-    const iv = randomBytes(12)
+    const iv = this.#iv()
     const cipher = createCipheriv('aes-256-gcm', this.#keys.get(this.#sealKid)!, iv)
     cipher.setAAD(this.#sealAad)
     const ciphertext = Buffer.concat([cipher.update(JSON.stringify(body), 'utf8'), cipher.final()])
@@ -144,6 +147,18 @@ export class StateSealer {
     if (body.m !== binding.method || body.t !== binding.target) throw refuse(`moved from ${body.m} ${body.t}`)
     if (body.a !== binding.args) throw refuse('the arguments changed')
     return body.d
+  }
+
+  /**
+   * A fresh random 96-bit IV. Taken from a pool filled 256 at a time, as randomUUID does: a
+   * randomBytes(12) per seal was a system call each, 4% of a sealing request.
+   */
+  #iv(): Buffer {
+    if (this.#ivAt === IV_POOL) {
+      randomFillSync(this.#ivPool)
+      this.#ivAt = 0
+    }
+    return this.#ivPool.subarray(12 * this.#ivAt, 12 * ++this.#ivAt)
   }
 
   /** The key a protected header names: a header this server writes is looked up, any other parsed. */
@@ -179,10 +194,18 @@ export function digestArguments(value: unknown): string {
 }
 
 export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
-  if (value !== null && typeof value === 'object') {
-    const keys = Object.keys(value).sort()
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`
+  if (typeof value !== 'object' || value === null) return JSON.stringify(value) ?? 'null'
+  // Concatenation rather than map/join: this runs on every question of every multi round-trip round.
+  if (Array.isArray(value)) {
+    let out = '['
+    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + canonicalJson(value[i])
+    return out + ']'
   }
-  return JSON.stringify(value) ?? 'null'
+  const keys = Object.keys(value).sort()
+  let out = '{'
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!
+    out += (i === 0 ? '' : ',') + JSON.stringify(k) + ':' + canonicalJson((value as Record<string, unknown>)[k])
+  }
+  return out + '}'
 }
