@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-import { createInterface } from 'node:readline/promises'
 import { parseArgs } from 'node:util'
-import { McpHttpError, PureHttpClient, type Json } from '../src/client/client.js'
+import { McpHttpError, PureHttpClient, type ClientHandlers, type Json } from '../src/client/client.js'
+import { askInTerminal, contentText, interrupt, progress, sampleInTerminal } from './terminal.js'
 
 const USAGE = `Usage: mcp-http [options] <command>
 
@@ -16,15 +16,22 @@ Commands:
   tasks get <id> | tasks cancel <id>
   watch                          print notifications (and answer server requests) until Ctrl-C
 
+Ctrl-C during a call, prompt or read cancels it on the server (a task through its cancel route)
+and exits with 130.
+
 Options:
   --url <url>                    the server (default http://127.0.0.1:3000)
   --token <token>                a bearer token
   --protocol-version <version>   default 2026-07-28; 2025-* initializes first
+  --roots <uri,uri...>           the roots this client shares (answers roots/list)
   --json                         machine output (JSON); --json followed by an object gives call arguments
   -h, --help`
 
 /** Thrown for usage errors: exit code 2. */
 class UsageError extends Error {}
+
+/** Thrown once Ctrl-C cancelled the command's request on the server: exit code 130. */
+class Interrupted extends Error {}
 
 const out = (text: string) => process.stdout.write(`${text}\n`)
 
@@ -41,6 +48,7 @@ async function main(argv: string[]): Promise<number> {
       json: { type: 'boolean', default: false },
       input: { type: 'string' },
       arg: { type: 'string', multiple: true, default: [] },
+      roots: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false }
     }
   })
@@ -50,15 +58,20 @@ async function main(argv: string[]): Promise<number> {
     return values.help ? 0 : 2
   }
   const json = values.json
+  const handlers: ClientHandlers = { elicit: (params) => askInTerminal(params), sample: (params) => sampleInTerminal(params) }
+  const roots = values.roots?.split(',').filter(Boolean).map((uri) => ({ uri }))
+  if (roots !== undefined) handlers.listRoots = () => roots
   const client = new PureHttpClient({
     url: values.url,
     token: values.token,
     protocolVersion: values['protocol-version'],
     clientInfo: { name: 'mcp-http', version: '0.1.0' },
-    handlers: { elicit: (params) => askInTerminal(params) }
+    handlers
   })
   if (client.legacy) await client.initialize()
   const print = (value: unknown, human: () => string) => out(json ? JSON.stringify(value, null, 2) : human())
+  const signal = interrupt.signal
+  if (['call', 'prompt', 'read'].includes(command)) process.once('SIGINT', () => interrupt.abort(new Error('Interrupted')))
 
   switch (command) {
     case 'tools': {
@@ -86,8 +99,10 @@ async function main(argv: string[]): Promise<number> {
       const legacyPoll = new AbortController()
       const polling = client.legacy ? client.poll({ signal: legacyPoll.signal, intervalMs: 200 }) : undefined
       const spinner = progress()
+      let taskId: string | undefined
+      const onTask = (task: Json) => ((taskId = task.taskId), spinner.update(task))
       try {
-        const result = await client.callTool(name, callArgs, { onTask: spinner.update })
+        const result = await interruptible(client.callTool(name, callArgs, { onTask, signal }), () => (spinner.done(), taskId === undefined ? 'the call was' : `task ${taskId} was`))
         spinner.done()
         print(result, () => contentText(result.content))
         return result.isError === true ? 1 : 0
@@ -97,12 +112,12 @@ async function main(argv: string[]): Promise<number> {
       }
     }
     case 'prompt': {
-      const result = await client.getPrompt(need(rest[0], 'prompt <name>'), keyValues(values.arg, false) as Record<string, string>)
+      const result = await interruptible(client.getPrompt(need(rest[0], 'prompt <name>'), keyValues(values.arg, false) as Record<string, string>, { signal }))
       print(result, () => (result.messages as Json[]).map((m) => `[${m.role}] ${contentText([m.content])}`).join('\n'))
       return 0
     }
     case 'read': {
-      const result = await client.readResource(need(rest[0], 'read <uri>'))
+      const result = await interruptible(client.readResource(need(rest[0], 'read <uri>'), { signal }))
       print(result, () => (result.contents as Json[]).map((c) => c.text ?? `(binary, ${String(c.blob).length} base64 characters)`).join('\n'))
       return 0
     }
@@ -136,6 +151,15 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** The result; `Interrupted` when Ctrl-C cancelled it (`what` names it: the request, the call, the task). */
+async function interruptible(running: Promise<Json>, what: () => string = () => 'the request was'): Promise<Json> {
+  try {
+    return await running
+  } catch (err) {
+    throw interrupt.signal.aborted ? new Interrupted(`${what()} cancelled on the server`) : err
+  }
+}
+
 function need(value: string | undefined, what: string): string {
   if (value === undefined) throw new UsageError(`Missing argument: ${what}`)
   return value
@@ -161,55 +185,14 @@ function jsonOr(text: string): unknown {
   }
 }
 
-function contentText(content: Json[]): string {
-  return content.map((c) => (c.type === 'text' ? c.text : `(${c.type})`)).join('\n')
-}
-
-/** A spinner line for tasks, on a terminal only. */
-function progress(): { update: (task: Json) => void; done: () => void } {
-  if (process.stdout.isTTY !== true) return { update: () => {}, done: () => {} }
-  const frames = '⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏'
-  let i = 0
-  return {
-    update: (task) => process.stdout.write(`\r\x1b[2K${frames[i++ % frames.length]} task ${task.taskId}: ${task.status}${task.statusMessage ? ` (${task.statusMessage})` : ''}`),
-    done: () => process.stdout.write('\r\x1b[2K')
-  }
-}
-
-/** Elicitation as a terminal form: one question per property of the requested schema. */
-async function askInTerminal(params: Json): Promise<Json> {
-  if (process.stdin.isTTY !== true) {
-    throw new McpHttpError(`The server asks: "${params.message}", but stdin is not a terminal; pass the values as arguments or run mcp-http in a terminal`, -32600, 0)
-  }
-  const rl = createInterface({ input: process.stdin, output: process.stderr })
-  try {
-    process.stderr.write(`${params.message}\n`)
-    const schema = params.requestedSchema as { properties: Record<string, Json>; required?: string[] }
-    const content: Json = {}
-    for (const [key, prop] of Object.entries(schema.properties)) {
-      const required = schema.required?.includes(key) === true
-      const hint = [prop.description, prop.enum ? `one of ${(prop.enum as string[]).join(', ')}` : prop.type === 'boolean' ? 'y/n' : undefined].filter(Boolean).join('; ')
-      for (;;) {
-        const raw = (await rl.question(`  ${prop.title ?? key}${hint ? ` (${hint})` : ''}${required ? '' : ' [optional]'}: `)).trim()
-        if (raw === '' && !required) break
-        const value = prop.type === 'boolean' ? /^(y|yes|true)$/i.test(raw) : prop.type === 'integer' || prop.type === 'number' ? Number(raw) : raw
-        if (raw === '' || (typeof value === 'number' && Number.isNaN(value)) || (prop.enum && !(prop.enum as unknown[]).includes(value))) {
-          process.stderr.write('  Please enter a valid value.\n')
-          continue
-        }
-        content[key] = value
-        break
-      }
-    }
-    return { action: 'accept', content }
-  } finally {
-    rl.close()
-  }
-}
-
 main(process.argv.slice(2)).then(
   (code) => (process.exitCode = code),
   (err: unknown) => {
+    if (err instanceof Interrupted) {
+      process.stderr.write(`mcp-http: interrupted; ${err.message}\n`)
+      process.exitCode = 130
+      return
+    }
     if (err instanceof UsageError) {
       process.stderr.write(`mcp-http: ${err.message}\n\n${USAGE}\n`)
       process.exitCode = 2
