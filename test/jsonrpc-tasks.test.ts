@@ -1,6 +1,8 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { createDemoServer } from '../src/demo/catalogue.js'
+import { answerTask } from '../src/tasks/methods.js'
+import type { Store } from '../src/store/types.js'
 import { build } from './helper.js'
 import { LEGACY, rpc, type RpcOptions } from './rpc.js'
 
@@ -79,4 +81,10 @@ t.test("legacy era: the extension's tasks for a client that declared it, none fo
   t.equal(created.body.result.resultType, 'task')
   const done = await until(app, created.body.result.taskId, (x) => x.status === 'completed', { era: 'legacy' })
   t.same(done.result.structuredContent, { sum: 1 })
+})
+
+t.test('a task that expires between its lookup and its answers is unknown', async (t) => {
+  const task = { taskId: 'gone', status: 'input_required', inputRequests: {} }
+  const store = { getTask: async () => task, answerTask: async () => undefined } as unknown as Store
+  await t.rejects(answerTask(store, 'o', 'gone', {}), { code: -32602, status: 404, message: 'Unknown task: gone' })
 })
