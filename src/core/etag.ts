@@ -8,6 +8,8 @@ export function etagOf(body: string): string {
 /** RFC 9110 `If-None-Match`: true when the header names `etag` (weak comparison) or is `*`. */
 export function ifNoneMatch(header: string | undefined, etag: string): boolean {
   if (header === undefined) return false
+  // A client revalidating sends back the ETag it was given, as it was given: no parsing.
+  if (header === etag) return true
   if (header.trim() === '*') return true
   // Our ETags are strong; the header's may be weak (W/"..."), which weak comparison ignores.
   for (const part of header.split(',')) {
