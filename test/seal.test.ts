@@ -93,6 +93,12 @@ t.test('the tokens are standard JWEs: jose reads ours and we read jose\'s', asyn
     .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid: 'interop' })
     .encrypt(k.key)
   t.equal(s.open(theirs, binding, capture().log), 'from jose')
+  // The same header spelled another way (not the bytes this server writes) is parsed, and opens.
+  const reordered = await new CompactEncrypt(new TextEncoder().encode(JSON.stringify(body)))
+    .setProtectedHeader({ kid: 'interop', enc: 'A256GCM', alg: 'dir' })
+    .encrypt(k.key)
+  t.not(reordered.split('.')[0], ours.split('.')[0])
+  t.equal(s.open(reordered, binding, capture().log), 'from jose')
   const zipped = await new CompactEncrypt(new TextEncoder().encode('{}'))
     .setProtectedHeader({ alg: 'dir', enc: 'A128GCM', kid: 'interop' })
     .encrypt(randomBytes(16))
