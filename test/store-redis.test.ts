@@ -26,6 +26,8 @@ t.test('the contract', async (t) => {
       const s = store as RedisStore
       const peer = open({ prefix: prefixes.get(s)!, limits: s.limits })
       prefixes.set(peer, prefixes.get(s)!)
+      // Ready means subscribed too: a peer that is not yet listening misses a cancel.
+      await peer.ping()
       return peer
     }
   })

@@ -300,8 +300,9 @@ export class RedisStore implements Store {
     await this.#redis.multi().del(key).zrem(`${this.prefix}idem`, member).exec()
   }
 
+  /** Ready once Redis answers and the subscriber listens: until then a cancel or wake-up is missed. */
   async ping(): Promise<void> {
-    await this.#redis.ping()
+    await Promise.all([this.#redis.ping(), this.#subscribed])
   }
 
   async close(): Promise<void> {
