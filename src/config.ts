@@ -133,3 +133,11 @@ export function trustProxyFromConfig(c: Config): boolean | string[] {
   if (v === undefined || v === 'false') return false
   return v === 'true' ? true : list(v)
 }
+
+/**
+ * Fastify's `logger` from `LOG_LEVEL`. `silent` is no logger at all rather than a silent pino one:
+ * Fastify then creates no child logger per request.
+ */
+export function loggerFromConfig(c: Config): false | { level: string } {
+  return c.LOG_LEVEL === 'silent' ? false : { level: c.LOG_LEVEL }
+}

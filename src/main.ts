@@ -1,5 +1,5 @@
 import closeWithGrace from 'close-with-grace'
-import { hostOriginFromConfig, loadConfig, oauthFromConfig, trustProxyFromConfig } from './config.js'
+import { hostOriginFromConfig, loadConfig, loggerFromConfig, oauthFromConfig, trustProxyFromConfig } from './config.js'
 import { createDemoServer } from './demo/catalogue.js'
 import { ConfigurationError } from './errors.js'
 import { buildServer } from './server.js'
@@ -21,8 +21,7 @@ async function main(): Promise<void> {
   const app = await buildServer({
     mcp,
     store,
-    // Silent is no logger at all: Fastify then makes no child logger per request.
-    logger: config.LOG_LEVEL === 'silent' ? false : { level: config.LOG_LEVEL },
+    logger: loggerFromConfig(config),
     bodyLimit: config.MCP_BODY_LIMIT,
     defaultProtocolVersion: config.MCP_DEFAULT_PROTOCOL_VERSION,
     oauth: oauthFromConfig(config),

@@ -2,7 +2,7 @@ import t from 'tap'
 import { ifNoneMatch, etagOf } from '../src/core/etag.js'
 import { UriTemplate } from '../src/core/uri-template.js'
 import { decodeJsonHeader, encodeJsonHeader } from '../src/headers.js'
-import { loadConfig } from '../src/config.js'
+import { loadConfig, loggerFromConfig } from '../src/config.js'
 import { MemoryStore } from '../src/store/memory.js'
 
 t.test('JSON headers: plain, base64, and every way to get them wrong', async (t) => {
@@ -61,6 +61,8 @@ t.test('configuration from the environment', async (t) => {
   t.throws(() => loadConfig({ PORT: '70000' }), /PORT=70000/)
   t.throws(() => loadConfig({ MCP_PAGE_SIZE: '0' }), /MCP_PAGE_SIZE=0/)
   t.throws(() => loadConfig({ MCP_DEFAULT_PROTOCOL_VERSION: '2024-11-05' }), /MCP_DEFAULT_PROTOCOL_VERSION/)
+  t.same(loggerFromConfig(set), { level: 'warn' })
+  t.equal(loggerFromConfig(loadConfig({ LOG_LEVEL: 'silent' })), false, 'silent: no logger, so no child logger per request')
 })
 
 t.test('memory store: owners are isolated and memory is bounded', async (t) => {
