@@ -52,6 +52,11 @@ export interface McpServerOptions {
 /** A representation prepared once and served many times: the JSON text and its ETag. */
 export interface Representation {
   readonly body: string
+  /**
+   * The body as UTF-8, when it is served many times (cached lists and discover): sent as is, where a
+   * string would be measured and encoded again on every request (a 200-tool list is ~90 KB).
+   */
+  readonly bytes?: Buffer
   readonly etag: string
 }
 
@@ -217,7 +222,7 @@ export class McpServer extends Registry {
       const result = build()
       if (result === undefined) throw errors.invalidParams('Invalid cursor')
       const body = JSON.stringify(result)
-      rep = { body, etag: etagOf(body) }
+      rep = { body, bytes: Buffer.from(body), etag: etagOf(body) }
       this.#cache.set(key, rep)
     }
     return rep

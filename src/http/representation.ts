@@ -14,7 +14,7 @@ export function sendRepresentation(request: FastifyRequest, reply: FastifyReply,
   reply.header('cache-control', `${hints.cacheScope}, max-age=${Math.floor(hints.ttlMs / 1000)}`)
   reply.header('vary', 'Mcp-Protocol-Version, Mcp-Meta, Authorization')
   if (ifNoneMatch(request.headers['if-none-match'], rep.etag)) return reply.code(304).send()
-  return reply.type(JSON_TYPE).send(rep.body)
+  return reply.type(JSON_TYPE).send(rep.bytes ?? rep.body)
 }
 
 /** Send a computed result; with `cacheable`, as a representation with its own ETag. */
