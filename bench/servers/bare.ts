@@ -19,11 +19,13 @@ const listBody = JSON.stringify({
   cacheScope: 'private'
 })
 const listEtag = `"${createHash('sha1').update(listBody).digest('base64url')}"`
+// Sent as its bytes, as the library sends a cached list: not encoded again per request.
+const listBytes = Buffer.from(listBody)
 
 app.get('/tools', (request, reply) => {
   reply.header('etag', listEtag).header('cache-control', 'private, max-age=0')
   if (request.headers['if-none-match'] === listEtag) return reply.code(304).send()
-  return reply.type('application/json; charset=utf-8').send(listBody)
+  return reply.type('application/json; charset=utf-8').send(listBytes)
 })
 
 const names = new Set(tools.map((t) => t.name))
