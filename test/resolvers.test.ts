@@ -231,3 +231,32 @@ t.test('demo: get_weather asks for a missing location; the prompt and the resour
   t.equal(r2.headers.etag, undefined, 'a result that depended on answers is not cacheable')
   t.match((await call(app, { url: '/resources/demo%3A%2F%2Freadme' })).headers.etag, /^"/, 'a plain read is')
 })
+
+t.test('answers sent before any question: taken when they fit the question asked now, else asked', async (t) => {
+  const mcp = new McpServer({ name: 't', version: '1' })
+  const first = resolver({ name: 'first', resolve: () => elicit('First name?', Name) })
+  const last = resolver({ name: 'last', resolve: () => elicit('Last name?', Name) })
+  mcp.tool({ name: 'names', resolvers: { first, last } }, (_a, ctx) => `${ctx.resolved.first.name} ${ctx.resolved.last.name}`)
+  mcp.tool({ name: 'inline' }, async (_a, ctx) => {
+    const got = await ctx.elicit('Name?', Name)
+    return got.action === 'accept' ? `hi ${got.content.name}` : got.action
+  })
+  const { app } = await build(t, { mcp })
+  const post = (tool: string, payload: Record<string, unknown>) =>
+    call(app, { method: 'POST', url: `/tools/${tool}/calls`, payload: { _meta: ELICIT, arguments: {}, ...payload } })
+
+  const both = await post('names', { inputResponses: { first: accept({ name: 'Ada' }), last: accept({ name: 'Lovelace' }), extra: { action: 'accept', content: { x: 1 } } } })
+  t.same(both.body.content, [{ type: 'text', text: 'Ada Lovelace' }], 'fitting answers complete the call; the unknown key is ignored')
+
+  const one = await post('names', { inputResponses: { first: accept({ name: 'Ada' }), last: accept({ nom: 'L' }) } })
+  t.equal(one.body.resultType, 'input_required')
+  t.same(Object.keys(one.body.inputRequests), ['last'], 'the answer that does not fit its question is asked again, the other kept')
+  const done = await post('names', { requestState: one.body.requestState, inputResponses: { last: accept({ name: 'Byron' }) } })
+  t.same(done.body.content, [{ type: 'text', text: 'Ada Byron' }], 'the kept answer travelled in the sealed state')
+
+  const inline = await post('inline', { inputResponses: { 'ask.0': accept({ name: 'Grace' }) } })
+  t.same(inline.body.content, [{ type: 'text', text: 'hi Grace' }], 'ctx.elicit takes a fitting answer sent with the call')
+
+  const stale = await post('names', { requestState: one.body.requestState, inputResponses: { first: accept({ name: 'Eve' }), last: accept({ name: 'Byron' }) } })
+  t.same(stale.body.content, [{ type: 'text', text: 'Ada Byron' }], 'with a state, only questions it asked are answered: the recorded answer stands')
+})

@@ -72,15 +72,18 @@ function formValidator(schema: Record<string, unknown>): ValidateFunction {
  * (`inputResponses["key"]`, or `response`).
  */
 export function checkResponse(what: string, asked: Asked, response: unknown): void {
+  const problem = responseProblem(asked, response)
+  if (problem !== undefined) throw errors.invalidParams(`Invalid ${what}: ${problem}`)
+}
+
+/** Why `response` does not answer `asked` (its shape, or a form's content), or undefined when it does. */
+export function responseProblem(asked: Asked, response: unknown): string | undefined {
   const shape = shapes[asked.m]!
-  if (!shape(response)) {
-    throw errors.invalidParams(`Invalid ${what}: ${describeErrors(shape.errors).message}`)
-  }
+  if (!shape(response)) return describeErrors(shape.errors).message
   const r = response as { action?: string; content?: unknown }
   if (asked.s !== undefined && r.action === 'accept') {
     const form = formValidator(asked.s)
-    if (!form(r.content ?? {})) {
-      throw errors.invalidParams(`Invalid ${what}: content.${describeErrors(form.errors).message}`)
-    }
+    if (!form(r.content ?? {})) return `content.${describeErrors(form.errors).message}`
   }
+  return undefined
 }

@@ -11,7 +11,7 @@ import { askThroughQueue, requireCapabilities } from '../messaging/notify.js'
 import type { Store } from '../store/types.js'
 import { elicit, isQuestion, listRoots, questionFor, sample, type Outcome, type Question, type Root, type SampledMessage } from './questions.js'
 import { Declined, runPlan, type Plan } from './resolvers.js'
-import { askedOf, checkResponse, type Asked } from './responses.js'
+import { askedOf, checkResponse, responseProblem, type Asked } from './responses.js'
 import type { SealBinding, SealTarget, StateSealer } from './seal.js'
 
 /** What a handler returns to ask for input itself (see {@link inputRequired}). */
@@ -179,6 +179,10 @@ export async function runRound<T>(
   }
   let responses = params.inputResponses
   let retried = params.inputResponses !== undefined
+  // Answers sent with no requestState answer no question yet. One that fits the question a resolver
+  // or ctx.elicit asks in this first round is taken (SEP-2322: ignore what is not recognised, use
+  // what is); a hand-rolled handler's questions are unknown before it runs, so it never sees them.
+  let presupplied = params.requestState === undefined ? params.inputResponses : undefined
   // Each pass is one round: in the modern era the first that needs input returns; legacy loops.
   for (;;) {
     const answers = checkAnswers(state, responses)
@@ -190,12 +194,15 @@ export async function runRound<T>(
     const answerOf = (name: string, q: Question<unknown>): Outcome<unknown> | undefined => {
       const prior = recorded[name]
       if (prior !== undefined && prior.h === q.digest) return prior.r
-      if (answers[name] !== undefined && state.q?.[name]?.h === q.digest) {
-        const outcome = toOutcome(q, answers[name]!)
-        recorded[name] = { h: q.digest, r: outcome }
-        return outcome
+      let answer = answers[name] !== undefined && state.q?.[name]?.h === q.digest ? answers[name] : undefined
+      const offered = presupplied?.[name]
+      if (answer === undefined && offered !== undefined && responseProblem(askedOf(q.request, q.digest), offered) === undefined) {
+        answer = offered as Record<string, unknown>
       }
-      return undefined
+      if (answer === undefined) return undefined
+      const outcome = toOutcome(q, answer)
+      recorded[name] = { h: q.digest, r: outcome }
+      return outcome
     }
     // Questions still open after this pass, and what to carry with them.
     let pending: Map<string, Question<unknown> | InputRequest> | undefined
@@ -252,6 +259,7 @@ export async function runRound<T>(
     responses = questions.size === 0 ? {} : await askThroughQueue(svc.store, ctx, questions, svc.answerTimeoutMs)
     state = { ...carry, q: askedOfAll(questions) }
     retried = true
+    presupplied = undefined
   }
 }
 
