@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { settleGet } from '../src/http/meta.js'
 import { sendRepresentation, sendResult } from '../src/http/representation.js'
-import { createContext, paramsFromPost } from '../src/http/request.js'
+import { contextOf, paramsFromPost } from '../src/http/request.js'
 import { streamResult, wantsStream } from '../src/http/stream.js'
 import { CommonHeaders, CursorQuery, GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
 import { CallToolBodySchema, CallToolResponseSchema, ListToolsResultSchema } from '../src/schema/tools.js'
@@ -47,7 +47,9 @@ const tools: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       const body = paramsFromPost(request, request.body)
-      const ctx = (await createContext(request, reply, body)).cancellableByClient(fastify.mcpInflight)
+      // A promise only in the legacy era: a 2026-07-28 call does not wait a turn for its context.
+      const made = contextOf(request, reply, body)
+      const ctx = (made instanceof Promise ? await made : made).cancellableByClient(fastify.mcpInflight)
       if (wantsStream(request)) return streamResult(request, reply, ctx, (c) => mcp.callTool(request.params.name, body, c))
       const result = await mcp.callTool(request.params.name, body, ctx)
       if (result.resultType === 'task') {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import swagger from '@fastify/swagger'
-import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, HTTPMethods } from 'fastify'
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, HTTPMethods, HookHandlerDoneFunction } from 'fastify'
 import { withResourceMetadata } from './auth/bearer.js'
 import { oauthSetup, type OAuthOptions } from './auth/oauth.js'
 import { hostOriginCheck, type HostOriginOptions } from './auth/origin.js'
@@ -107,6 +107,9 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   })
   fastify.addHook('onClose', async () => stopCancels())
 
+  // Host and Origin are checked in the same hook, after the id and version: one hook a request.
+  const hostOrigin = hostOriginCheck(opts)
+  const admit: (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void = hostOrigin ?? ((_request, _reply, done) => done())
   fastify.addHook('onRequest', (request, reply, done) => {
     const h = request.headers
     const rawId = h[Header.requestId]
@@ -122,7 +125,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
     if (request.routeOptions.config.mcpJsonRpc === true) {
       // Settled from the message by routes/mcp.ts, so that even a refusal names the request's id.
       request.mcpState = { requestId, version: defaultVersion, era: era(defaultVersion), versionFromHeader: false, principal: ANONYMOUS }
-      return done()
+      return admit(request, reply, done)
     }
     let version: ProtocolVersion
     try {
@@ -138,10 +141,8 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
       versionFromHeader: header !== undefined && header !== '',
       principal: ANONYMOUS
     }
-    done()
+    admit(request, reply, done)
   })
-  const hostOrigin = hostOriginCheck(opts)
-  if (hostOrigin !== undefined) fastify.addHook('onRequest', hostOrigin)
   if (opts.oauth !== undefined && opts.authenticate !== undefined) {
     throw new ConfigurationError('mcpPlugin: give either oauth or authenticate, not both')
   }

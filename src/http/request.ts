@@ -171,11 +171,19 @@ class HttpRequestContext implements RequestContext, Abortable {
  * carries the client's capabilities; a version there that contradicts the header is 400 -32020.
  * In the legacy era the capabilities are those its `initialize` declared for the connection.
  */
-export async function createContext(
+export async function createContext(request: FastifyRequest, reply: FastifyReply, params?: RetryParams): Promise<HttpRequestContext> {
+  return contextOf(request, reply, params)
+}
+
+/**
+ * {@link createContext} without a promise where none is needed: the context itself in 2026-07-28,
+ * a promise only in the legacy era (which reads the connection's capabilities from the store).
+ */
+export function contextOf(
   request: FastifyRequest,
   reply: FastifyReply,
   params: RetryParams = {}
-): Promise<HttpRequestContext> {
+): HttpRequestContext | Promise<HttpRequestContext> {
   const state = request.mcpState
   let meta = params._meta
   if (request.method === 'POST' && request.headers[Header.meta] !== undefined && (meta === undefined || !FROM_HEADER.has(meta))) {
@@ -200,16 +208,28 @@ export async function createContext(
       reply.header(Header.protocolVersion, version)
     }
   }
-  let caps: Record<string, unknown> | undefined
-  if (era === 'modern') {
-    const declared = meta?.[MetaKey.clientCapabilities]
-    if (declared !== undefined && !isPlainObject(declared)) {
-      throw errors.invalidParams(`_meta["${MetaKey.clientCapabilities}"] must be an object`)
-    }
-    caps = declared
-  } else {
-    caps = (await request.server.mcpStore.getLegacyClient(state.principal.id))?.capabilities
+  if (era !== 'modern') {
+    const legacy = era
+    return request.server.mcpStore
+      .getLegacyClient(state.principal.id)
+      .then((client) => newContext(request, reply, version, legacy, meta, client?.capabilities))
   }
+  const declared = meta?.[MetaKey.clientCapabilities]
+  if (declared !== undefined && !isPlainObject(declared)) {
+    throw errors.invalidParams(`_meta["${MetaKey.clientCapabilities}"] must be an object`)
+  }
+  return newContext(request, reply, version, era, meta, declared)
+}
+
+function newContext(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  version: ProtocolVersion,
+  era: Era,
+  meta: Meta | undefined,
+  caps: Record<string, unknown> | undefined
+): HttpRequestContext {
+  const state = request.mcpState
   return new HttpRequestContext(
     state.requestId,
     version,
