@@ -128,11 +128,13 @@ local c = ck(A(1))
 local g = redis.call('HGET', c, 'group')
 if g then return g end
 local q = c .. ':nq'
+-- Nothing queued (the usual poll): one command, no clock read.
+local head = redis.call('LINDEX', q, 0)
+if not head then return nil end
 local fresh = nowms() - tonumber(A(4))
-while true do
-  local head = redis.call('LINDEX', q, 0)
-  if not head or tonumber(string.match(head, '^(%d+) ')) >= fresh then break end
+while head and tonumber(string.match(head, '^(%d+) ')) < fresh do
   redis.call('LPOP', q)
+  head = redis.call('LINDEX', q, 0)
 end
 local items = redis.call('LRANGE', q, 0, tonumber(A(3)) - 1)
 if #items == 0 then return nil end
