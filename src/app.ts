@@ -106,6 +106,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
     inflight.get(`${owner}\0${requestId}`)?.abort(new Error(reason ?? 'Cancelled by the client'))
   })
   fastify.addHook('onClose', async () => stopCancels())
+  fastify.addHook('onReady', async () => opts.mcp.startServing())
 
   // Host and Origin are checked in the same hook, after the id and version: one hook a request.
   const hostOrigin = hostOriginCheck(opts)

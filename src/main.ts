@@ -8,8 +8,6 @@ import { createStore } from './store/index.js'
 /** `npm start`: the demo server on HOST:PORT (default 127.0.0.1:3000). */
 async function main(): Promise<void> {
   const config = loadConfig()
-  // The store goes to buildServer, not to the McpServer: registering the catalogue at start-up must
-  // not broadcast list_changed to every connection a shared Redis already holds.
   const store = createStore(config)
   const mcp = createDemoServer({
     pageSize: config.MCP_PAGE_SIZE,

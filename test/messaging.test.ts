@@ -111,6 +111,22 @@ t.test('log notifications follow the client level: legacy /logLevel, modern per-
   t.same((await app.inject({ url: '/notifications' })).json().map((n: { params: { level: string } }) => n.params.level), ['info', 'error'])
 })
 
+t.test('an instance booting on a shared store announces no list change to the clients of the others', async (t) => {
+  const shared = new MemoryStore()
+  const running = new McpServer({ name: 'a', version: '1', store: shared })
+  running.tool({ name: 'echo' }, () => 'a')
+  const { app } = await build(t, { mcp: running })
+  await app.inject({ method: 'POST', url: '/logLevel', payload: { level: 'error' } }) // the connection exists
+  const booting = new McpServer({ name: 'b', version: '1', store: shared })
+  booting.tool({ name: 'echo' }, () => 'b')
+  booting.prompt({ name: 'hello' }, () => 'hi')
+  t.same((await app.inject({ url: '/notifications' })).json(), [], 'registering the catalogue before serving is not news')
+  const second = await build(t, { mcp: booting })
+  await second.app.ready()
+  booting.tool({ name: 'late' }, () => 'late')
+  t.same((await app.inject({ url: '/notifications' })).json(), [{ method: 'notifications/tools/list_changed' }], 'a change once it serves is')
+})
+
 t.test('list_changed after a run-time registration; resources/updated only to subscribers', async (t) => {
   const mcp = server()
   const { app } = await build(t, { mcp, authenticate: async (request: FastifyRequest): Promise<Principal> => ({ id: String(request.headers['x-user']), scopes: [], anonymous: false }) })

@@ -93,6 +93,8 @@ export class McpServer extends Registry {
   readonly #cache = new Map<string, Representation>()
   readonly #clientListeners = new Set<(owner: string, notification: ServerMessage) => void>()
   readonly #updateListeners = new Set<(uri: string) => void>()
+  // Changes made before serving (the catalogue being registered at boot) are not news to anyone.
+  #serving = false
 
   constructor(options: McpServerOptions) {
     super()
@@ -110,8 +112,15 @@ export class McpServer extends Registry {
     this.onChange((kind) => {
       for (const key of this.#cache.keys()) if (key.startsWith(`${kind}:`)) this.#cache.delete(key)
       // Every connection hears that a list changed; a failing store must not fail the registration.
-      this.store.broadcast({ method: LIST_CHANGED[kind] }).catch(() => undefined)
+      // Not before serving: an instance booting on a shared store would tell every client of the
+      // others that their lists changed each time it starts.
+      if (this.#serving) this.store.broadcast({ method: LIST_CHANGED[kind] }).catch(() => undefined)
     })
+  }
+
+  /** From now on a change to a list is announced to every connection (the plugin calls it when ready). */
+  startServing(): void {
+    this.#serving = true
   }
 
   /** What this server offers; the same for every client. */
