@@ -1,23 +1,12 @@
 import t, { type Test } from 'tap'
-import { execFile, execFileSync } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
+import { execFileSync } from 'node:child_process'
+import { cli, run } from './cli-run.js'
 import { PureHttpClient, sleep } from '../src/client/client.js'
 import { sample } from '../src/mrtr/questions.js'
 import { resolver } from '../src/mrtr/resolvers.js'
 import { createDemoServer } from '../src/demo/catalogue.js'
 import { liveDemo, type Live } from './client-harness.js'
 
-const cli = fileURLToPath(new URL('../dist/bin/mcp-http.js', import.meta.url))
-
-/** Run the compiled CLI without a terminal: stdin closed, output captured. */
-function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(process.execPath, [cli, ...args], { timeout: 30_000 }, (err, stdout, stderr) =>
-      resolve({ code: err === null ? 0 : (err as { code: number }).code, stdout, stderr })
-    )
-    child.stdin?.end()
-  })
-}
 
 /** A tmux server of this test's own; `start` runs a command in a new window, `wait` polls its screen. */
 function tmux(t: Test) {

@@ -1,6 +1,6 @@
 import t from 'tap'
-import { execFile, execFileSync, spawn } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
+import { cli, run } from './cli-run.js'
+import { execFileSync, spawn } from 'node:child_process'
 import { PureHttpClient, sleep } from '../src/client/client.js'
 import { Type } from '@sinclair/typebox'
 import { elicit } from '../src/mrtr/questions.js'
@@ -9,17 +9,6 @@ import { createDemoServer } from '../src/demo/catalogue.js'
 import { liveDemo } from './client-harness.js'
 import { DEMO_TOOLS } from './helper.js'
 
-const cli = fileURLToPath(new URL('../dist/bin/mcp-http.js', import.meta.url))
-
-/** Run the compiled CLI without a terminal: stdin closed, output captured. */
-function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(process.execPath, [cli, ...args], { timeout: 30_000 }, (err, stdout, stderr) =>
-      resolve({ code: err === null ? 0 : (err as { code: number }).code, stdout, stderr })
-    )
-    child.stdin?.end()
-  })
-}
 
 t.test('the CLI without a terminal: lists, calls, prompts, reads, tasks, JSON output', async (t) => {
   const live = await liveDemo(t, { mcp: createDemoServer({ taskStepMs: 150 }) })
