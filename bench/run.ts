@@ -17,7 +17,7 @@ import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { h2load, type LoadResult, type RequestSpec } from './lib/h2load.js'
-import { cpuSeconds, memory, startRedis, startServer, type Running } from './lib/procs.js'
+import { cpuSeconds, memory, settle, startRedis, startServer, type Running } from './lib/procs.js'
 import { profile } from './lib/profile.js'
 import { sealMicro } from './lib/seal-micro.js'
 import { soak } from './lib/soak.js'
@@ -145,7 +145,8 @@ async function runPhase(phase: Phase, results: Results): Promise<void> {
       running.set(spec.id, await startServer({ ...spec, ...(env === undefined ? {} : { env }) }))
     }
     for (const workload of phase.workloads) {
-      if (selected(phase, workload)) results.measurements.push(...(await measure(phase, workload, running, results)))
+      const pids = [...[...running.values()].map((s) => s.pid), ...(redis === undefined ? [] : [redis.pid])]
+      if (selected(phase, workload)) results.measurements.push(...(await measure(phase, workload, running, pids, results)))
     }
     for (const [id, server] of running) results.peakRss[`${id}@${phase.id}`] = round(memory(server.pid).peakMb)
   } finally {
@@ -156,9 +157,10 @@ async function runPhase(phase: Phase, results: Results): Promise<void> {
 
 /**
  * One workload: warm every target up, then `reps` rounds that each visit every target in turn
- * (starting one further along each round), and keep each target's best run.
+ * (starting one further along each round, every other round in reverse order, each run once the
+ * servers are idle), and keep each target's best run.
  */
-async function measure(phase: Phase, workload: Workload, running: Map<string, Running>, results: Results): Promise<Measurement[]> {
+async function measure(phase: Phase, workload: Workload, running: Map<string, Running>, pids: number[], results: Results): Promise<Measurement[]> {
   const targets = Object.keys(workload.requests)
   const serverOf = (target: string) => running.get(processOf(target))!
   const specs = new Map<string, RequestSpec>()
@@ -169,6 +171,9 @@ async function measure(phase: Phase, workload: Workload, running: Map<string, Ru
   const drive = (target: string, seconds: number, logFile?: string) =>
     h2load(serverOf(target).base, specs.get(target)!, { connections: settings.connections, seconds, ...(logFile === undefined ? {} : { logFile }) })
   const driveTimed = async (target: string, seconds: number, logFile: string) => {
+    // Every server of the phase idle first: the previous target may still be working off its backlog.
+    const waited = await settle(pids)
+    if (waited > 1000) console.log(`  (waited ${(waited / 1000).toFixed(1)} s for the servers to go idle)`)
     const pid = serverOf(target).pid
     const before = cpuSeconds(pid)
     const run = await drive(target, seconds, logFile)
@@ -179,8 +184,10 @@ async function measure(phase: Phase, workload: Workload, running: Map<string, Ru
   for (const target of targets) await drive(target, isSdk(target) ? settings.warmSdkSeconds : settings.warmSeconds).catch(() => undefined)
   const runs = new Map<string, Run[]>(targets.map((t) => [t, []]))
   for (let rep = 0; rep < settings.reps; rep++) {
-    for (let i = 0; i < targets.length; i++) {
-      const target = targets[(i + rep) % targets.length]!
+    // Every other round backwards, so no target always runs right after the same other one.
+    const order = rep % 2 === 0 ? targets : [...targets].reverse()
+    for (let i = 0; i < order.length; i++) {
+      const target = order[(i + rep) % order.length]!
       const label = `[${phase.id}] ${workload.id} · ${target} · run ${rep + 1}/${settings.reps}`
       // The SDK servers answer a 200-tool list in seconds: give them time to finish some.
       const seconds = isSdk(target) ? Math.max(settings.seconds, 10) : settings.seconds

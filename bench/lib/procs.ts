@@ -108,6 +108,22 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / TICKS
 }
 
+/**
+ * Wait until none of `pids` is using the CPU (under `idle` of a core over a `windowMs` window),
+ * at most `maxMs`; resolves with how long it waited. A server drowned by a run (the SDK servers
+ * answer a 200-tool list in seconds, 32 at a time) keeps working through its backlog after h2load
+ * has gone; without this, the next target's run shares the core with that backlog.
+ */
+export async function settle(pids: number[], { idle = 0.05, windowMs = 250, maxMs = 30_000 } = {}): Promise<number> {
+  const start = Date.now()
+  const total = () => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0)
+  for (;;) {
+    const before = total()
+    await new Promise((r) => setTimeout(r, windowMs))
+    if (total() - before <= (idle * windowMs) / 1000 || Date.now() - start >= maxMs) return Date.now() - start
+  }
+}
+
 /** Resident memory now and its peak (VmHWM) so far, in MB, from /proc. */
 export function memory(pid: number): { rssMb: number; peakMb: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
@@ -119,7 +135,7 @@ export function memory(pid: number): { rssMb: number; peakMb: number } {
  * A redis-server on a fresh loopback port, pinned with the servers (it is part of their side),
  * without persistence. Throws when redis-server is not installed.
  */
-export async function startRedis(): Promise<{ url: string; stop(): Promise<void> }> {
+export async function startRedis(): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const port = await freePort()
   const [command, args] = pinned(SERVER_CORE, 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'])
   const child = spawn(command, args, { stdio: 'ignore' })
@@ -132,7 +148,7 @@ export async function startRedis(): Promise<{ url: string; stop(): Promise<void>
       const socket = connect(port, '127.0.0.1', () => (socket.end(), resolve(true)))
       socket.once('error', () => resolve(false))
     })
-    if (up) return { url: `redis://127.0.0.1:${port}`, stop: () => stop(child) }
+    if (up) return { url: `redis://127.0.0.1:${port}`, pid: child.pid!, stop: () => stop(child) }
     await new Promise((r) => setTimeout(r, 100))
   }
   child.kill('SIGKILL')
