@@ -1,7 +1,7 @@
 import t from 'tap'
 import { parseSummary, percentiles } from '../bench/lib/parse.js'
 import { svg } from '../bench/chart.js'
-import { checks, soakGrowth, table, verdicts, workloads, type Measurement, type Results } from '../bench/report.js'
+import { checks, growth, soakGrowth, table, verdicts, workloads, type Measurement, type Results } from '../bench/report.js'
 
 // The benchmark's own arithmetic and output, on a fixture: the real bench (npm run bench) is not
 // part of npm test.
@@ -57,6 +57,12 @@ t.test('checks: the issue targets, from the same run', async (t) => {
   t.match(byName['soak 600 s: RSS growth'], { value: 25, pass: false })
   const bare = { ...fixture(), seal: undefined, soak: undefined } as Results
   t.notOk(checks(bare).some((c) => c.name.startsWith('seal') || c.name.startsWith('soak')))
+  // With the heap probe's samples, the soak is judged by what survives a full GC, not by RSS.
+  const probed = fixture()
+  probed.soak!.heap = { samples: [], growthMb: 0.2, growthPct: 1, pass: true }
+  const soakChecks = checks(probed).filter((c) => c.name.startsWith('soak'))
+  t.equal(soakChecks.length, 1, 'one soak check')
+  t.match(soakChecks[0], { name: 'soak 600 s: heap + external after GC, growth', value: 1, pass: true })
 })
 
 t.test('soak growth: the end against the plateau after warm-up', async (t) => {
@@ -67,6 +73,8 @@ t.test('soak growth: the end against the plateau after warm-up', async (t) => {
   t.match(soakGrowth(leak), { growthMb: 60, pass: false }, '170 MB at the end against 110 MB')
   t.match(soakGrowth(flat.slice(0, 4)), { pass: false }, 'too short to tell')
   t.ok(Number.isNaN(soakGrowth([]).growthMb))
+  t.match(growth([20, 21, 21, 21.2, 21, 21.1, 21, 21.3, 21.2, 21.1]), { pass: true }, 'any series: the heap after GC')
+  t.match(growth([20, 21, 21, 24, 26, 28, 30, 32, 34, 36]), { growthMb: 12, pass: false }, '36 MB at the end against 24 MB')
 })
 
 t.test('table: one row per workload and server, with the ratios', async (t) => {
