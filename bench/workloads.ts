@@ -96,6 +96,32 @@ export function phases(dist: string): Phase[] {
       ]
     },
     {
+      // The demo server's multi round-trip flow with a Redis store: a 2026-07-28 round keeps its
+      // state in the sealed requestState, not in the store, so this measures what Redis adds.
+      id: 'redis-core',
+      redis: true,
+      servers: servers(1, 'demo', false, dist),
+      workloads: [
+        { id: 'MRTR round 1 (seal, Redis store)', requests: { ours: mrtrRound1, bare: mrtrRound1 } },
+        { id: 'MRTR round 2 (open, Redis store)', requests: { ours: mrtrRound2, bare: mrtrRound2 } }
+      ]
+    },
+    {
+      id: 'redis-list-200',
+      redis: true,
+      servers: servers(200, 'catalogue', false, dist),
+      workloads: [
+        { id: 'tools/list (200 tools, Redis store)', requests: listTools(['ours', 'bare']) },
+        { id: 'tools/list 304 (200 tools, Redis store)', requests: { ours: revalidate, bare: revalidate } }
+      ]
+    },
+    {
+      id: 'redis-notifications-1000',
+      redis: true,
+      servers: servers(1, 'catalogue', false, dist, 1000),
+      workloads: [{ id: 'GET /notifications (1,000 queued, Redis store)', requests: { ours: { path: '/notifications' }, bare: { path: '/notifications' } } }]
+    },
+    {
       // A connection with 1,000 notifications waiting: GET hands out the same group of 100 until
       // it is acknowledged, so every request reads (and serializes) a full group.
       id: 'notifications-1000',
