@@ -20,7 +20,10 @@ import {
 export interface RedisStoreOptions {
   /** `redis://[:password@]host:port[/db]`, or `rediss://` for TLS. */
   url: string
-  /** Extra ioredis options (TLS, Sentinel, timeouts). */
+  /**
+   * Extra ioredis options (TLS, Sentinel, timeouts). `enableAutoPipelining` is on unless set here:
+   * commands issued in the same event-loop turn go to Redis as one write.
+   */
   redis?: RedisOptions
   /** Prefix of every key and channel, so that several servers can share one Redis (default `mcp:`). */
   prefix?: string
@@ -68,7 +71,7 @@ export class RedisStore implements Store {
     this.prefix = options.prefix ?? 'mcp:'
     this.#answerTtlMs = options.answerTtlMs ?? 600_000
     this.#header = [this.prefix, options.connectionTtlMs ?? 86_400_000, this.limits.maxConnections]
-    const redisOptions: RedisOptions = { maxRetriesPerRequest: 2, commandTimeout: 10_000, ...options.redis }
+    const redisOptions: RedisOptions = { maxRetriesPerRequest: 2, commandTimeout: 10_000, enableAutoPipelining: true, ...options.redis }
     const url = options.url
     this.#redis = new Redis(url, redisOptions)
     for (const [name, lua] of Object.entries(SCRIPTS)) this.#redis.defineCommand(name, { numberOfKeys: 0, lua })
