@@ -65,6 +65,13 @@ t.test('under pressure: 503 with Retry-After, except /health', async (t) => {
   t.same([byRss!.statusCode, byRss!.headers['retry-after']], [503, '5'], 'Retry-After defaults to 5 s')
 })
 
+t.test('load shedding with no threshold set is not registered at all (no event-loop sampling)', async (t) => {
+  const off = (await build(t, { loadShedding: { maxEventLoopDelayMs: 0, maxHeapUsedBytes: 0, retryAfterSec: 7 } })).app
+  t.notOk(off.hasDecorator('memoryUsage'), 'no @fastify/under-pressure')
+  const on = (await build(t, { loadShedding: { maxEventLoopDelayMs: 1000 } })).app
+  t.ok(on.hasDecorator('memoryUsage'), 'registered once a threshold is set')
+})
+
 t.test('rate limits: per principal, anonymous per IP, 429 with Retry-After', async (t) => {
   const { app } = await build(t, { authenticate: user, rateLimit: { max: 2, timeWindowMs: 60_000 } })
   const alice = { 'x-user': 'alice' }
