@@ -10,7 +10,7 @@ import { benchNotification, benchTools, connectionCount, connectionId, fillerAns
  * is in the ceiling too.
  */
 const tools = benchTools(toolCount())
-const app = Fastify({ logger: false })
+const app = Fastify({ logger: false, forceCloseConnections: true })
 
 const listBody = JSON.stringify({
   tools: tools.map(({ name, title, description, input, annotations }) => ({ name, title, description, inputSchema: input, annotations })),
