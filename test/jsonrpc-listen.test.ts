@@ -1,24 +1,10 @@
 import t, { type Test } from 'tap'
-import { Agent, fetch } from 'undici'
+import { type Agent, fetch } from 'undici'
 import { McpServer } from '../src/core/mcp-server.js'
-import { buildServer } from '../src/server.js'
-import { MODERN, envelope } from './rpc.js'
+import { MODERN, envelope, listenWithAgent } from './rpc.js'
 
-/**
- * A server on a real socket (SSE needs one) and a client agent of its own, both closed at the end: the
- * agent first, as it may hold spare connections the server would otherwise wait out.
- */
-async function listen(t: Test, mcp: McpServer) {
-  const app = await buildServer({ mcp, logger: false, jsonRpc: { keepAliveMs: 25 } })
-  const agent = new Agent()
-  t.teardown(async () => {
-    await agent.destroy()
-    await app.close()
-  })
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  const { port } = app.server.address() as { port: number }
-  return { app, url: `http://127.0.0.1:${port}/mcp`, agent }
-}
+/** A server on a real socket with a client agent of its own (see {@link listenWithAgent}). */
+const listen = (t: Test, mcp: McpServer) => listenWithAgent(t, { mcp, logger: false, jsonRpc: { keepAliveMs: 25 } })
 
 /** Open a subscriptions/listen stream and read its SSE events (data lines, JSON) and comments. */
 async function subscribe(server: { url: string; agent: Agent }, notifications: Record<string, unknown>, id: number | string = 1, signal?: AbortSignal) {

@@ -1,5 +1,8 @@
 import type { FastifyInstance } from 'fastify'
+import type { Test } from 'tap'
+import { Agent } from 'undici'
 import { encodeJsonHeader } from '../src/headers.js'
+import { buildServer, type BuildServerOptions } from '../src/server.js'
 import { call } from './helper.js'
 
 export const MODERN = '2026-07-28'
@@ -56,3 +59,20 @@ export const pureHeaders = (era: 'modern' | 'legacy', caps?: Record<string, unkn
   'mcp-protocol-version': era === 'modern' ? MODERN : LEGACY,
   ...(era === 'modern' && caps !== undefined ? { 'mcp-meta': encodeJsonHeader(envelope(caps)) } : {})
 })
+
+/**
+ * A server on a real socket (SSE needs one) and a client agent of its own, both closed at the end:
+ * the agent first, as it may hold spare connections the server would otherwise wait out. `url` is
+ * the server's /mcp endpoint.
+ */
+export async function listenWithAgent(t: Test, options: BuildServerOptions): Promise<{ app: FastifyInstance; url: string; agent: Agent }> {
+  const app = await buildServer(options)
+  const agent = new Agent()
+  t.teardown(async () => {
+    await agent.destroy()
+    await app.close()
+  })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = app.server.address() as { port: number }
+  return { app, url: `http://127.0.0.1:${port}/mcp`, agent }
+}

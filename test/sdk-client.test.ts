@@ -1,12 +1,13 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js'
 import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js'
-import { Agent, fetch } from 'undici'
+import { fetch } from 'undici'
+import type { McpServer } from '../src/core/mcp-server.js'
 import { createDemoServer } from '../src/demo/catalogue.js'
-import { buildServer } from '../src/server.js'
 import { DEMO_TOOLS } from './helper.js'
+import { listenWithAgent } from './rpc.js'
 
 /**
  * The official TypeScript SDK (`@modelcontextprotocol/sdk` 1.x, which speaks up to 2025-11-25) as a
@@ -14,21 +15,25 @@ import { DEMO_TOOLS } from './helper.js'
  * The 1.x client knows no `input_required` (multi round-trip requests are 2026-07-28), so an MRTR
  * flow cannot go through it; it is asked the 2025 way instead: on the SSE stream of its POST.
  */
+/**
+ * The SDK client of `mcp` served on a real socket, its requests through the server's own agent
+ * (closed with it); `connect()` connects it and closes it when the test ends.
+ */
+async function sdkClient(t: Test, mcp: McpServer, name: string, capabilities: Record<string, object>) {
+  const server = await listenWithAgent(t, { mcp, logger: false })
+  const viaAgent = ((url, init) => fetch(url, { ...(init as object), dispatcher: server.agent })) as FetchLike
+  const transport = new StreamableHTTPClientTransport(new URL(server.url), { fetch: viaAgent })
+  const client = new Client({ name, version: '1.0.0' }, { capabilities })
+  const connect = async () => {
+    await client.connect(transport)
+    t.teardown(() => client.close())
+  }
+  return { transport, client, connect, server }
+}
+
 t.test('the official SDK client drives the demo through /mcp', async (t) => {
-  const app = await buildServer({ mcp: createDemoServer(), logger: false })
-  const agent = new Agent()
-  t.teardown(async () => {
-    await agent.destroy()
-    await app.close()
-  })
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  const { port } = app.server.address() as { port: number }
-  // The SDK's requests go through an agent of this test's own, closed with it.
-  const viaAgent = ((url, init) => fetch(url, { ...(init as object), dispatcher: agent })) as FetchLike
-  const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), { fetch: viaAgent })
-  const client = new Client({ name: 'sdk-test', version: '1.0.0' }, { capabilities: { elicitation: {} } })
-  await client.connect(transport)
-  t.teardown(() => client.close())
+  const { transport, client, connect } = await sdkClient(t, createDemoServer(), 'sdk-test', { elicitation: {} })
+  await connect()
 
   t.equal(transport.protocolVersion, '2025-11-25')
   t.equal(transport.sessionId, undefined, 'stateless: no session')
@@ -63,17 +68,7 @@ t.test('a 2025-era SDK client is asked on the SSE stream of its POST, and its an
     const m = await ctx.sample({ messages: [{ role: 'user', content: { type: 'text', text: 'a haiku' } }], maxTokens: 50 })
     return `${m.model}: ${(m.content as { text: string }).text}`
   })
-  const app = await buildServer({ mcp, logger: false })
-  const agent = new Agent()
-  t.teardown(async () => {
-    await agent.destroy()
-    await app.close()
-  })
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  const { port } = app.server.address() as { port: number }
-  const viaAgent = ((url, init) => fetch(url, { ...(init as object), dispatcher: agent })) as FetchLike
-  const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), { fetch: viaAgent })
-  const client = new Client({ name: 'sdk-asked', version: '1.0.0' }, { capabilities: { elicitation: {}, sampling: {}, roots: {} } })
+  const { client, connect, server } = await sdkClient(t, mcp, 'sdk-asked', { elicitation: {}, sampling: {}, roots: {} })
   const asked: string[] = []
   client.setRequestHandler(ElicitRequestSchema, async (req) => {
     asked.push(req.params.message)
@@ -81,14 +76,13 @@ t.test('a 2025-era SDK client is asked on the SSE stream of its POST, and its an
   })
   client.setRequestHandler(CreateMessageRequestSchema, async () => ({ role: 'assistant', model: 'test-model', content: { type: 'text', text: 'old pond' } }))
   client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: 'file:///work', name: 'work' }] }))
-  await client.connect(transport)
-  t.teardown(() => client.close())
+  await connect()
 
   t.match(await client.callTool({ name: 'get_weather', arguments: {} }), { content: [{ type: 'text', text: /^Weather in Lisbon: / }] })
   t.same(asked, ['Which location?'])
   t.same(await client.callTool({ name: 'haiku', arguments: {} }), { content: [{ type: 'text', text: 'test-model: old pond' }] })
   t.same(JSON.parse(((await client.readResource({ uri: 'demo://roots' })).contents[0] as { text: string }).text), [{ uri: 'file:///work', name: 'work' }])
   // The same tool through the Pure HTTP binding's queue is untouched: nothing was left on /requests.
-  const left = await fetch(`http://127.0.0.1:${port}/requests`, { method: 'POST', dispatcher: agent, headers: { 'mcp-protocol-version': '2025-11-25' } })
+  const left = await fetch(server.url.replace(/\/mcp$/, '/requests'), { method: 'POST', dispatcher: server.agent, headers: { 'mcp-protocol-version': '2025-11-25' } })
   t.equal(left.status, 204)
 })
