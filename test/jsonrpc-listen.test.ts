@@ -1,6 +1,8 @@
 import t, { type Test } from 'tap'
 import { type Agent, fetch } from 'undici'
 import { McpServer } from '../src/core/mcp-server.js'
+import { RedisStore } from '../src/store/redis.js'
+import { startRedis } from './redis-server.js'
 import { MODERN, envelope, listenWithAgent } from './rpc.js'
 
 /** A server on a real socket with a client agent of its own (see {@link listenWithAgent}). */
@@ -105,6 +107,25 @@ t.test('resourceSubscriptions: notifications/resources/updated for the URIs aske
   t.equal(changed.method, 'notifications/tools/list_changed', 'the other stream heard its own change, and no update before it')
   await stream.reader.cancel()
   await other.reader.cancel()
+})
+
+t.test('resourceUpdated on one instance reaches listen streams on another through the shared Redis', async (t) => {
+  const redis = await startRedis()
+  t.teardown(() => redis.stop())
+  const [a, b] = [0, 1].map(() => {
+    const mcp = new McpServer({ name: 'l', version: '1', store: new RedisStore({ url: redis.url, prefix: 'listen-test:' }) })
+    mcp.resource({ uri: 'r:a', name: 'a' }, () => 'a')
+    return mcp
+  }) as [McpServer, McpServer]
+  const server = await listen(t, a)
+  t.teardown(() => Promise.all([a.store.close(), b.store.close()]))
+  const stream = await subscribe(server, { resourceSubscriptions: ['r:a'] }, 'x')
+  await stream.until(1)
+  await Promise.all([a.store.ping(), b.store.ping()])
+  await b.resourceUpdated('r:a')
+  const [, updated] = await stream.until(2)
+  t.same(updated, { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'r:a', _meta: { 'io.modelcontextprotocol/subscriptionId': 'x' } } })
+  await stream.reader.cancel()
 })
 
 t.test('a client that closes its stream is forgotten: later changes do not reach it', async (t) => {

@@ -246,6 +246,21 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     t.equal(heard.length, 2, 'not after unsubscribing')
   })
 
+  t.test('resource updates are heard by every instance, the publishing one too', async (t) => {
+    const store = await make(t)
+    const peer = await peerOf(t, store)
+    const heard: string[] = []
+    const stops = [peer.onResourceUpdated((uri) => heard.push(`peer ${uri}`)), store.onResourceUpdated((uri) => heard.push(`self ${uri}`))]
+    await sleep(20)
+    await store.publishResourceUpdated('demo://readme')
+    t.ok(await eventually(() => heard.length === 2), 'heard')
+    t.same(heard.sort(), ['peer demo://readme', 'self demo://readme'])
+    for (const stop of stops) stop()
+    await store.publishResourceUpdated('demo://late')
+    await sleep(50)
+    t.equal(heard.length, 2, 'not after unsubscribing')
+  })
+
   t.test('tasks: durable, per owner, updated until terminal', async (t) => {
     const store = await make(t)
     const peer = await peerOf(t, store)

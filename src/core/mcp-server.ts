@@ -92,7 +92,6 @@ export class McpServer extends Registry {
   // Serialized list pages and discover, per era; dropped when their list changes.
   readonly #cache = new Map<string, Representation>()
   readonly #clientListeners = new Set<(owner: string, notification: ServerMessage) => void>()
-  readonly #updateListeners = new Set<(uri: string) => void>()
   // Changes made before serving (the catalogue being registered at boot) are not news to anyone.
   #serving = false
 
@@ -195,20 +194,22 @@ export class McpServer extends Registry {
 
   /**
    * Tell every connection subscribed to `uri` that the resource changed (`notifications/resources/updated`),
-   * and this process's `subscriptions/listen` streams that asked for it.
+   * and every `subscriptions/listen` stream that asked for it, on any instance sharing the store.
    * @example mcp.resourceUpdated('demo://readme')
    */
   async resourceUpdated(uri: string): Promise<void> {
-    for (const l of this.#updateListeners) l(uri)
+    await this.store.publishResourceUpdated(uri)
     for (const owner of await this.store.subscribers(uri)) {
       await this.store.pushNotification(owner, { method: 'notifications/resources/updated', params: { uri } })
     }
   }
 
-  /** Hear `resourceUpdated` calls made in this process; returns the function that stops listening. */
+  /**
+   * Hear `resourceUpdated` calls made on any instance sharing the store (through it: call this once
+   * the store is final, as the transports do per stream); returns the function that stops listening.
+   */
   onResourceUpdated(listener: (uri: string) => void): () => void {
-    this.#updateListeners.add(listener)
-    return () => this.#updateListeners.delete(listener)
+    return this.store.onResourceUpdated(listener)
   }
 
   /**

@@ -62,6 +62,7 @@ export class MemoryStore implements Store {
   readonly #waiters = new Map<string, Waiter>()
   readonly #early = new Map<string, ClientAnswer>()
   readonly #cancelListeners = new Set<(owner: string, requestId: string, reason: string | undefined) => void>()
+  readonly #updateListeners = new Set<(uri: string) => void>()
   readonly #sessions = new Map<string, number>()
   readonly #tasks = new Map<string, StoredTask>()
   #nextTaskSweep = 0
@@ -230,6 +231,15 @@ export class MemoryStore implements Store {
   onCancel(listener: (owner: string, requestId: string, reason: string | undefined) => void): () => void {
     this.#cancelListeners.add(listener)
     return () => this.#cancelListeners.delete(listener)
+  }
+
+  async publishResourceUpdated(uri: string): Promise<void> {
+    for (const l of this.#updateListeners) l(uri)
+  }
+
+  onResourceUpdated(listener: (uri: string) => void): () => void {
+    this.#updateListeners.add(listener)
+    return () => this.#updateListeners.delete(listener)
   }
 
   async createTask(owner: string, task: TaskRecord): Promise<void> {

@@ -63,6 +63,7 @@ export class RedisStore implements Store {
   readonly #answerTtlMs: number
   readonly #waiters = new Map<string, Set<Waiter>>()
   readonly #cancelListeners = new Set<(owner: string, requestId: string, reason: string | undefined) => void>()
+  readonly #updateListeners = new Set<(uri: string) => void>()
   readonly #sweep: NodeJS.Timeout
   #closing: Error | undefined
 
@@ -82,7 +83,7 @@ export class RedisStore implements Store {
     this.#sub.on('ready', () => this.#recheck())
     this.#redis.on('error', () => undefined)
     this.#sub.on('error', () => undefined)
-    this.#subscribed = this.#sub.subscribe(this.prefix + 'wake', this.prefix + 'cancel')
+    this.#subscribed = this.#sub.subscribe(this.prefix + 'wake', this.prefix + 'cancel', this.prefix + 'updated')
     this.#subscribed.catch(() => undefined)
     this.#sweep = setInterval(() => this.#recheck(), options.sweepMs ?? 5000).unref()
   }
@@ -204,6 +205,15 @@ export class RedisStore implements Store {
   onCancel(listener: (owner: string, requestId: string, reason: string | undefined) => void): () => void {
     this.#cancelListeners.add(listener)
     return () => this.#cancelListeners.delete(listener)
+  }
+
+  async publishResourceUpdated(uri: string): Promise<void> {
+    await this.#redis.publish(this.prefix + 'updated', uri)
+  }
+
+  onResourceUpdated(listener: (uri: string) => void): () => void {
+    this.#updateListeners.add(listener)
+    return () => this.#updateListeners.delete(listener)
   }
 
   #task(owner: string, taskId: string): { key: string; member: string } {
@@ -360,6 +370,10 @@ export class RedisStore implements Store {
     if (channel === this.prefix + 'cancel') {
       const [owner, requestId, reason] = JSON.parse(message) as [string, string, string | null]
       for (const l of this.#cancelListeners) l(owner, requestId, reason ?? undefined)
+      return
+    }
+    if (channel === this.prefix + 'updated') {
+      for (const l of this.#updateListeners) l(message)
       return
     }
     for (const look of this.#waiters.get(message) ?? []) look()

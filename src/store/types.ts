@@ -116,6 +116,11 @@ export interface Store {
   /** Hear cancellations; returns the unsubscribe function. */
   onCancel(listener: (owner: string, requestId: string, reason: string | undefined) => void): () => void
 
+  /** Tell every instance that the resource `uri` changed (for their `subscriptions/listen` streams). */
+  publishResourceUpdated(uri: string): Promise<void>
+  /** Hear resource changes published by any instance; returns the unsubscribe function. */
+  onResourceUpdated(listener: (uri: string) => void): () => void
+
   /**
    * Store a new task; resolves only once a `getTask` on any instance would find it (the Tasks
    * extension requires it before the 202). Expires `ttlMs` after creation.
