@@ -14,6 +14,7 @@ Commands:
   resources                      list the resources and templates
   read <uri>                     read a resource
   tasks get <id> | tasks cancel <id>
+                                 (an id that begins with '-': put -- before it)
   watch                          print notifications (and answer server requests) until Ctrl-C
 
 Ctrl-C during a call, prompt or read cancels it on the server (a task through its cancel route)

@@ -40,6 +40,9 @@ function newTaskId(): string {
     randomFillSync(idPool)
     idAt = 0
   }
+  // The first byte's top bit cleared: an id begins with a letter (A-Z, a-f), never with '-', so a
+  // command line (`mcp-http tasks get <id>`) never takes it for an option. 127 random bits remain.
+  idPool[16 * idAt]! &= 0x7f
   return idPool.toString('base64url', 16 * idAt, 16 * ++idAt)
 }
 
