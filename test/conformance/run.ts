@@ -12,9 +12,9 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
-import { createServer } from 'node:net'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { freePort } from '../redis-server.js'
 
 type Expected = Record<string, Record<string, string>>
 interface Run {
@@ -37,15 +37,6 @@ function conformance(args: string[]): Promise<{ code: number; output: string }> 
   child.stdout.on('data', (d: Buffer) => (output += d))
   child.stderr.on('data', (d: Buffer) => (output += d))
   return once(child, 'exit').then(([code]) => ({ code: code as number, output }))
-}
-
-async function freePort(): Promise<number> {
-  const srv = createServer().listen(0, '127.0.0.1')
-  await once(srv, 'listening')
-  const { port } = srv.address() as { port: number }
-  srv.close()
-  await once(srv, 'close')
-  return port
 }
 
 async function startFixture(port: number): Promise<ChildProcess> {
