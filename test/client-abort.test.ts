@@ -104,10 +104,29 @@ t.test('an abort during a retry pause rejects at once, with nothing to cancel', 
   const s = await stub(t, {
     'POST /tools/busy/calls': [{ status: 503, body: { code: -32603, message: 'busy' }, headers: { 'retry-after': '3600' } }]
   })
+  // Abort once the client has read the 503 (so it is in its pause), not merely once the stub has
+  // seen the request: an abort while the answer is still on its way rightly cancels on the server.
+  let answered = 0
+  const realFetch = globalThis.fetch
+  globalThis.fetch = (async (...args: Parameters<typeof fetch>) => {
+    const res = await realFetch(...args)
+    const text = res.text.bind(res)
+    Object.defineProperty(res, 'text', {
+      value: async () => {
+        const body = await text()
+        answered++
+        return body
+      }
+    })
+    return res
+  }) as typeof fetch
+  t.teardown(() => {
+    globalThis.fetch = realFetch
+  })
   const client = new PureHttpClient({ url: s.url })
   const stop = new AbortController()
   const call = client.callTool('busy', {}, { signal: stop.signal })
-  while (s.requests.length === 0) await sleep(5)
+  while (answered === 0) await sleep(5)
   stop.abort(new Error('enough'))
   await t.rejects(call, { message: 'enough' })
   t.same(s.requests.map((r) => r.key), ['POST /tools/busy/calls'], 'no notifications/cancelled for a request that ended')
