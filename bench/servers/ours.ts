@@ -35,4 +35,10 @@ const authenticate = async (request: FastifyRequest) => {
 }
 const app = await buildServer({ mcp, store, logger: false, ...loopbackOnly(port()), ...(connections > 0 ? { authenticate } : {}) })
 await app.listen({ host: '127.0.0.1', port: port() })
-process.once('SIGTERM', () => void app.close().then(() => store.close()).then(() => process.exit(0)))
+// Idle keep-alive connections (the runner's own readiness and ETag fetches) must not hold close()
+// past the runner's kill: a --profile run writes its profile only on a clean exit.
+process.once('SIGTERM', () => {
+  const closing = app.close()
+  app.server.closeAllConnections()
+  void closing.then(() => store.close()).then(() => process.exit(0))
+})
