@@ -10,7 +10,8 @@ const COLORS: Record<string, string> = {
 }
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
 
-const LEFT = 300
+// Room for the longest workload label ("GET /notifications (nothing pending, Redis store)") in bold.
+const LEFT = 350
 const WIDTH = 980
 const PLOT = WIDTH - LEFT - 80
 const BAR = 14
