@@ -44,6 +44,21 @@ t.test('negotiation: tasks only for clients that declare the extension', async (
   t.same((await call(app, { url: '/discover' })).body.capabilities.extensions, { 'io.modelcontextprotocol/tasks': {} })
 })
 
+t.test('slow_compute leaves no abort listener behind per step (no MaxListenersExceededWarning)', async (t) => {
+  const warnings: string[] = []
+  const onWarning = (w: Error) => warnings.push(w.name)
+  process.on('warning', onWarning)
+  t.teardown(() => {
+    process.off('warning', onWarning)
+  })
+  const { app } = await build(t, { mcp: createDemoServer({ taskStepMs: 1 }) })
+  // Inline (no task): the request's own signal, read at every step; 12 steps passed the limit of 10.
+  const res = await call(app, { method: 'POST', url: '/tools/slow_compute/calls', payload: { arguments: { n: 12 } } })
+  t.same(res.body.structuredContent, { sum: 78 })
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(warnings, [])
+})
+
 t.test('a task id begins with a letter, every time', async (t) => {
   // A leading '-' was read as an option by `mcp-http tasks get <id>`. 64 ids, each of which would
   // begin with '-' or '_' one time in 32 without it.

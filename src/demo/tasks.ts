@@ -5,10 +5,13 @@ import { errors } from '../errors.js'
 /** The demo's long-running tools, run as tasks for clients that declare the Tasks extension. */
 export function registerTaskDemos(mcp: McpServer, options: { stepMs?: number } = {}): void {
   const stepMs = options.stepMs ?? 500
+  // A cancellable pause that leaves nothing on the signal once it is over: a listener per step
+  // would pile up on a long task's signal (100 steps, 100 listeners) until the task ends.
   const sleep = (ms: number, signal: AbortSignal) =>
     new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(resolve, ms)
-      signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true })
+      const onAbort = () => (clearTimeout(timer), reject(signal.reason))
+      const timer = setTimeout(() => (signal.removeEventListener('abort', onAbort), resolve()), ms)
+      signal.addEventListener('abort', onAbort, { once: true })
     })
 
   mcp.tool(
