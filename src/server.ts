@@ -49,8 +49,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
     clientErrorHandler: (err, socket) => clientErrorHandler(err, socket, plugin.defaultProtocolVersion ?? LATEST_VERSION)
   }).withTypeProvider<TypeBoxTypeProvider>()
-  // No threshold set is no load shedding: not even the plugin's event-loop sampling.
-  if (shedding !== undefined && (shedding.maxEventLoopDelayMs || shedding.maxHeapUsedBytes || shedding.maxRssBytes)) await loadShedding(app, shedding)
+  if (shedding !== undefined) await loadShedding(app, shedding)
   if (withProbes !== false) await app.register(probes(() => plugin.mcp.store))
   await app.register(mcpPlugin, prefix === undefined ? plugin : { ...plugin, prefix })
   return app

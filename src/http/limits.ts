@@ -55,6 +55,8 @@ export interface PressureOptions {
  * -32603 with `Retry-After`, before any work is done.
  */
 export async function loadShedding(app: FastifyInstance, options: PressureOptions): Promise<void> {
+  // No threshold set is no load shedding: not even the plugin's event-loop and memory sampling.
+  if (!options.maxEventLoopDelayMs && !options.maxHeapUsedBytes && !options.maxRssBytes) return
   const retryAfter = options.retryAfterSec ?? 5
   await app.register(underPressure, {
     maxEventLoopDelay: options.maxEventLoopDelayMs ?? 0,
