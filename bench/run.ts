@@ -5,7 +5,7 @@
  *   npm run bench                      full run (about 40 minutes): bench/results/latest.{json,svg}
  *   npm run bench -- --quick           short runs for iteration: bench/results/quick.{json,svg}
  *   npm run bench -- --only list,MRTR  only workloads (or phases) whose id contains one of these: partial.{json,svg}
- *   npm run bench -- --soak 600        10-minute soak of the demo server at a steady rate: RSS growth
+ *   npm run bench -- --soak 600        10-minute soak of the demo server at a steady rate: memory growth
  *   npm run bench -- --profile "tools/call echo" [--target bare]   CPU profile of a server under a workload
  *   npm run bench -- --report bench/results/latest.json   table, verdicts and the SVG again from a results file
  *   --connections N (default 32), --reps N, --seconds N
@@ -144,8 +144,8 @@ async function runPhase(phase: Phase, results: Results): Promise<void> {
       const env = redis !== undefined && spec.id === 'ours' ? { ...spec.env, MCP_REDIS_URL: redis.url } : spec.env
       running.set(spec.id, await startServer({ ...spec, ...(env === undefined ? {} : { env }) }))
     }
+    const pids = [...[...running.values()].map((s) => s.pid), ...(redis === undefined ? [] : [redis.pid])]
     for (const workload of phase.workloads) {
-      const pids = [...[...running.values()].map((s) => s.pid), ...(redis === undefined ? [] : [redis.pid])]
       if (selected(phase, workload)) results.measurements.push(...(await measure(phase, workload, running, pids, results)))
     }
     for (const [id, server] of running) results.peakRss[`${id}@${phase.id}`] = round(memory(server.pid).peakMb)
