@@ -39,3 +39,15 @@ export const json = (body: unknown) => ({
 
 /** The demo catalogue's tools, in registration order (src/demo/). */
 export const DEMO_TOOLS = ['echo', 'add', 'get_weather', 'update_work_item', 'slow_compute', 'failing_job', 'needs_input_task', 'long_sum']
+
+/**
+ * A sealed token (JWE compact: header..iv.ciphertext.tag) with one ciphertext byte changed. The change
+ * is in the first character of the ciphertext, whose six bits are all data: editing a token's last
+ * characters can touch only base64url padding bits, which decode to the same bytes and so seal fine.
+ */
+export function tamper(token: string): string {
+  const parts = token.split('.')
+  const ciphertext = parts[3]!
+  parts[3] = (ciphertext[0] === 'A' ? 'B' : 'A') + ciphertext.slice(1)
+  return parts.join('.')
+}

@@ -6,7 +6,7 @@ import { McpServer } from '../src/core/mcp-server.js'
 import { encodeJsonHeader } from '../src/headers.js'
 import { elicit, elicitUrl, listRoots, sample } from '../src/mrtr/questions.js'
 import { inputRequired } from '../src/mrtr/run.js'
-import { build, call } from './helper.js'
+import { build, call, tamper } from './helper.js'
 
 // Multi round-trip requests (SEP-2322) as plain HTTP, hand-rolled: a handler answers
 // inputRequired(...) and reads ctx.inputResponses and its own (sealed, typed) ctx.requestState.
@@ -209,7 +209,7 @@ t.test('requestState is bound: another tool, prompt, URI, arguments or principal
     await callTool(app, 'all_kinds', { requestState: state }),
     await call(app, { url: '/prompts/ask_prompt', headers: { 'mcp-meta': encodeJsonHeader(ALL), 'mcp-request-state': state } }),
     await call(app, { url: '/resources/x%3Aask', headers: { 'mcp-meta': encodeJsonHeader(ALL), 'mcp-request-state': state } }),
-    await callTool(app, 'where', { arguments: { units: 'metric' }, requestState: state.slice(0, -2) + (state.endsWith('AA') ? 'AB' : 'AA') }),
+    await callTool(app, 'where', { arguments: { units: 'metric' }, requestState: tamper(state) }),
     await callTool(app, 'where', { arguments: { units: 'metric' }, requestState: 'x'.repeat(40_000) })
   ]
   for (const res of refused) t.same([res.status, res.body], [400, { code: -32602, message: 'Invalid or expired requestState' }])
