@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { freePort, requireBinary, startRedis, type RedisServer } from './redis-server.js'
+import { requireBinary, reservePort, startRedis, type RedisServer } from './redis-server.js'
 
 const main = fileURLToPath(new URL('../dist/src/main.js', import.meta.url))
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -80,11 +80,16 @@ export async function startCluster(count = 3): Promise<Cluster> {
   const nginxBin = requireBinary('nginx', 'nginx')
   const redis = await startRedis()
   const dir = mkdtempSync(join(tmpdir(), 'mcp-cluster-'))
-  const nginxPort = await freePort()
+  // Every port is held from the start, so all are distinct, and each is let go just before its
+  // server binds it (nginx's after the instances are up).
+  const nginxReserved = await reservePort()
+  const nginxPort = nginxReserved.port
+  const reserved = await Promise.all(Array.from({ length: count }, () => reservePort()))
   const ring = `k1:${Buffer.alloc(32, 9).toString('base64url')}`
   const instances: Instance[] = []
   let nginx: ChildProcess | undefined
   const stop = async () => {
+    await Promise.all([nginxReserved, ...reserved].map((r) => r.release()))
     // SIGTERM and wait: the graceful path, and what writes each child's coverage.
     await Promise.all(
       instances.map(async (i) => {
@@ -102,8 +107,8 @@ export async function startCluster(count = 3): Promise<Cluster> {
     rmSync(dir, { recursive: true, force: true })
   }
   try {
-    for (let n = 0; n < count; n++) {
-      const port = await freePort()
+    for (const { port, release } of reserved) {
+      await release()
       let out = ''
       const child = spawn(process.execPath, [main], {
         env: {
@@ -129,6 +134,7 @@ export async function startCluster(count = 3): Promise<Cluster> {
     for (const [n, i] of instances.entries()) await waitFor(`http://127.0.0.1:${i.port}/health`, `instance ${n}`, i.process, i.log)
     const conf = join(dir, 'nginx.conf')
     writeFileSync(conf, nginxConf(dir, nginxPort, instances.map((i) => i.port)))
+    await nginxReserved.release()
     nginx = spawn(nginxBin, ['-p', dir, '-e', join(dir, 'error.log'), '-c', conf, '-g', 'daemon off;'], { stdio: ['ignore', 'pipe', 'pipe'] })
     let nginxOut = ''
     nginx.stderr!.on('data', (d: Buffer) => (nginxOut += String(d)))

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
-import { freePort } from './redis-server.js'
+import { freePort, reservePort } from './redis-server.js'
 
 // `npm start` runs the built entry point; `npm test` builds first (pretest).
 const main = fileURLToPath(new URL('../dist/src/main.js', import.meta.url))
@@ -40,23 +40,30 @@ t.test('the demo server starts on HOST:PORT, serves the catalogue, and stops on 
 
 t.test('MCP_STATE_KEYS: instances with the same ring read each other\'s requestState', async (t) => {
   const ring = `k1:${Buffer.alloc(32, 7).toString('base64url')}`
-  const ports = [await freePort(), await freePort()]
-  const children = ports.map((port) =>
+  // Both ports held until each child is spawned: distinct, and taken by nobody else meanwhile.
+  const reserved = [await reservePort(), await reservePort()]
+  const ports = reserved.map((r) => r.port)
+  const start = (port: number) =>
     spawn(process.execPath, [main], { env: { ...process.env, PORT: String(port), MCP_STATE_KEYS: ring }, stdio: ['ignore', 'pipe', 'pipe'] })
-  )
+  const children: ReturnType<typeof start>[] = []
+  for (const { port, release } of reserved) {
+    await release()
+    children.push(start(port))
+  }
   t.teardown(async () => {
     // SIGTERM and wait: a clean exit is also what writes the child's coverage.
-    await Promise.all(children.map((c) => (c.kill('SIGTERM'), once(c, 'exit'))))
+    await Promise.all(children.filter((c) => c.exitCode === null).map((c) => (c.kill('SIGTERM'), once(c, 'exit'))))
   })
   const logs = await Promise.all(
     children.map(
       (child) =>
-        new Promise<string>((resolve) => {
+        new Promise<string>((resolve, reject) => {
           let out = ''
           child.stdout.on('data', (d) => {
             out += d
             if (out.includes('Server listening')) resolve(out)
           })
+          child.once('exit', (code) => reject(new Error(`exited early with ${code}:\n${out}`)))
         })
     )
   )
