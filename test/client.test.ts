@@ -7,7 +7,7 @@ import { resolver } from '../src/mrtr/resolvers.js'
 import { inputRequired } from '../src/mrtr/run.js'
 import { MemoryStore } from '../src/store/memory.js'
 import { liveDemo, stub } from './client-harness.js'
-import { DEMO_TOOLS } from './helper.js'
+import { DEMO_TOOLS, queuedRequests } from './helper.js'
 
 const MODERN_META = 'io.modelcontextprotocol/clientCapabilities'
 
@@ -242,8 +242,11 @@ t.test('legacy era: initialize, then the poller answers /requests and delivers n
 t.test('the poller de-duplicates a redelivered request and survives a lost acknowledgement', async (t) => {
   let failResponses = 0
   let loseAnswer = 0
+  const store = new MemoryStore({ redeliveryMs: 30 })
+  // Each call below waits until its server-to-client request is queued.
+  const untilQueued = queuedRequests(store)
   const live = await liveDemo(t, {
-    mcp: createDemoServer({ store: new MemoryStore({ redeliveryMs: 30 }) }),
+    mcp: createDemoServer({ store }),
     fault: (request, reply) => {
       if (request.url === '/responses' && failResponses > 0) {
         failResponses--
@@ -269,7 +272,7 @@ t.test('the poller de-duplicates a redelivered request and survives a lost ackno
   await client.initialize()
   t.equal(client.sessionId, undefined, 'no session issued: none kept')
   const pending = client.callTool('get_weather', {})
-  while (!(await hasRequest(client))) await sleep(5)
+  await untilQueued(1)
   failResponses = 1
   await t.rejects(client.pollRequests(), { name: 'McpHttpError', status: 503 }, 'the answer did not arrive')
   await sleep(40)
@@ -281,7 +284,7 @@ t.test('the poller de-duplicates a redelivered request and survives a lost ackno
   const retrying = new PureHttpClient({ url: live.url, protocolVersion: '2025-11-25', retry: { attempts: 2, baseMs: 1 }, handlers: { elicit: () => ({ action: 'accept', content: { location: 'Pisa' } }) } })
   await retrying.initialize()
   const second = retrying.callTool('get_weather', {})
-  while (!(await hasRequest(retrying))) await sleep(5)
+  await untilQueued(2)
   loseAnswer = 1
   t.equal(await retrying.pollRequests(), true)
   t.match((await second).content[0].text, /Pisa/)
@@ -291,7 +294,7 @@ t.test('the poller de-duplicates a redelivered request and survives a lost ackno
   const noHandler = new PureHttpClient({ url: live.url, protocolVersion: '2025-11-25', capabilities: { elicitation: {} } })
   await noHandler.initialize()
   const refused = noHandler.callTool('get_weather', {}).catch((e: unknown) => e)
-  while (!(await hasRequest(noHandler))) await sleep(5)
+  await untilQueued(3)
   t.equal(await noHandler.pollRequests(), true)
   t.ok(await refused)
   // Without an onNotification a group is still acknowledged; the default pause ends with the signal.
@@ -303,8 +306,3 @@ t.test('the poller de-duplicates a redelivered request and survives a lost ackno
   t.equal(await noHandler.pollNotifications(), false, 'acknowledged')
 })
 
-/** Give a waiting call time to queue its server-to-client request. */
-async function hasRequest(_client: PureHttpClient): Promise<boolean> {
-  await sleep(50)
-  return true
-}

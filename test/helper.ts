@@ -3,6 +3,7 @@ import type { Test } from 'tap'
 import { createDemoServer } from '../src/demo/catalogue.js'
 import type { McpServer } from '../src/core/mcp-server.js'
 import { buildServer, type BuildServerOptions } from '../src/server.js'
+import type { Store } from '../src/store/types.js'
 
 export interface Built {
   app: FastifyInstance
@@ -50,4 +51,20 @@ export function tamper(token: string): string {
   const ciphertext = parts[3]!
   parts[3] = (ciphertext[0] === 'A' ? 'B' : 'A') + ciphertext.slice(1)
   return parts.join('.')
+}
+
+/**
+ * Count the server-to-client requests a store queues (wrapping its `enqueueRequest`); the function
+ * returned waits until at least `n` have been queued. A test waits for the request, not a while.
+ */
+export function queuedRequests(store: Store): (n: number) => Promise<void> {
+  const enqueue = store.enqueueRequest.bind(store)
+  let queued = 0
+  store.enqueueRequest = async (...args) => {
+    await enqueue(...args)
+    queued++
+  }
+  return async (n) => {
+    while (queued < n) await new Promise((resolve) => setTimeout(resolve, 2))
+  }
 }

@@ -9,7 +9,7 @@ import { resolver } from '../src/mrtr/resolvers.js'
 import { inputRequired } from '../src/mrtr/run.js'
 import { MemoryStore } from '../src/store/memory.js'
 import type { StoreLimits } from '../src/store/types.js'
-import { build, call } from './helper.js'
+import { build, call, queuedRequests } from './helper.js'
 
 const LEGACY = { 'mcp-protocol-version': '2025-11-25' }
 const City = Type.Object({ city: Type.String() })
@@ -150,9 +150,10 @@ t.test('list_changed after a run-time registration; resources/updated only to su
 t.test('two principals never see each other\'s notifications or requests', async (t) => {
   const mcp = server()
   const { app } = await build(t, { mcp, authenticate: async (request: FastifyRequest): Promise<Principal> => ({ id: String(request.headers['x-user']), scopes: [], anonymous: false }) })
+  const queued = queuedRequests(mcp.store)
   await initialize(app, { elicitation: {} }, { 'x-user': 'alice' })
   const pending = call(app, { method: 'POST', url: '/tools/resolved/calls', payload: {}, headers: { ...LEGACY, 'x-user': 'alice' } })
-  await new Promise((r) => setTimeout(r, 50))
+  await queued(1)
   const bobTakes = await app.inject({ method: 'POST', url: '/requests', headers: { 'x-user': 'bob' } })
   t.equal(bobTakes.statusCode, 204, 'bob sees no request of alice')
   const aliceTakes = await app.inject({ method: 'POST', url: '/requests', headers: { 'x-user': 'alice' } })
@@ -187,14 +188,15 @@ t.test('a legacy client answers through /requests and /responses while its call 
 })
 
 t.test('/requests and /responses: empty body rule, redelivery, validation, errors, timeouts', async (t) => {
-  const { app } = await build(t, { mcp: server({ redeliveryMs: 40 }, 500) })
+  const { app, mcp } = await build(t, { mcp: server({ redeliveryMs: 40 }, 500) })
+  const queued = queuedRequests(mcp.store)
   await initialize(app, { elicitation: {}, sampling: {} })
   const withBody = await call(app, { method: 'POST', url: '/requests', payload: { x: 1 } })
   t.same([withBody.status, withBody.body.message], [400, 'POST /requests takes no body'])
   const emptyJson = await app.inject({ method: 'POST', url: '/requests', headers: { 'content-type': 'application/json' } })
   t.equal(emptyJson.statusCode, 204, 'an empty body with a JSON content type is still empty')
   const pending = call(app, { method: 'POST', url: '/tools/llm/calls', payload: {}, headers: LEGACY })
-  await new Promise((r) => setTimeout(r, 30))
+  await queued(1)
   const first = await app.inject({ method: 'POST', url: '/requests' })
   const id = first.headers['mcp-request-id'] as string
   t.equal(first.json().method, 'sampling/createMessage')
@@ -219,10 +221,12 @@ t.test('/requests and /responses: empty body rule, redelivery, validation, error
 })
 
 t.test('request queue limits: a clear error when full, or discard the oldest', async (t) => {
-  const strict = (await build(t, { mcp: server({ maxRequests: 1 }, 2000) })).app
+  const strictMcp = server({ maxRequests: 1 }, 2000)
+  const strict = (await build(t, { mcp: strictMcp })).app
+  const strictQueued = queuedRequests(strictMcp.store)
   await initialize(strict, { sampling: {} })
   const first = call(strict, { method: 'POST', url: '/tools/llm/calls', payload: {}, headers: LEGACY })
-  await new Promise((r) => setTimeout(r, 30))
+  await strictQueued(1)
   const second = await call(strict, { method: 'POST', url: '/tools/llm/calls', payload: {}, headers: LEGACY })
   t.same([second.status, second.body.code], [503, -32603])
   t.match(second.body.message, /request queue is full \(1 waiting\)/)
@@ -230,10 +234,12 @@ t.test('request queue limits: a clear error when full, or discard the oldest', a
   await answerAll(strict, () => ({ role: 'assistant', content: {}, model: 'm' }))
   t.equal((await first).body.content[0].text, 'model m')
 
-  const lenient = (await build(t, { mcp: server({ maxRequests: 1, discardOldestRequests: true }, 2000) })).app
+  const lenientMcp = server({ maxRequests: 1, discardOldestRequests: true }, 2000)
+  const lenient = (await build(t, { mcp: lenientMcp })).app
+  const lenientQueued = queuedRequests(lenientMcp.store)
   await initialize(lenient, { sampling: {} })
   const old = call(lenient, { method: 'POST', url: '/tools/llm/calls', payload: {}, headers: LEGACY })
-  await new Promise((r) => setTimeout(r, 30))
+  await lenientQueued(1)
   const newer = call(lenient, { method: 'POST', url: '/tools/llm/calls', payload: {}, headers: LEGACY })
   t.same((await old).body.content[0].text, 'The client answered sampling/createMessage with an error: Discarded: the request queue was full')
   await answerAll(lenient, () => ({ role: 'assistant', content: {}, model: 'new' }))

@@ -70,7 +70,8 @@ t.test('a task id begins with a letter, every time', async (t) => {
 
 t.test('a task: 202 with Location and Retry-After, stored before the answer, polled to completion', async (t) => {
   const { app } = await build(t, { mcp: demo() })
-  const created = await start(app, 'slow_compute', { arguments: { n: 3 } })
+  // Ten 20-ms steps: the GET right after the 202 has 200 ms to find the task still working.
+  const created = await start(app, 'slow_compute', { arguments: { n: 10 } })
   t.equal(created.status, 202)
   const task = created.body
   t.match(task, { resultType: 'task', status: 'working', ttlMs: 3600000, pollIntervalMs: 500 })
@@ -84,8 +85,8 @@ t.test('a task: 202 with Location and Retry-After, stored before the answer, pol
   const same = await app.inject({ url: `/tasks/${task.taskId}`, headers: { 'if-none-match': first.headers.etag as string } })
   t.ok([200, 304].includes(same.statusCode))
   const done = await until(app, task.taskId, (b) => b.status === 'completed')
-  t.same(done.body.result.structuredContent, { sum: 6 })
-  t.equal(done.body.statusMessage, 'added 3 of 3', 'progress became the status message')
+  t.same(done.body.result.structuredContent, { sum: 55 })
+  t.equal(done.body.statusMessage, 'added 10 of 10', 'progress became the status message')
   t.equal(done.headers['retry-after'], undefined, 'no Retry-After once terminal')
   const cached = await app.inject({ url: `/tasks/${task.taskId}`, headers: { 'if-none-match': done.headers.etag as string } })
   t.equal(cached.statusCode, 304, 'cheap polling: 304 while nothing changed')
