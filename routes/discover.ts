@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { settleGet } from '../src/http/meta.js'
-import { sendRepresentation } from '../src/http/representation.js'
+import { serveCached } from '../src/http/representation.js'
 import { GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
 import { DiscoverResultSchema } from '../src/schema/lifecycle.js'
 
@@ -17,10 +16,7 @@ const discover: FastifyPluginAsyncTypebox = async (fastify) => {
         response: { 200: DiscoverResultSchema, 304: NotModified, ...errorResponses() }
       }
     },
-    async (request, reply) => {
-      const era = await settleGet(request, reply)
-      return sendRepresentation(request, reply, fastify.mcp.discover(era), fastify.mcp.cacheHints)
-    }
+    serveCached(fastify.mcp.cacheHints, (_request, era) => fastify.mcp.discover(era))
   )
 }
 

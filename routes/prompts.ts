@@ -3,8 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { errors } from '../src/errors.js'
 import { Header, decodeJsonHeader } from '../src/headers.js'
-import { settleGet } from '../src/http/meta.js'
-import { sendRepresentation, sendResult } from '../src/http/representation.js'
+import { type ListRequest, sendResult, serveCached } from '../src/http/representation.js'
 import { createContext, paramsFromHeaders, paramsFromPost } from '../src/http/request.js'
 import { CommonHeaders, CursorQuery, GetHeaders, NotModified, RetryGetHeaders, errorResponses } from '../src/schema/http.js'
 import { GetPromptBodySchema, GetPromptResponseSchema, ListPromptsResultSchema, type GetPromptBody } from '../src/schema/prompts.js'
@@ -27,10 +26,7 @@ const prompts: FastifyPluginAsyncTypebox = async (fastify) => {
         response: { 200: ListPromptsResultSchema, 304: NotModified, ...errorResponses() }
       }
     },
-    async (request, reply) => {
-      const era = await settleGet(request, reply)
-      return sendRepresentation(request, reply, mcp.list('prompts', request.query.cursor, era), mcp.cacheHints)
-    }
+    serveCached(mcp.cacheHints, (request: ListRequest, era) => mcp.list('prompts', request.query.cursor, era))
   )
 
   const get = async (request: FastifyRequest, reply: FastifyReply, name: string, params: GetPromptBody) => {

@@ -2,8 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { resourceNotFound } from '../src/core/resources.js'
-import { settleGet } from '../src/http/meta.js'
-import { sendEmpty, sendRepresentation, sendResult } from '../src/http/representation.js'
+import { type ListRequest, sendEmpty, sendResult, serveCached } from '../src/http/representation.js'
 import { createContext, paramsFromHeaders, paramsFromPost, type RetryParams } from '../src/http/request.js'
 import { Accepted, CommonHeaders, CursorQuery, GetHeaders, NotModified, RetryGetHeaders, errorResponses } from '../src/schema/http.js'
 import {
@@ -39,10 +38,7 @@ const resources: FastifyPluginAsyncTypebox = async (fastify) => {
         response: { 200: ListResourcesResultSchema, 304: NotModified, ...errorResponses() }
       }
     },
-    async (request, reply) => {
-      const era = await settleGet(request, reply)
-      return sendRepresentation(request, reply, mcp.list('resources', request.query.cursor, era), mcp.cacheHints)
-    }
+    serveCached(mcp.cacheHints, (request: ListRequest, era) => mcp.list('resources', request.query.cursor, era))
   )
 
   fastify.get(
@@ -57,10 +53,7 @@ const resources: FastifyPluginAsyncTypebox = async (fastify) => {
         response: { 200: ListResourceTemplatesResultSchema, 304: NotModified, ...errorResponses() }
       }
     },
-    async (request, reply) => {
-      const era = await settleGet(request, reply)
-      return sendRepresentation(request, reply, mcp.list('templates', request.query.cursor, era), mcp.cacheHints)
-    }
+    serveCached(mcp.cacheHints, (request: ListRequest, era) => mcp.list('templates', request.query.cursor, era))
   )
 
   // GET reads are HTTP-cacheable (ETag, 304); POST ones are not (RFC 9110 allows 304 only for GET/HEAD),

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { settleGet } from '../src/http/meta.js'
-import { sendRepresentation, sendResult } from '../src/http/representation.js'
+import { type ListRequest, sendResult, serveCached } from '../src/http/representation.js'
 import { contextOf, paramsFromPost } from '../src/http/request.js'
 import { streamResult, wantsStream } from '../src/http/stream.js'
 import { CommonHeaders, CursorQuery, GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
@@ -24,10 +23,7 @@ const tools: FastifyPluginAsyncTypebox = async (fastify) => {
         response: { 200: ListToolsResultSchema, 304: NotModified, ...errorResponses() }
       }
     },
-    async (request, reply) => {
-      const era = await settleGet(request, reply)
-      return sendRepresentation(request, reply, mcp.list('tools', request.query.cursor, era), mcp.cacheHints)
-    }
+    serveCached(mcp.cacheHints, (request: ListRequest, era) => mcp.list('tools', request.query.cursor, era))
   )
 
   fastify.post(

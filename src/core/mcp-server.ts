@@ -89,8 +89,10 @@ export class McpServer extends Registry {
   store: Store
   readonly answerTimeoutMs: number
   readonly maxRequestMs: number
-  // Serialized list pages and discover, per era; dropped when their list changes.
-  readonly #cache = new Map<string, Representation>()
+  // Serialized list pages by list, era and offset, dropped when their list changes; discover by era.
+  // Nested maps, not one keyed by a string: a hit builds no key (lists are the most read answers).
+  readonly #pages = new Map<ListKind, Record<Era, Map<number, Representation>>>()
+  readonly #discover = new Map<Era, Representation>()
   readonly #clientListeners = new Set<(owner: string, notification: ServerMessage) => void>()
   // Changes made before serving (the catalogue being registered at boot) are not news to anyone.
   #serving = false
@@ -109,7 +111,7 @@ export class McpServer extends Registry {
     this.answerTimeoutMs = options.answerTimeoutMs ?? 300_000
     this.maxRequestMs = options.maxRequestMs ?? 30_000
     this.onChange((kind) => {
-      for (const key of this.#cache.keys()) if (key.startsWith(`${kind}:`)) this.#cache.delete(key)
+      this.#pages.delete(kind)
       // Every connection hears that a list changed; a failing store must not fail the registration.
       // Not before serving: an instance booting on a shared store would tell every client of the
       // others that their lists changed each time it starts.
@@ -148,32 +150,36 @@ export class McpServer extends Registry {
 
   /** `server/discover`, serialized once per era. */
   discover(era: Era): Representation {
-    return this.#cached(`discover:${era}`, () => {
-      const result: DiscoverResult = {
-        supportedVersions: [...SUPPORTED_VERSIONS],
-        capabilities: this.capabilities(),
-        serverInfo: this.serverInfo
-      }
-      if (this.instructions !== undefined) result.instructions = this.instructions
-      // 2026-07-28 identifies the server in the result's _meta (the body field is the older form).
-      if (era === 'modern') result._meta = { 'io.modelcontextprotocol/serverInfo': this.serverInfo }
-      return finishCacheable(era, result, this.cacheHints)
-    })
+    const cached = this.#discover.get(era)
+    if (cached !== undefined) return cached
+    const result: DiscoverResult = {
+      supportedVersions: [...SUPPORTED_VERSIONS],
+      capabilities: this.capabilities(),
+      serverInfo: this.serverInfo
+    }
+    if (this.instructions !== undefined) result.instructions = this.instructions
+    // 2026-07-28 identifies the server in the result's _meta (the body field is the older form).
+    if (era === 'modern') result._meta = { 'io.modelcontextprotocol/serverInfo': this.serverInfo }
+    const rep = represent(finishCacheable(era, result, this.cacheHints))
+    this.#discover.set(era, rep)
+    return rep
   }
 
   /** One page of a list, serialized once per (list, era, page) until the list changes. */
   list(kind: ListKind, cursor: string | undefined, era: Era): Representation {
     const offset = decodeCursor(kind, cursor)
-    return this.#cached(`${kind}:${era}:${offset}`, () => {
-      const all = [...this[kind].values()]
-      if (offset > all.length) return undefined
-      const end = offset + this.pageSize
-      const result: Record<string, unknown> = {
-        [LIST_FIELD[kind]]: all.slice(offset, end).map((e) => e.definition)
-      }
-      if (end < all.length) result.nextCursor = encodeCursor(kind, end)
-      return finishCacheable(era, result, this.cacheHints)
-    })
+    let eras = this.#pages.get(kind)
+    if (eras === undefined) this.#pages.set(kind, (eras = { legacy: new Map(), modern: new Map() }))
+    const cached = eras[era].get(offset)
+    if (cached !== undefined) return cached
+    const all = [...this[kind].values()]
+    if (offset > all.length) throw errors.invalidParams('Invalid cursor')
+    const end = offset + this.pageSize
+    const result: Record<string, unknown> = { [LIST_FIELD[kind]]: all.slice(offset, end).map((e) => e.definition) }
+    if (end < all.length) result.nextCursor = encodeCursor(kind, end)
+    const rep = represent(finishCacheable(era, result, this.cacheHints))
+    eras[era].set(offset, rep)
+    return rep
   }
 
   callTool(name: string, body: CallToolBody, ctx: RequestContext): Promise<Record<string, unknown>> {
@@ -226,15 +232,10 @@ export class McpServer extends Registry {
     for (const l of this.#clientListeners) l(owner, notification)
   }
 
-  #cached(key: string, build: () => Record<string, unknown> | undefined): Representation {
-    let rep = this.#cache.get(key)
-    if (rep === undefined) {
-      const result = build()
-      if (result === undefined) throw errors.invalidParams('Invalid cursor')
-      const body = JSON.stringify(result)
-      rep = { body, bytes: Buffer.from(body), etag: etagOf(body) }
-      this.#cache.set(key, rep)
-    }
-    return rep
-  }
+}
+
+/** A result served many times, serialized once: its text, its bytes and its ETag. */
+function represent(result: object): Representation {
+  const body = JSON.stringify(result)
+  return { body, bytes: Buffer.from(body), etag: etagOf(body) }
 }

@@ -2,6 +2,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Representation } from '../core/mcp-server.js'
 import { etagOf, ifNoneMatch } from '../core/etag.js'
 import type { CacheHints } from '../core/results.js'
+import type { Era } from '../protocol.js'
+import { settleGet } from './meta.js'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 
@@ -15,6 +17,27 @@ export function sendRepresentation(request: FastifyRequest, reply: FastifyReply,
   reply.header('vary', 'Mcp-Protocol-Version, Mcp-Meta, Authorization')
   if (ifNoneMatch(request.headers['if-none-match'], rep.etag)) return reply.code(304).send()
   return reply.type(JSON_TYPE).send(rep.bytes ?? rep.body)
+}
+
+/** A list's GET: its one parameter is the page's cursor. */
+export type ListRequest = FastifyRequest<{ Querystring: { cursor?: string } }>
+
+/**
+ * The handler of a GET the server answers from what it keeps serialized (lists, discover). It runs
+ * synchronously when the request has no `Mcp-Meta`, as nearly all do: a revalidation or a cache hit
+ * then makes no promise and waits for no microtask.
+ */
+export function serveCached<R extends FastifyRequest>(hints: CacheHints, pick: (request: R, era: Era) => Representation) {
+  return (request: R, reply: FastifyReply): Promise<void> | undefined => {
+    const era = settleGet(request, reply)
+    if (era instanceof Promise) {
+      return era.then((settled) => {
+        sendRepresentation(request, reply, pick(request, settled), hints)
+      })
+    }
+    sendRepresentation(request, reply, pick(request, era), hints)
+    return undefined
+  }
 }
 
 /** Send a computed result; with `cacheable`, as a representation with its own ETag. */
