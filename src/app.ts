@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import swagger from '@fastify/swagger'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, HTTPMethods, HookHandlerDoneFunction } from 'fastify'
 import { withResourceMetadata } from './auth/bearer.js'
@@ -7,7 +6,7 @@ import { hostOriginCheck, type HostOriginOptions } from './auth/origin.js'
 import { ANONYMOUS, type Principal } from './core/context.js'
 import type { McpServer } from './core/mcp-server.js'
 import { ConfigurationError, ErrorCode, McpError, errors } from './errors.js'
-import { Header, REQUEST_ID } from './headers.js'
+import { Header, REQUEST_ID, newRequestId } from './headers.js'
 import { sendError, toMcpError } from './http/errors.js'
 import type { Abortable } from './http/request.js'
 import { idempotentToolCalls } from './http/idempotency.js'
@@ -116,7 +115,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
     const rawId = h[Header.requestId]
     const idOk = typeof rawId === 'string' && REQUEST_ID.test(rawId)
     // A malformed id is never echoed: the app's own id stands in (a fresh one if it copied the header).
-    const requestId = idOk ? rawId : request.id === rawId ? randomUUID() : request.id
+    const requestId = idOk ? rawId : request.id === rawId ? newRequestId() : request.id
     reply.header(Header.requestId, requestId)
     reply.header(Header.protocolVersion, defaultVersion)
     if (rawId !== undefined && !idOk) {

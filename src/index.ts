@@ -21,6 +21,6 @@ export { resolver, full, type Resolver, type FullOutcome, type ResolverMap, type
 export { inputRequired, type HandRolledInputRequired } from './mrtr/run.js'
 export { resumable, type Resumable } from './mrtr/resume.js'
 export { StateSealer, type StateKey, type SealBinding } from './mrtr/seal.js'
-export { encodeJsonHeader } from './headers.js'
+export { encodeJsonHeader, mcpRequestId } from './headers.js'
 export { PureHttpClient, McpHttpError, type PureHttpClientOptions, type ClientHandlers, type ClientRoot, type CallOptions, type CallToolOptions, type HandlerContext, type PollOptions, type InputRequest } from './client/client.js'
 export { PureHttpTransport, type PureHttpTransportOptions, type JsonRpcMessage } from './client/sdk-transport.js'

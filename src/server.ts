@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { mcpPlugin, type McpPluginOptions } from './app.js'
 import type { Socket } from 'node:net'
 import { ErrorCode } from './errors.js'
 import { LATEST_VERSION } from './protocol.js'
-import { Header, REQUEST_ID } from './headers.js'
+import { mcpRequestId } from './headers.js'
 import { loadShedding, probes, type PressureOptions } from './http/limits.js'
 
 export interface BuildServerOptions extends McpPluginOptions {
@@ -41,10 +40,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     bodyLimit,
     trustProxy: trustProxy ?? false,
     // The client's Mcp-Request-Id, when well-formed, is the log's request id too.
-    genReqId: (req) => {
-      const id = req.headers[Header.requestId]
-      return typeof id === 'string' && REQUEST_ID.test(id) ? id : randomUUID()
-    },
+    genReqId: mcpRequestId,
     routerOptions: { maxParamLength: 4096 },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
     clientErrorHandler: (err, socket) => clientErrorHandler(err, socket, plugin.defaultProtocolVersion ?? LATEST_VERSION)

@@ -1,6 +1,7 @@
 import t from 'tap'
 import Fastify from 'fastify'
 import { mcpPlugin } from '../src/app.js'
+import { mcpRequestId } from '../src/headers.js'
 import { createDemoServer } from '../src/demo/catalogue.js'
 import { buildServer } from '../src/server.js'
 import { DEMO_TOOLS } from './helper.js'
@@ -37,11 +38,26 @@ t.test('an app that takes request ids from Mcp-Request-Id still never echoes a m
   await app.register(mcpPlugin, { mcp: createDemoServer() })
   const bad = await app.inject({ url: '/ping', headers: { 'mcp-request-id': 'has space' } })
   t.equal(bad.statusCode, 400)
-  t.match(bad.headers['mcp-request-id'], /^[0-9a-f-]{36}$/)
+  t.match(bad.headers['mcp-request-id'], /^[\w-]{12}\.[0-9a-z]+$/, 'a fresh id of ours')
   const fine = await app.inject({ url: '/ping', headers: { 'mcp-request-id': 'ok-1' } })
   t.equal(fine.headers['mcp-request-id'], 'ok-1')
   const none = await app.inject({ url: '/ping' })
   t.match(none.headers['mcp-request-id'], /^req-/, 'without a header, the app\'s own id')
+})
+
+t.test('genReqId: mcpRequestId makes the log\'s id the response\'s Mcp-Request-Id', async (t) => {
+  const logged: string[] = []
+  const stream = { write: (line: string) => void logged.push(JSON.parse(line).reqId) }
+  const app = Fastify({ genReqId: mcpRequestId, logger: { level: 'info', stream } })
+  t.teardown(() => app.close())
+  await app.register(mcpPlugin, { mcp: createDemoServer() })
+  const given = await app.inject({ url: '/ping', headers: { 'mcp-request-id': 'mine-7' } })
+  const none = await app.inject({ url: '/ping' })
+  const again = await app.inject({ url: '/ping' })
+  t.equal(given.headers['mcp-request-id'], 'mine-7')
+  t.match(none.headers['mcp-request-id'], /^[\w-]{12}\.[0-9a-z]+$/)
+  t.not(again.headers['mcp-request-id'], none.headers['mcp-request-id'], 'each request its own')
+  for (const res of [given, none, again]) t.ok(logged.includes(res.headers['mcp-request-id'] as string), 'logged under the id the response carries')
 })
 
 t.test('buildServer takes a prefix too', async (t) => {
