@@ -10,9 +10,10 @@ const COLORS: Record<string, string> = {
 }
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
 
-// Room for the longest workload label ("GET /notifications (nothing pending, Redis store)") in bold.
-const LEFT = 350
-const WIDTH = 980
+// Room for the longest workload label ("tools/call echo (1,000 queued notifications, Redis store)")
+// in bold, left of a plot as wide as before.
+const LEFT = 410
+const WIDTH = 1040
 const PLOT = WIDTH - LEFT - 80
 const BAR = 14
 

@@ -55,82 +55,48 @@ export const CONNECTIONS = 10_000
 
 /** Every phase of a full run. `dist` is the build folder (`dist/`). */
 export function phases(dist: string): Phase[] {
+  const core: Phase = {
+    id: 'core',
+    // This project's own demo server (npm start), against the others with echo alone.
+    servers: servers(1, 'demo', true, dist),
+    workloads: [
+      { id: 'tools/call echo', requests: callTool('echo', { text: TEXT }, SDK_TARGETS) },
+      { id: 'MRTR round 1 (seal)', requests: { ours: mrtrRound1, bare: mrtrRound1 } },
+      { id: 'MRTR round 2 (open)', requests: { ours: mrtrRound2, bare: mrtrRound2 } }
+    ]
+  }
+  const list200: Phase = {
+    id: 'list-200',
+    servers: servers(200, 'catalogue', true, dist),
+    workloads: [
+      { id: 'tools/list (200 tools)', requests: listTools(SDK_TARGETS) },
+      { id: 'tools/list 304 (200 tools)', requests: { ours: revalidate, bare: revalidate } }
+    ]
+  }
+  const notifications: Phase = {
+    id: 'notifications',
+    servers: servers(1, 'catalogue', false, dist),
+    workloads: [
+      { id: 'GET /notifications (nothing pending)', requests: { ours: { path: '/notifications' }, bare: { path: '/notifications' } } },
+      { id: 'task: create (202)', requests: { ours: createTask, bare: createTask } },
+      { id: 'task: poll a completed task', requests: { ours: pollTask, bare: pollTask } }
+    ]
+  }
+  const notifications1000: Phase = {
+    // A connection with 1,000 notifications waiting: GET hands out the same group of 100 until
+    // it is acknowledged, so every request reads (and serializes) a full group.
+    id: 'notifications-1000',
+    servers: servers(1, 'catalogue', false, dist, 1000),
+    workloads: [
+      { id: 'GET /notifications (1,000 queued)', requests: { ours: { path: '/notifications' }, bare: { path: '/notifications' } } },
+      { id: 'tools/call echo (1,000 queued notifications)', requests: callTool('echo', { text: TEXT }, ['ours', 'bare']) }
+    ]
+  }
   return [
-    {
-      id: 'core',
-      // This project's own demo server (npm start), against the others with echo alone.
-      servers: servers(1, 'demo', true, dist),
-      workloads: [
-        { id: 'tools/call echo', requests: callTool('echo', { text: TEXT }, SDK_TARGETS) },
-        { id: 'MRTR round 1 (seal)', requests: { ours: mrtrRound1, bare: mrtrRound1 } },
-        { id: 'MRTR round 2 (open)', requests: { ours: mrtrRound2, bare: mrtrRound2 } }
-      ]
-    },
-    {
-      id: 'list-200',
-      servers: servers(200, 'catalogue', true, dist),
-      workloads: [
-        { id: 'tools/list (200 tools)', requests: listTools(SDK_TARGETS) },
-        { id: 'tools/list 304 (200 tools)', requests: { ours: revalidate, bare: revalidate } }
-      ]
-    },
-    {
-      id: 'notifications',
-      servers: servers(1, 'catalogue', false, dist),
-      workloads: [
-        { id: 'GET /notifications (nothing pending)', requests: { ours: { path: '/notifications' }, bare: { path: '/notifications' } } },
-        { id: 'task: create (202)', requests: { ours: createTask, bare: createTask } },
-        { id: 'task: poll a completed task', requests: { ours: pollTask, bare: pollTask } }
-      ]
-    },
-    {
-      // The same with every connection, queue and task in Redis (on the server's core).
-      id: 'redis',
-      redis: true,
-      servers: servers(1, 'catalogue', false, dist),
-      workloads: [
-        { id: 'tools/call echo (Redis store)', requests: callTool('echo', { text: TEXT }, ['ours', 'bare']) },
-        { id: 'GET /notifications (nothing pending, Redis store)', requests: { ours: { path: '/notifications' }, bare: { path: '/notifications' } } },
-        { id: 'task: create (202, Redis store)', requests: { ours: createTask, bare: createTask } },
-        { id: 'task: poll a completed task (Redis store)', requests: { ours: pollTask, bare: pollTask } }
-      ]
-    },
-    {
-      // The demo server's multi round-trip flow with a Redis store: a 2026-07-28 round keeps its
-      // state in the sealed requestState, not in the store, so this measures what Redis adds.
-      id: 'redis-core',
-      redis: true,
-      servers: servers(1, 'demo', false, dist),
-      workloads: [
-        { id: 'MRTR round 1 (seal, Redis store)', requests: { ours: mrtrRound1, bare: mrtrRound1 } },
-        { id: 'MRTR round 2 (open, Redis store)', requests: { ours: mrtrRound2, bare: mrtrRound2 } }
-      ]
-    },
-    {
-      id: 'redis-list-200',
-      redis: true,
-      servers: servers(200, 'catalogue', false, dist),
-      workloads: [
-        { id: 'tools/list (200 tools, Redis store)', requests: listTools(['ours', 'bare']) },
-        { id: 'tools/list 304 (200 tools, Redis store)', requests: { ours: revalidate, bare: revalidate } }
-      ]
-    },
-    {
-      id: 'redis-notifications-1000',
-      redis: true,
-      servers: servers(1, 'catalogue', false, dist, 1000),
-      workloads: [{ id: 'GET /notifications (1,000 queued, Redis store)', requests: { ours: { path: '/notifications' }, bare: { path: '/notifications' } } }]
-    },
-    {
-      // A connection with 1,000 notifications waiting: GET hands out the same group of 100 until
-      // it is acknowledged, so every request reads (and serializes) a full group.
-      id: 'notifications-1000',
-      servers: servers(1, 'catalogue', false, dist, 1000),
-      workloads: [
-        { id: 'GET /notifications (1,000 queued)', requests: { ours: { path: '/notifications' }, bare: { path: '/notifications' } } },
-        { id: 'tools/call echo (1,000 queued notifications)', requests: callTool('echo', { text: TEXT }, ['ours', 'bare']) }
-      ]
-    },
+    core,
+    list200,
+    notifications,
+    notifications1000,
     {
       // 10,000 logical connections (principals), each with a notification group outstanding: the
       // cost of finding a connection's state among many, and the memory they hold.
@@ -157,8 +123,28 @@ export function phases(dist: string): Phase[] {
         { id: `tools/call echo (${n} tools)`, requests: callTool('echo', { text: TEXT }, ['ours', 'bare']) },
         { id: `tools/list (${n} tools)`, requests: listTools(['ours', 'bare']) }
       ]
-    }))
+    })),
+    // The same workloads with every connection, queue and task in Redis (on the servers' core).
+    ...[core, list200, notifications, notifications1000].map(withRedis)
   ]
+}
+
+/**
+ * A phase's twin with a Redis store: a redis-server for the phase, this project's server and bare
+ * Fastify only (the SDK servers have no store), each workload's id saying so. A 2026-07-28 MRTR round
+ * keeps its state in the sealed requestState, not in the store: there it measures what Redis adds.
+ */
+function withRedis(phase: Phase): Phase {
+  const mine = (requests: Requests) => Object.fromEntries(Object.entries(requests).filter(([target]) => target === 'ours' || target === 'bare'))
+  return {
+    id: `redis-${phase.id}`,
+    redis: true,
+    servers: phase.servers.filter((s) => s.id === 'ours' || s.id === 'bare'),
+    workloads: phase.workloads.map((w) => ({
+      id: w.id.endsWith(')') ? `${w.id.slice(0, -1)}, Redis store)` : `${w.id} (Redis store)`,
+      requests: mine(w.requests)
+    }))
+  }
 }
 
 /**
