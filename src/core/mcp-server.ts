@@ -231,7 +231,6 @@ export class McpServer extends Registry {
   clientNotified(owner: string, notification: ServerMessage): void {
     for (const l of this.#clientListeners) l(owner, notification)
   }
-
 }
 
 /** A result served many times, serialized once: its text, its bytes and its ETag. */
