@@ -1,8 +1,10 @@
+import type { Static } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Representation } from '../core/mcp-server.js'
 import { etagOf, ifNoneMatch } from '../core/etag.js'
 import type { CacheHints } from '../core/results.js'
 import type { Era } from '../protocol.js'
+import type { CursorQuery } from '../schema/http.js'
 import { settleGet } from './meta.js'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
@@ -19,8 +21,8 @@ export function sendRepresentation(request: FastifyRequest, reply: FastifyReply,
   return reply.type(JSON_TYPE).send(rep.bytes ?? rep.body)
 }
 
-/** A list's GET: its one parameter is the page's cursor. */
-export type ListRequest = FastifyRequest<{ Querystring: { cursor?: string } }>
+/** A list's GET: its query is the route's schema, the page's cursor. */
+export type ListRequest = FastifyRequest<{ Querystring: Static<typeof CursorQuery> }>
 
 /**
  * The handler of a GET the server answers from what it keeps serialized (lists, discover). It runs
