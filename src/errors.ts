@@ -1,3 +1,5 @@
+import { StoreLimitError } from './store/errors.js'
+
 /**
  * The one error catalogue. A {@link McpError} is a wire error: it carries the JSON-RPC code, the HTTP
  * status and a stable name, and both faces (Pure HTTP and JSON-RPC) render it as is. Anything else
@@ -81,4 +83,23 @@ export function messageOf(err: unknown): string {
 /** A mistake in how the library is used (bad registration, bad configuration): never sent on the wire. */
 export class ConfigurationError extends Error {
   override readonly name = 'ConfigurationError'
+}
+
+/**
+ * The wire error for anything a request may throw that has one: an {@link McpError} as it is, a
+ * store's refusal (a limit reached) as the error the client should see; else undefined (a handler's
+ * failure, or a bug). The one place where store errors become wire errors, used by both faces and
+ * by the core where it tells protocol errors from a tool's own failure.
+ */
+export function wireErrorOf(err: unknown): McpError | undefined {
+  if (err instanceof McpError) return err
+  if (!(err instanceof StoreLimitError)) return undefined
+  switch (err.code) {
+    case 'ERR_STORE_TOO_MANY_SUBSCRIPTIONS':
+      // A quota, not a rate: waiting does not help, unsubscribing does.
+      return new McpError(ErrorCode.invalidParams, err.message, 400)
+    case 'ERR_STORE_QUEUE_FULL':
+    case 'ERR_STORE_TOO_MANY_TASKS':
+      return new McpError(ErrorCode.internalError, err.message, 503, undefined, { 'retry-after': '5' })
+  }
 }

@@ -1,5 +1,6 @@
 import type { Test } from 'tap'
-import { AnswerTimeout } from '../src/store/memory.js'
+import { wireErrorOf } from '../src/errors.js'
+import { AnswerTimeout, StoreLimitError } from '../src/store/errors.js'
 import type { Store, StoreLimits, TaskRecord } from '../src/store/types.js'
 
 /**
@@ -13,6 +14,17 @@ export interface StoreFactory {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/**
+ * A store refuses with a {@link StoreLimitError} of the given code, which the core maps to the wire
+ * error `wire` (status, JSON-RPC code, message, headers).
+ */
+export async function rejectsWithLimit(t: Test, p: Promise<unknown>, code: string, wire: object, message?: string): Promise<void> {
+  const err = await p.then(() => undefined, (e: unknown) => e)
+  t.ok(err instanceof StoreLimitError, message ?? 'a store limit error')
+  t.match(err, { code }, message)
+  t.match(wireErrorOf(err), wire, message)
+}
 
 /** Poll `check` until it holds (bounded: 2 s). */
 async function eventually(check: () => boolean | Promise<boolean>): Promise<boolean> {
@@ -73,7 +85,7 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     t.equal(await store.subscribe('alice', 'x:1'), true)
     t.equal(await store.subscribe('alice', 'x:1'), false, 'already subscribed')
     t.equal(await store.subscribe('alice', 'x:2'), true)
-    await t.rejects(store.subscribe('alice', 'x:3'), { status: 400, code: -32602, message: 'Too many subscriptions (limit 2): unsubscribe first' })
+    await rejectsWithLimit(t, store.subscribe('alice', 'x:3'), 'ERR_STORE_TOO_MANY_SUBSCRIPTIONS', { status: 400, code: -32602, message: 'Too many subscriptions (limit 2): unsubscribe first' })
     t.same((await store.subscriptions('alice')).sort(), ['x:1', 'x:2'])
     t.same(await store.subscriptions('bob'), [])
     t.equal(await store.unsubscribe('bob', 'x:1'), false, 'bob was not subscribed')
@@ -174,7 +186,7 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     await strict.enqueueRequest('alice', 'a', { method: 'roots/list' })
     await strict.enqueueRequest('alice', 'b', { method: 'roots/list' })
     await t.rejects(strict.enqueueRequest('alice', 'c', { method: 'roots/list' }), { message: 'The client\'s request queue is full (2 waiting): the client is not answering' })
-    await t.rejects(strict.enqueueRequest('alice', 'c', { method: 'roots/list' }), { message: /queue is full/, status: 503, headers: { 'retry-after': '5' } })
+    await rejectsWithLimit(t, strict.enqueueRequest('alice', 'c', { method: 'roots/list' }), 'ERR_STORE_QUEUE_FULL', { message: /queue is full/, status: 503, headers: { 'retry-after': '5' } })
     await strict.enqueueRequest('bob', 'a', { method: 'roots/list' })
 
     const lenient = await make(t, { maxRequests: 2, discardOldestRequests: true })
@@ -188,7 +200,7 @@ export function storeContract(t: Test, factory: StoreFactory): void {
       error: { code: -32603, message: 'Discarded: the request queue was full' }
     })
     t.equal((await lenient.claimRequest('alice'))?.id, 'c')
-    await t.rejects(lenient.enqueueRequest('alice', 'd', { method: 'roots/list' }), { message: /queue is full/, status: 503 }, 'none active: refused all the same')
+    await rejectsWithLimit(t, lenient.enqueueRequest('alice', 'd', { method: 'roots/list' }), 'ERR_STORE_QUEUE_FULL', { message: /queue is full/, status: 503 }, 'none active: refused all the same')
   })
 
   t.test('awaitAnswer: woken on any instance; aborts and timeouts withdraw the request', async (t) => {
@@ -340,7 +352,7 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     const store = await make(t, { maxTasks: 2 })
     await store.createTask('alice', task('short', { ttlMs: 100 }))
     await store.createTask('alice', task('long'))
-    await t.rejects(store.createTask('bob', task('third')), { status: 503, message: 'Too many tasks in progress (2)', headers: { 'retry-after': '5' } })
+    await rejectsWithLimit(t, store.createTask('bob', task('third')), 'ERR_STORE_TOO_MANY_TASKS', { status: 503, message: 'Too many tasks in progress (2)', headers: { 'retry-after': '5' } })
     t.ok(await store.getTask('alice', 'short'))
     await sleep(150)
     await store.createTask('bob', task('third'))

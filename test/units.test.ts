@@ -4,6 +4,7 @@ import { UriTemplate } from '../src/core/uri-template.js'
 import { decodeJsonHeader, encodeJsonHeader } from '../src/headers.js'
 import { loadConfig, loggerFromConfig } from '../src/config.js'
 import { MemoryStore } from '../src/store/memory.js'
+import { rejectsWithLimit } from './store-contract.js'
 
 t.test('JSON headers: plain, base64, and every way to get them wrong', async (t) => {
   t.equal(decodeJsonHeader('mcp-meta', undefined, 'object'), undefined)
@@ -70,7 +71,7 @@ t.test('memory store: owners are isolated and memory is bounded', async (t) => {
   t.equal(await store.subscribe('alice', 'x:1'), true)
   t.equal(await store.subscribe('alice', 'x:1'), false, 'already subscribed')
   await store.subscribe('alice', 'x:2')
-  await t.rejects(store.subscribe('alice', 'x:3'), { status: 400, code: -32602, message: /Too many subscriptions \(limit 2\): unsubscribe first/ })
+  await rejectsWithLimit(t, store.subscribe('alice', 'x:3'), 'ERR_STORE_TOO_MANY_SUBSCRIPTIONS', { status: 400, code: -32602, message: /Too many subscriptions \(limit 2\): unsubscribe first/ })
   t.same(await store.subscriptions('bob'), [], 'bob sees nothing of alice')
   t.equal(await store.unsubscribe('bob', 'x:1'), false)
   await store.setLogLevel('bob', 'error')
@@ -106,7 +107,7 @@ t.test('memory store tasks: a bounded number, and waits that end', async (t) => 
     taskId, status: 'working' as const, createdAt: new Date().toISOString(), lastUpdatedAt: new Date().toISOString(), ttlMs, pollIntervalMs: 1000
   })
   await store.createTask('a', task('t1'))
-  await t.rejects(store.createTask('a', task('t2')), { status: 503, message: /Too many tasks in progress \(1\)/ })
+  await rejectsWithLimit(t, store.createTask('a', task('t2')), 'ERR_STORE_TOO_MANY_TASKS', { status: 503, message: /Too many tasks in progress \(1\)/ })
   const aborted = new AbortController()
   aborted.abort(new Error('no wait'))
   await t.rejects(store.awaitTaskAnswers('a', 't1', ['k'], aborted.signal), /no wait/)

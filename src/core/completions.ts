@@ -1,4 +1,4 @@
-import { McpError, errors } from '../errors.js'
+import { errors, wireErrorOf } from '../errors.js'
 import type { CompleteBody, CompleteResult } from '../schema/completions.js'
 import { derive, type RequestContext } from './context.js'
 import type { Completer } from './definitions.js'
@@ -28,7 +28,8 @@ export async function complete(registry: Registry, body: CompleteBody, ctx: Requ
       if (Array.isArray(out)) values = out as readonly string[]
       else ({ values, total, hasMore } = out as { values: readonly string[]; total?: number; hasMore?: boolean })
     } catch (err) {
-      if (err instanceof McpError) throw err
+      const wire = wireErrorOf(err)
+      if (wire !== undefined) throw wire
       ctx.log.error({ err }, 'completion provider failed')
       throw errors.internal()
     }

@@ -1,4 +1,4 @@
-import { ConfigurationError, McpError, errors } from '../errors.js'
+import { ConfigurationError, McpError, errors, wireErrorOf } from '../errors.js'
 import { runRound } from '../mrtr/run.js'
 import { LazyTarget } from '../mrtr/seal.js'
 import type { GetPromptBody } from '../schema/prompts.js'
@@ -49,7 +49,8 @@ export async function getPrompt(
 
 /** A failure outside a tool: protocol errors pass; anything else is logged and hidden behind a 500. */
 export function handlerFailure(err: unknown, ctx: RequestContext, where: Record<string, string>): McpError {
-  if (err instanceof McpError) return err
+  const wire = wireErrorOf(err)
+  if (wire !== undefined) return wire
   ctx.log.error({ err, ...where }, err instanceof ConfigurationError ? 'handler misuses the library' : 'handler failed')
   return errors.internal()
 }

@@ -1,4 +1,4 @@
-import { ConfigurationError, McpError, errors, messageOf } from '../errors.js'
+import { ConfigurationError, McpError, errors, messageOf, wireErrorOf } from '../errors.js'
 import { runRound } from '../mrtr/run.js'
 import { LazyTarget } from '../mrtr/seal.js'
 import type { ContentBlock } from '../schema/content.js'
@@ -69,7 +69,8 @@ export async function callTool(
       }
     )
   } catch (err) {
-    if (err instanceof McpError) throw err
+    const wire = wireErrorOf(err)
+    if (wire !== undefined) throw wire
     if (err instanceof ConfigurationError) {
       ctx.log.error({ err, tool: name }, 'tool misuses the library')
       throw errors.internal()

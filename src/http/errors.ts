@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { ErrorCode, McpError, errors } from '../errors.js'
+import { ErrorCode, McpError, errors, wireErrorOf } from '../errors.js'
 
 /**
  * Map anything thrown while serving an MCP route to the binding's error response: the JSON-RPC
@@ -7,7 +7,8 @@ import { ErrorCode, McpError, errors } from '../errors.js'
  * size limits) get their MCP codes; anything unknown is a 500 whose body says nothing more.
  */
 export function toMcpError(err: unknown, request: FastifyRequest): McpError {
-  if (err instanceof McpError) return err
+  const wire = wireErrorOf(err)
+  if (wire !== undefined) return wire
   const e = err as Partial<FastifyError> & { validation?: unknown; statusCode?: number }
   if (e.validation !== undefined) return errors.invalidParams(`Invalid request: ${e.message}`)
   switch (e.code) {

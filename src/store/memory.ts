@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto'
-import { McpError, ErrorCode } from '../errors.js'
+import { AnswerTimeout, DISCARDED, QueueFull, TooManySubscriptions, TooManyTasks } from './errors.js'
 import type { LoggingLevel } from '../schema/lifecycle.js'
 import {
   DEFAULT_LIMITS,
@@ -40,20 +40,6 @@ interface Waiter {
   reject: (err: unknown) => void
 }
 
-/** The request queue of a connection is full (SEP-1612: reject new requests with a clear error). */
-export class QueueFull extends McpError {
-  constructor(limit: number) {
-    super(ErrorCode.internalError, `The client's request queue is full (${limit} waiting): the client is not answering`, 503, undefined, {
-      'retry-after': '5'
-    })
-  }
-}
-
-/** The client did not answer a server-to-client request in time. */
-export class AnswerTimeout extends Error {
-  override readonly name = 'AnswerTimeout'
-}
-
 /** The embedded default {@link Store}: one process, bounded, lost on restart. */
 export class MemoryStore implements Store {
   readonly limits: StoreLimits
@@ -84,8 +70,7 @@ export class MemoryStore implements Store {
     const subs = this.#connection(owner).subscriptions
     if (subs.has(uri)) return false
     if (subs.size >= this.limits.maxSubscriptions) {
-      // A quota, not a rate: waiting does not help, unsubscribing does.
-      throw new McpError(ErrorCode.invalidParams, `Too many subscriptions (limit ${this.limits.maxSubscriptions}): unsubscribe first`, 400)
+      throw new TooManySubscriptions(this.limits.maxSubscriptions)
     }
     subs.add(uri)
     let owners = this.#subscribers.get(uri)
@@ -161,7 +146,7 @@ export class MemoryStore implements Store {
       const oldestActive = [...requests.values()].find((r) => r.deliveredAt === undefined)
       if (!this.limits.discardOldestRequests || oldestActive === undefined) throw new QueueFull(this.limits.maxRequests)
       requests.delete(oldestActive.id)
-      this.#settle(owner, oldestActive.id, { error: { code: ErrorCode.internalError, message: 'Discarded: the request queue was full' } })
+      this.#settle(owner, oldestActive.id, DISCARDED)
     }
     requests.set(id, { id, request, createdAt: Date.now(), deliveries: 0 })
   }
@@ -251,7 +236,7 @@ export class MemoryStore implements Store {
       for (const [key, t] of this.#tasks) if (t.expiresAt <= now) this.#tasks.delete(key)
     }
     if (this.#tasks.size >= this.limits.maxTasks) {
-      throw new McpError(ErrorCode.internalError, `Too many tasks in progress (${this.limits.maxTasks})`, 503, undefined, { 'retry-after': '5' })
+      throw new TooManyTasks(this.limits.maxTasks)
     }
     this.#tasks.set(`${owner}\0${task.taskId}`, { record: copy(task), expiresAt: now + task.ttlMs, answers: new Map() })
   }

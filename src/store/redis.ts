@@ -1,8 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { Redis, type RedisOptions } from 'ioredis'
-import { ErrorCode, McpError } from '../errors.js'
 import type { LoggingLevel } from '../schema/lifecycle.js'
-import { AnswerTimeout, QueueFull } from './memory.js'
+import { AnswerTimeout, DISCARDED, QueueFull, TooManySubscriptions, TooManyTasks } from './errors.js'
 import { SCRIPTS, type ScriptName } from './redis-scripts.js'
 import {
   DEFAULT_LIMITS,
@@ -113,7 +112,7 @@ export class RedisStore implements Store {
   async subscribe(owner: string, uri: string): Promise<boolean> {
     const added = await this.#run('mcpSubscribe', owner, uri, this.limits.maxSubscriptions)
     if (added === -1) {
-      throw new McpError(ErrorCode.invalidParams, `Too many subscriptions (limit ${this.limits.maxSubscriptions}): unsubscribe first`, 400)
+      throw new TooManySubscriptions(this.limits.maxSubscriptions)
     }
     return added === 1
   }
@@ -159,7 +158,7 @@ export class RedisStore implements Store {
   }
 
   async enqueueRequest(owner: string, id: string, request: ServerMessage): Promise<void> {
-    const discarded = JSON.stringify({ error: { code: ErrorCode.internalError, message: 'Discarded: the request queue was full' } })
+    const discarded = JSON.stringify(DISCARDED)
     const { maxRequests, discardOldestRequests } = this.limits
     const outcome = await this.#run('mcpEnqueue', owner, id, JSON.stringify(request), maxRequests, discardOldestRequests ? 1 : 0, this.#answerTtlMs, discarded)
     if (outcome === 'FULL') throw new QueueFull(maxRequests)
@@ -229,7 +228,7 @@ export class RedisStore implements Store {
     const has = task.inputRequests === undefined ? 0 : 1
     const created = await this.#run('mcpCreateTask', key, member, task.ttlMs, this.limits.maxTasks, has, fields.length / 2, ...fields, ...inputs)
     if (created === -1) {
-      throw new McpError(ErrorCode.internalError, `Too many tasks in progress (${this.limits.maxTasks})`, 503, undefined, { 'retry-after': '5' })
+      throw new TooManyTasks(this.limits.maxTasks)
     }
   }
 

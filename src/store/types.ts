@@ -1,76 +1,19 @@
 import type { LoggingLevel } from '../schema/lifecycle.js'
+import type { ClientAnswer, IdempotentStart, LegacyClient, NotificationGroup, QueuedRequest, ServerMessage, TaskRecord } from './records.js'
 
-/** What a legacy-era client said in `initialize`, kept for its logical connection. */
-export interface LegacyClient {
-  protocolVersion: string
-  capabilities: Record<string, unknown>
-  clientInfo: { name: string; version: string }
-}
+export * from './records.js'
+export * from './limits.js'
 
-/** A message the server sends the client: `{ method, params }` without the JSON-RPC envelope. */
-export interface ServerMessage {
-  method: string
-  params?: Record<string, unknown>
-}
-
-/** A batch of notifications handed out by `GET /notifications`, the same until acknowledged. */
-export interface NotificationGroup {
-  id: string
-  notifications: ServerMessage[]
-}
-
-/** A server-to-client request on a connection's queue (SEP-1612 "active -> pending -> complete"). */
-export interface QueuedRequest {
-  id: string
-  request: ServerMessage
-  createdAt: number
-  /** When it was last handed out by `POST /requests`; absent while active. */
-  deliveredAt?: number
-  deliveries: number
-}
-
-export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled'
-export const TERMINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'failed', 'cancelled'])
-
-/** A task as stored (the Tasks extension's DetailedTask plus what the server keeps about it). */
-export interface TaskRecord {
-  taskId: string
-  status: TaskStatus
-  statusMessage?: string
-  /** ISO 8601. */
-  createdAt: string
-  lastUpdatedAt: string
-  ttlMs: number
-  pollIntervalMs: number
-  /** Outstanding server-to-client requests (status input_required), by key. */
-  inputRequests?: Record<string, ServerMessage>
-  /** The final result (completed), or the JSON-RPC error (failed). */
-  result?: Record<string, unknown>
-  error?: { code: number; message: string; data?: unknown }
-  /** The client asked for notifications/tasks about this task. */
-  notify?: boolean
-}
-
-/**
- * What {@link Store.beginIdempotent} found for a request id: `new` (claimed: run it), `in_progress`
- * (another attempt runs it now), `done` (its first outcome, to replay) or `conflict` (the id was used
- * for a different request).
+/*
+ * State that outlives one request and must be shared by every instance, as role interfaces: a caller
+ * declares the slice it needs (the task runner a TaskStore, the idempotency plugin an
+ * IdempotencyStore), and one class implements them all (MemoryStore, RedisStore). Every method that
+ * takes an owner (the principal id of the logical connection) touches only that owner's state.
+ * Stores raise the errors of ./errors.ts; the protocol core maps them to wire errors.
  */
-export type IdempotentStart =
-  | { state: 'new' }
-  | { state: 'in_progress' }
-  | { state: 'done'; response: string }
-  | { state: 'conflict' }
 
-/** A client's answer to a queued request: its result, or a JSON-RPC error. */
-export type ClientAnswer = { result: Record<string, unknown> } | { error: { code: number; message: string; data?: unknown } }
-
-/**
- * State that outlives one request and must be shared by every instance. Every method that takes an
- * owner (the principal id of the logical connection) touches only that owner's state.
- * The in-memory implementation is the embedded default; a Redis one shares state between instances.
- */
-export interface Store {
+/** A logical connection's settings: log level, resource subscriptions, legacy `initialize`, sessions. */
+export interface ConnectionStore {
   /** The minimum level of `notifications/message` this connection receives (`POST /logLevel`). */
   setLogLevel(owner: string, level: LoggingLevel): Promise<void>
   getLogLevel(owner: string): Promise<LoggingLevel | undefined>
@@ -85,6 +28,13 @@ export interface Store {
   setLegacyClient(owner: string, client: LegacyClient): Promise<void>
   getLegacyClient(owner: string): Promise<LegacyClient | undefined>
 
+  /** Issue a session id (Mcp-Session-Id) and check one. */
+  createSession(): Promise<string>
+  hasSession(id: string): Promise<boolean>
+}
+
+/** What waits for the client: notifications (in acknowledged groups) and server-to-client requests. */
+export interface Mailbox {
   /** Queue a notification for one connection; beyond the limit the oldest undelivered one is dropped. */
   pushNotification(owner: string, notification: ServerMessage): Promise<void>
   /** Queue a notification for every connection that exists now (list_changed). */
@@ -97,7 +47,7 @@ export interface Store {
   /** Acknowledge a group: true when it was the current one (or the one acknowledged last). */
   ackNotifications(owner: string, groupId: string): Promise<boolean>
 
-  /** Queue a server-to-client request; throws 429-style {@link QueueFull} when the queue is full. */
+  /** Queue a server-to-client request; throws 429-style {@link QueueFull} (see ./errors.ts) when the queue is full. */
   enqueueRequest(owner: string, id: string, request: ServerMessage): Promise<void>
   /** Hand out the oldest active request (a pending one past its timeout is active again), or undefined. */
   claimRequest(owner: string): Promise<QueuedRequest | undefined>
@@ -110,7 +60,10 @@ export interface Store {
    * when it aborts, and with a timeout error after `timeoutMs`; the request is then withdrawn.
    */
   awaitAnswer(owner: string, id: string, signal: AbortSignal, timeoutMs: number): Promise<ClientAnswer>
+}
 
+/** Messages between instances: cancellation and resource changes (Redis pub/sub when shared). */
+export interface Signals {
   /** Ask every instance to abort the in-flight request `requestId` of `owner` (notifications/cancelled). */
   publishCancel(owner: string, requestId: string, reason: string | undefined): Promise<void>
   /** Hear cancellations; returns the unsubscribe function. */
@@ -120,7 +73,10 @@ export interface Store {
   publishResourceUpdated(uri: string): Promise<void>
   /** Hear resource changes published by any instance; returns the unsubscribe function. */
   onResourceUpdated(listener: (uri: string) => void): () => void
+}
 
+/** Tasks (the Tasks extension): records, their input requests and answers. */
+export interface TaskStore {
   /**
    * Store a new task; resolves only once a `getTask` on any instance would find it (the Tasks
    * extension requires it before the 202). Expires `ttlMs` after creation.
@@ -141,7 +97,10 @@ export interface Store {
   answerTask(owner: string, taskId: string, responses: Record<string, Record<string, unknown>>): Promise<string[] | undefined>
   /** Wait until every key is answered; resolves the answers (taken: each is handed out once). */
   awaitTaskAnswers(owner: string, taskId: string, keys: readonly string[], signal: AbortSignal): Promise<Record<string, Record<string, unknown>>>
+}
 
+/** Claims and outcomes of retried `tools/call`s (`Mcp-Request-Id`). */
+export interface IdempotencyStore {
   /**
    * Claim `requestId` of `owner` for one run (a retried `tools/call` with the same `Mcp-Request-Id`).
    * `digest` identifies the request's content: the same id with another digest is a `conflict`. The
@@ -158,53 +117,15 @@ export interface Store {
   finishIdempotent(owner: string, requestId: string, response: string, ttlMs: number): Promise<void>
   /** Forget a claim whose run failed, so that a retry runs again. */
   abandonIdempotent(owner: string, requestId: string): Promise<void>
+}
 
+/**
+ * The whole store: every role, plus readiness and shutdown. The in-memory implementation is the
+ * embedded default; a Redis one shares state between instances.
+ */
+export interface Store extends ConnectionStore, Mailbox, Signals, TaskStore, IdempotencyStore {
   /** Resolves when the store can serve (readiness: `GET /ready`); rejects when it cannot. */
   ping(): Promise<void>
 
-  /** Issue a session id (Mcp-Session-Id) and check one. */
-  createSession(): Promise<string>
-  hasSession(id: string): Promise<boolean>
-
   close(): Promise<void>
-}
-
-/** Memory bounds of a store; every queue has one. */
-export interface StoreLimits {
-  /** Resource subscriptions one connection may hold (default 1000). */
-  maxSubscriptions: number
-  /** Logical connections whose state is kept; the least recently used is forgotten first (default 10000). */
-  maxConnections: number
-  /** Undelivered notifications per connection; the oldest is dropped beyond (default 1000). */
-  maxNotifications: number
-  /** Notifications per group handed out by one `GET /notifications` (default 100). */
-  notificationBatch: number
-  /** Undelivered notifications older than this are dropped (default 1 hour). */
-  notificationTtlMs: number
-  /** Active plus pending server-to-client requests per connection (default 100). */
-  maxRequests: number
-  /** When the request queue is full: refuse the new request (default) or drop the oldest active one. */
-  discardOldestRequests: boolean
-  /** A pending request not answered within this goes back to active, same id (default 30 s). */
-  redeliveryMs: number
-  /** Sessions expire after this long unused (default 1 hour). */
-  sessionTtlMs: number
-  /** Tasks kept at once (all owners); beyond it, creating one is refused (default 10000). */
-  maxTasks: number
-  /** Idempotency records (claims and outcomes of retried tool calls) kept at once, all owners (default 10000). */
-  maxIdempotencyRecords: number
-}
-
-export const DEFAULT_LIMITS: StoreLimits = {
-  maxSubscriptions: 1000,
-  maxConnections: 10_000,
-  maxNotifications: 1000,
-  notificationBatch: 100,
-  notificationTtlMs: 3_600_000,
-  maxRequests: 100,
-  discardOldestRequests: false,
-  redeliveryMs: 30_000,
-  sessionTtlMs: 3_600_000,
-  maxTasks: 10_000,
-  maxIdempotencyRecords: 10_000
 }

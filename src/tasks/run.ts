@@ -1,6 +1,6 @@
 import { randomFillSync } from 'node:crypto'
 import { derive, type RequestContext } from '../core/context.js'
-import { ConfigurationError, McpError, messageOf } from '../errors.js'
+import { ConfigurationError, messageOf, wireErrorOf } from '../errors.js'
 import { isPlainObject } from '../headers.js'
 import { elicit, isQuestion, listRoots, questionFor, sample, type Question } from '../mrtr/questions.js'
 import type { RetryContext } from '../mrtr/run.js'
@@ -169,10 +169,11 @@ export async function startTask<T>(
       }
       await update({ status: 'completed', result: finish(out) })
     } catch (err) {
+      const wire = wireErrorOf(err)
       if (controller.signal.aborted) {
         await update({ status: 'cancelled', statusMessage: String((controller.signal.reason as Error).message) })
-      } else if (err instanceof McpError) {
-        await update({ status: 'failed', error: err.toJSON() as TaskRecord['error'] & object, statusMessage: err.message })
+      } else if (wire !== undefined) {
+        await update({ status: 'failed', error: wire.toJSON() as TaskRecord['error'] & object, statusMessage: wire.message })
       } else if (err instanceof ConfigurationError) {
         ctx.log.error({ err, task: task.taskId }, 'task misuses the library')
         await update({ status: 'failed', error: { code: -32603, message: 'Internal error' } })
