@@ -19,9 +19,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
  * A store refuses with a {@link StoreLimitError} of the given code, which the core maps to the wire
  * error `wire` (status, JSON-RPC code, message, headers).
  */
-export async function rejectsWithLimit(t: Test, p: Promise<unknown>, code: string, wire: object, message?: string): Promise<void> {
+export async function rejectsWithLimit(t: Test, p: Promise<unknown>, code: string, wire: object, message = 'a store limit error'): Promise<void> {
   const err = await p.then(() => undefined, (e: unknown) => e)
-  t.ok(err instanceof StoreLimitError, message ?? 'a store limit error')
+  t.ok(err instanceof StoreLimitError, message)
   t.match(err, { code }, message)
   t.match(wireErrorOf(err), wire, message)
 }
