@@ -2,7 +2,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Header } from '../src/headers.js'
 import { sendResult } from '../src/http/representation.js'
 import { createContext } from '../src/http/request.js'
-import { era } from '../src/protocol.js'
 import { CommonHeaders, errorResponses } from '../src/schema/http.js'
 import { InitializeBodySchema, InitializeResultSchema } from '../src/schema/lifecycle.js'
 
@@ -23,17 +22,9 @@ const initialize: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       const ctx = await createContext(request, reply, request.body)
-      const result = fastify.mcp.initialize(request.body)
-      let owner = ctx.principal.id
-      if (fastify.mcpSessions && request.headers[Header.sessionId] === undefined) {
-        const session = await fastify.mcpStore.createSession()
-        reply.header(Header.sessionId, session)
-        owner = `session:${session}`
-      }
-      if (era(result.protocolVersion) === 'legacy') {
-        const { protocolVersion, capabilities, clientInfo } = request.body
-        await fastify.mcpStore.setLegacyClient(owner, { protocolVersion, capabilities, clientInfo })
-      }
+      const issueSession = fastify.mcpSessions && request.headers[Header.sessionId] === undefined
+      const { result, sessionId } = await fastify.mcp.initialize(request.body, ctx, { issueSession })
+      if (sessionId !== undefined) reply.header(Header.sessionId, sessionId)
       reply.header(Header.protocolVersion, result.protocolVersion)
       return sendResult(request, reply, result)
     }

@@ -19,8 +19,7 @@ const logLevel: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     },
     async (request, reply) => {
-      const ctx = await createContext(request, reply, request.body)
-      await fastify.mcpStore.setLogLevel(ctx.principal.id, request.body.level)
+      await fastify.mcp.setLogLevel(await createContext(request, reply, request.body), request.body.level)
       return sendEmpty(reply, 202)
     }
   )

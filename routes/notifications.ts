@@ -14,7 +14,6 @@ import { ClientNotificationsSchema, MessageGroupHeaders, ServerNotificationsSche
  * notifications (cancellation, initialized, roots changed).
  */
 const notifications: FastifyPluginAsyncTypebox = async (fastify) => {
-  const store = fastify.mcpStore
   const mcp = fastify.mcp
 
   fastify.get(
@@ -31,7 +30,7 @@ const notifications: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       await settleGet(request, reply)
-      const group = await store.takeNotifications(request.mcpState.principal.id)
+      const group = await mcp.takeNotifications(request.mcpState.principal.id)
       if (group === undefined) return sendResult(request, reply, [])
       reply.header('mcp-message-group', group.id)
       return sendResult(request, reply, group.notifications)
@@ -67,20 +66,8 @@ const notifications: FastifyPluginAsyncTypebox = async (fastify) => {
       if (group === undefined && body === undefined) {
         throw errors.invalidRequest('POST /notifications takes an Mcp-Message-Group header to acknowledge, notifications in the body, or both')
       }
-      if (group !== undefined && !(await store.ackNotifications(owner, group))) {
-        throw errors.notFound(`Unknown message group: ${group}`)
-      }
-      for (const n of body ?? []) {
-        if (n.method === 'notifications/cancelled') {
-          const id = n.params?.requestId
-          if (typeof id !== 'string' && typeof id !== 'number') throw errors.invalidParams('notifications/cancelled needs params.requestId')
-          const reason = typeof n.params?.reason === 'string' ? n.params.reason : undefined
-          await store.publishCancel(owner, String(id), reason)
-        } else {
-          // initialized, roots/list_changed and anything newer: handed to whoever listens.
-          mcp.clientNotified(owner, n)
-        }
-      }
+      if (group !== undefined) await mcp.acknowledge(owner, group)
+      if (body !== undefined) await mcp.receive(owner, body)
       if (body !== undefined && body.length > 0) await createContext(request, reply)
       return sendEmpty(reply, 202)
     }

@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox'
 import { errors } from '../src/errors.js'
 import { Header, decodeJsonHeader } from '../src/headers.js'
 import { type ListRequest, sendResult, serveCached } from '../src/http/representation.js'
-import { createContext, paramsFromHeaders, paramsFromPost } from '../src/http/request.js'
+import { cancellableByClient, createContext, paramsFromHeaders, paramsFromPost } from '../src/http/request.js'
 import { CommonHeaders, CursorQuery, GetHeaders, NotModified, RetryGetHeaders, errorResponses } from '../src/schema/http.js'
 import { GetPromptBodySchema, GetPromptResponseSchema, ListPromptsResultSchema, type GetPromptBody } from '../src/schema/prompts.js'
 
@@ -30,7 +30,7 @@ const prompts: FastifyPluginAsyncTypebox = async (fastify) => {
   )
 
   const get = async (request: FastifyRequest, reply: FastifyReply, name: string, params: GetPromptBody) => {
-    const ctx = (await createContext(request, reply, params)).cancellableByClient(fastify.mcpInflight)
+    const ctx = cancellableByClient(await createContext(request, reply, params), reply)
     return sendResult(request, reply, await mcp.getPrompt(name, params, ctx))
   }
 

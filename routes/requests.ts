@@ -2,7 +2,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errors } from '../src/errors.js'
 import { Header } from '../src/headers.js'
 import { sendEmpty, sendResult } from '../src/http/representation.js'
-import { answerRequest } from '../src/messaging/answers.js'
 import { Accepted, CommonHeaders, errorResponses } from '../src/schema/http.js'
 import { ClientResponseSchema, MessageSchema } from '../src/schema/messaging.js'
 import { Type } from '@sinclair/typebox'
@@ -14,8 +13,6 @@ import { hasNoBody } from './notifications.js'
  * answers one, checked against what it asked.
  */
 const requests: FastifyPluginAsyncTypebox = async (fastify) => {
-  const store = fastify.mcpStore
-
   fastify.post(
     '/requests',
     {
@@ -35,7 +32,7 @@ const requests: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     },
     async (request, reply) => {
-      const next = await store.claimRequest(request.mcpState.principal.id)
+      const next = await fastify.mcp.takeRequest(request.mcpState.principal.id)
       if (next === undefined) return sendEmpty(reply, 204)
       reply.header(Header.requestId, next.id)
       return sendResult(request, reply, next.request)
@@ -59,7 +56,7 @@ const requests: FastifyPluginAsyncTypebox = async (fastify) => {
       const body = request.body as Record<string, unknown>
       const isError = typeof body.error === 'object' && body.error !== null && Object.keys(body).length === 1
       const answer = isError ? { error: body.error as { code: number; message: string } } : { result: body }
-      await answerRequest(store, request.mcpState.principal.id, request.mcpState.requestId, answer)
+      await fastify.mcp.answer(request.mcpState.principal.id, request.mcpState.requestId, answer)
       return sendEmpty(reply, 202)
     }
   )

@@ -1,9 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from '@sinclair/typebox'
-import { resourceNotFound } from '../src/core/resources.js'
 import { type ListRequest, sendEmpty, sendResult, serveCached } from '../src/http/representation.js'
-import { createContext, paramsFromHeaders, paramsFromPost, type RetryParams } from '../src/http/request.js'
+import { cancellableByClient, createContext, paramsFromHeaders, paramsFromPost, type RetryParams } from '../src/http/request.js'
 import { Accepted, CommonHeaders, CursorQuery, GetHeaders, NotModified, RetryGetHeaders, errorResponses } from '../src/schema/http.js'
 import {
   ListResourceTemplatesResultSchema,
@@ -24,7 +23,6 @@ const UriParams = Type.Object({
 /** resources/list, resources/templates/list, resources/read, resources/subscribe and unsubscribe. */
 const resources: FastifyPluginAsyncTypebox = async (fastify) => {
   const mcp = fastify.mcp
-  const store = fastify.mcpStore
 
   fastify.get(
     '',
@@ -59,7 +57,7 @@ const resources: FastifyPluginAsyncTypebox = async (fastify) => {
   // GET reads are HTTP-cacheable (ETag, 304); POST ones are not (RFC 9110 allows 304 only for GET/HEAD),
   // nor are retries: MCP caching forbids caching results that depend on inputResponses/requestState.
   const read = async (request: FastifyRequest, reply: FastifyReply, uri: string, params: RetryParams, get: boolean) => {
-    const ctx = (await createContext(request, reply, params)).cancellableByClient(fastify.mcpInflight)
+    const ctx = cancellableByClient(await createContext(request, reply, params), reply)
     const retry = params.inputResponses !== undefined || params.requestState !== undefined
     return sendResult(request, reply, await mcp.readResource(uri, params, ctx), get && !retry ? mcp.cacheHints : undefined)
   }
@@ -108,17 +106,12 @@ const resources: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.post('/subscribe', subscription(true), async (request, reply) => {
-    const ctx = await createContext(request, reply, request.body)
-    const { uri } = request.body
-    const known = mcp.resources.has(uri) || [...mcp.templates.values()].some((t) => t.template.match(uri) !== undefined)
-    if (!known) throw resourceNotFound(uri, ctx)
-    await store.subscribe(ctx.principal.id, uri)
+    await mcp.subscribe(await createContext(request, reply, request.body), request.body.uri)
     return sendEmpty(reply, 202)
   })
 
   fastify.post('/unsubscribe', subscription(false), async (request, reply) => {
-    const ctx = await createContext(request, reply, request.body)
-    await store.unsubscribe(ctx.principal.id, request.body.uri)
+    await mcp.unsubscribe(await createContext(request, reply, request.body), request.body.uri)
     return sendEmpty(reply, 202)
   })
 }

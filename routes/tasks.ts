@@ -2,14 +2,15 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { settleGet } from '../src/http/meta.js'
 import { sendRepresentation, sendResult } from '../src/http/representation.js'
-import { createContext } from '../src/http/request.js'
+import { createContext, paramsFromHeaders } from '../src/http/request.js'
 import { CommonHeaders, GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
 import { AckSchema, CancelTaskBodySchema, DetailedTaskSchema, UpdateTaskBodySchema } from '../src/schema/tasks.js'
 import { etagOf } from '../src/core/etag.js'
-import { answerTask, cancelTask, findTask } from '../src/tasks/methods.js'
-import { detailedTask } from '../src/tasks/run.js'
-import { TERMINAL } from '../src/store/types.js'
+import { TERMINAL, type TaskStatus } from '../src/store/types.js'
 import { hasNoBody } from './notifications.js'
+
+// Pure HTTP does not refuse a client that did not declare the Tasks extension yet (issue 15 will).
+const UNGATED = { gate: false }
 
 const TaskParams = Type.Object({ taskId: Type.String({ minLength: 1, maxLength: 128 }) })
 
@@ -19,8 +20,6 @@ const TaskParams = Type.Object({ taskId: Type.String({ minLength: 1, maxLength: 
  * with /mcp. A task belongs to its creator: anyone else's, like an unknown or expired one, is 404.
  */
 const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
-  const store = fastify.mcpStore
-
   fastify.get(
     '/tasks/:taskId',
     {
@@ -35,9 +34,9 @@ const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       await settleGet(request, reply)
-      const task = await findTask(store, request.mcpState.principal.id, request.params.taskId)
-      if (!TERMINAL.has(task.status)) reply.header('retry-after', String(Math.max(1, Math.ceil(task.pollIntervalMs / 1000))))
-      const body = JSON.stringify({ resultType: 'complete', ...detailedTask(task) })
+      const task = await fastify.mcp.getTask(await createContext(request, reply, paramsFromHeaders(request)), request.params.taskId, UNGATED)
+      if (!TERMINAL.has(task.status as TaskStatus)) reply.header('retry-after', String(Math.max(1, Math.ceil(task.pollIntervalMs / 1000))))
+      const body = JSON.stringify(task)
       return sendRepresentation(request, reply, { body, etag: etagOf(body) }, { ttlMs: 0, cacheScope: 'private' })
     }
   )
@@ -57,8 +56,7 @@ const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     },
     async (request, reply) => {
-      const owner = (await createContext(request, reply, request.body)).principal.id
-      await answerTask(store, owner, request.params.taskId, request.body.inputResponses)
+      await fastify.mcp.updateTask(await createContext(request, reply, request.body), request.params.taskId, request.body.inputResponses, UNGATED)
       return sendResult(request, reply, { resultType: 'complete' })
     }
   )
@@ -87,8 +85,7 @@ const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     },
     async (request, reply) => {
-      const owner = (await createContext(request, reply, request.body)).principal.id
-      await cancelTask(store, owner, request.params.taskId)
+      await fastify.mcp.cancelTask(await createContext(request, reply, request.body), request.params.taskId, UNGATED)
       return sendResult(request, reply, { resultType: 'complete' })
     }
   )

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { type ListRequest, sendResult, serveCached } from '../src/http/representation.js'
-import { contextOf, paramsFromPost } from '../src/http/request.js'
+import { cancellableByClient, contextOf, paramsFromPost } from '../src/http/request.js'
 import { streamResult, wantsStream } from '../src/http/stream.js'
 import { CommonHeaders, CursorQuery, GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
 import { CallToolBodySchema, CallToolResponseSchema, ListToolsResultSchema } from '../src/schema/tools.js'
@@ -45,14 +45,14 @@ const tools: FastifyPluginAsyncTypebox = async (fastify) => {
       const body = paramsFromPost(request, request.body)
       // A promise only in the legacy era: a 2026-07-28 call does not wait a turn for its context.
       const made = contextOf(request, reply, body)
-      const ctx = (made instanceof Promise ? await made : made).cancellableByClient(fastify.mcpInflight)
+      const ctx = cancellableByClient(made instanceof Promise ? await made : made, reply)
       if (wantsStream(request)) return streamResult(request, reply, ctx, (c) => mcp.callTool(request.params.name, body, c))
       const result = await mcp.callTool(request.params.name, body, ctx)
-      if (result.resultType === 'task') {
+      if ('taskId' in result) {
         // The task is stored before this answer: GET Location works at once, on any instance.
         reply.code(202)
-        reply.header('location', `${fastify.mcpPrefix}/tasks/${encodeURIComponent(result.taskId as string)}`)
-        reply.header('retry-after', String(Math.max(1, Math.ceil((result.pollIntervalMs as number) / 1000))))
+        reply.header('location', `${fastify.mcpPrefix}/tasks/${encodeURIComponent(result.taskId)}`)
+        reply.header('retry-after', String(Math.max(1, Math.ceil(result.pollIntervalMs / 1000))))
       }
       return sendResult(request, reply, result)
     }

@@ -1,23 +1,22 @@
-import swagger from '@fastify/swagger'
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, HTTPMethods, HookHandlerDoneFunction } from 'fastify'
-import { withResourceMetadata } from './auth/bearer.js'
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { oauthSetup, type OAuthOptions } from './auth/oauth.js'
-import { hostOriginCheck, type HostOriginOptions } from './auth/origin.js'
-import { ANONYMOUS, type Principal } from './core/context.js'
+import type { HostOriginOptions } from './auth/origin.js'
+import type { Principal } from './core/context.js'
 import type { McpServer } from './core/mcp-server.js'
-import { ConfigurationError, ErrorCode, McpError, errors } from './errors.js'
-import { Header, REQUEST_ID, newRequestId } from './headers.js'
-import { sendError, toMcpError } from './http/errors.js'
-import type { Abortable } from './http/request.js'
-import { idempotentToolCalls } from './http/idempotency.js'
-import { rateLimits, type RateLimitOptions } from './http/limits.js'
-import { era, negotiateVersion, LATEST_VERSION, type ProtocolVersion } from './protocol.js'
+import { ConfigurationError, McpError } from './errors.js'
+import { LATEST_VERSION, type ProtocolVersion } from './protocol.js'
 import type { Store } from './store/types.js'
+import admission from './plugins/admission.js'
+import errorShape from './plugins/error-shape.js'
+import idempotency from './plugins/idempotency.js'
+import { methodsAllowed } from './plugins/method-not-allowed.js'
+import openapi from './plugins/openapi.js'
+import rateLimits, { type RateLimitOptions } from './plugins/rate-limit.js'
+import mcpEndpoint, { type JsonRpcOptions } from './jsonrpc/endpoint.js'
 import completionsRoutes from '../routes/completions.js'
 import discoverRoutes from '../routes/discover.js'
 import initializeRoutes from '../routes/initialize.js'
 import logLevelRoutes from '../routes/log-level.js'
-import mcpEndpoint, { type JsonRpcOptions } from '../routes/mcp.js'
 import openapiRoutes from '../routes/openapi.js'
 import pingRoutes from '../routes/ping.js'
 import promptsRoutes from '../routes/prompts.js'
@@ -29,11 +28,11 @@ import tasksRoutes from '../routes/tasks.js'
 import wellKnownRoutes from '../routes/well-known.js'
 
 declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** The route answers without authentication (the RFC 9728 metadata). */
-    mcpPublic?: boolean
-    /** The JSON-RPC endpoint: it reads the protocol version from the message, not before it. */
-    mcpJsonRpc?: boolean
+  interface FastifyInstance {
+    /** The protocol core every route calls (see McpServer). */
+    mcp: McpServer
+    /** Where the MCP routes are mounted ('' at the root), for links such as Location. */
+    mcpPrefix: string
   }
 }
 
@@ -82,161 +81,35 @@ export interface McpPluginOptions extends HostOriginOptions {
   rateLimit?: RateLimitOptions
 }
 
-const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']
-
 /**
  * The MCP Pure HTTP routes as an encapsulated Fastify plugin: register it at the root or under a
  * prefix of an existing app. Its hooks, error handler and 404/405 answers apply to its routes only.
+ * It wires plugins (src/plugins/: admission, error shape, OpenAPI, rate limits, idempotent calls,
+ * 405s) and the two faces (routes/ for Pure HTTP, src/jsonrpc/ for /mcp) around one McpServer.
  * @example
  * await app.register(mcpPlugin, { prefix: '/mcp-http', mcp })
  */
 export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, opts) => {
   const defaultVersion = opts.defaultProtocolVersion ?? LATEST_VERSION
   if (opts.store !== undefined) opts.mcp.store = opts.store
-  const store = opts.mcp.store
-  fastify.decorate('mcp', opts.mcp)
-  fastify.decorate('mcpStore', store)
-  const inflight = new Map<string, Abortable>()
-  fastify.decorate('mcpInflight', inflight)
-  fastify.decorate('mcpPrefix', fastify.prefix)
-  fastify.decorateRequest('mcpState', null as never)
-  // notifications/cancelled, heard on any instance, aborts the request here if it runs here.
-  const stopCancels = store.onCancel((owner, requestId, reason) => {
-    inflight.get(`${owner}\0${requestId}`)?.abort(new Error(reason ?? 'Cancelled by the client'))
-  })
-  fastify.addHook('onClose', async () => stopCancels())
-  fastify.addHook('onReady', async () => opts.mcp.startServing())
-
-  // Host and Origin are checked in the same hook, after the id and version: one hook a request.
-  const hostOrigin = hostOriginCheck(opts)
-  const admit: (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void = hostOrigin ?? ((_request, _reply, done) => done())
-  fastify.addHook('onRequest', (request, reply, done) => {
-    const h = request.headers
-    const rawId = h[Header.requestId]
-    const idOk = typeof rawId === 'string' && REQUEST_ID.test(rawId)
-    // A malformed id is never echoed: the app's own id stands in (a fresh one if it copied the header).
-    const requestId = idOk ? rawId : request.id === rawId ? newRequestId() : request.id
-    reply.header(Header.requestId, requestId)
-    reply.header(Header.protocolVersion, defaultVersion)
-    if (rawId !== undefined && !idOk) {
-      return done(errors.invalidRequest('Mcp-Request-Id must be 1-128 visible ASCII characters'))
-    }
-    const header = h[Header.protocolVersion]
-    if (request.routeOptions.config.mcpJsonRpc === true) {
-      // Settled from the message by routes/mcp.ts, so that even a refusal names the request's id.
-      request.mcpState = { requestId, version: defaultVersion, era: era(defaultVersion), versionFromHeader: false, principal: ANONYMOUS }
-      return admit(request, reply, done)
-    }
-    let version: ProtocolVersion
-    try {
-      version = negotiateVersion(typeof header === 'string' ? header : undefined, defaultVersion)
-    } catch (err) {
-      return done(err as Error)
-    }
-    if (version !== defaultVersion) reply.header(Header.protocolVersion, version)
-    request.mcpState = {
-      requestId,
-      version,
-      era: era(version),
-      versionFromHeader: header !== undefined && header !== '',
-      principal: ANONYMOUS
-    }
-    admit(request, reply, done)
-  })
+  const mcp = opts.mcp
   if (opts.oauth !== undefined && opts.authenticate !== undefined) {
     throw new ConfigurationError('mcpPlugin: give either oauth or authenticate, not both')
   }
   const oauth = opts.oauth === undefined ? undefined : oauthSetup(opts.oauth, fastify.prefix)
-  const authenticate = oauth?.authenticate ?? opts.authenticate
-  if (authenticate !== undefined) {
-    fastify.addHook('onRequest', async (request) => {
-      if (request.routeOptions.config.mcpPublic === true) return
-      request.mcpState.principal = await authenticate(request)
-    })
-  } else if (opts.sessions === true) {
-    // Without authentication, POST /initialize issues Mcp-Session-Id; that id names the connection.
-    fastify.addHook('onRequest', async (request) => {
-      const id = request.headers[Header.sessionId]
-      if (id === undefined) return
-      if (typeof id !== 'string' || !(await store.hasSession(id))) {
-        throw errors.notFound('Unknown or expired Mcp-Session-Id: initialize again', ErrorCode.invalidRequest)
-      }
-      request.mcpState.principal = { id: `session:${id}`, scopes: [], anonymous: true }
-    })
-    fastify.addHook('onReady', async () => {
-      fastify.log.info('MCP: no authentication configured; /initialize issues Mcp-Session-Id, and each session is one logical connection (clients without one share an anonymous connection)')
-    })
-  } else {
-    fastify.addHook('onReady', async () => {
-      fastify.log.info('MCP: no authentication configured; every client shares one anonymous logical connection')
-    })
-  }
-  fastify.decorate('mcpSessions', authenticate === undefined && opts.sessions === true)
-  if (opts.mcp.sealer.ephemeral) {
-    fastify.addHook('onReady', async () => {
-      fastify.log.warn(
-        'MCP: requestState is sealed with an ephemeral key; several instances cannot read each other\'s state and a restart invalidates it. Set MCP_STATE_KEYS.'
-      )
-    })
-  }
-
-  // MCP bodies are JSON; anything else is 415, not a string that fails validation later.
-  fastify.removeContentTypeParser('text/plain')
-  // Every route sends JSON text it built itself; nothing is stripped by a response schema.
-  fastify.setSerializerCompiler(() => (data) => JSON.stringify(data))
   const metadataUrl = oauth?.metadataUrl
-  fastify.setErrorHandler((err, request, reply) => {
-    const error = toMcpError(err, request)
-    sendError(reply, metadataUrl === undefined ? error : withResourceMetadata(error, metadataUrl))
-  })
-  fastify.setNotFoundHandler((request, reply) => {
-    sendError(reply, errors.methodNotFound(`No MCP method at ${request.method} ${request.url.split('?')[0]}`))
-  })
+  fastify.decorate('mcp', mcp)
+  fastify.decorate('mcpPrefix', fastify.prefix)
+  fastify.addHook('onReady', async () => mcp.startServing())
+  fastify.addHook('onClose', async () => mcp.cancellations.close())
 
-  await fastify.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: opts.mcp.serverInfo.title ?? opts.mcp.serverInfo.name,
-        version: opts.mcp.serverInfo.version,
-        description: 'Model Context Protocol methods as HTTP resources (the Pure HTTP transport, SEP-1612).',
-        license: { name: 'MIT', identifier: 'MIT' }
-      },
-      tags: [
-        { name: 'lifecycle', description: 'initialize, server/discover, ping, logging/setLevel' },
-        { name: 'tools', description: 'tools/list and tools/call by name' },
-        { name: 'tool calls', description: 'One typed operation per registered tool' },
-        { name: 'prompts', description: 'prompts/list and prompts/get' },
-        { name: 'resources', description: 'resources/list, templates, read, subscribe' },
-        { name: 'completions', description: 'completion/complete' },
-        { name: 'messaging', description: 'Notifications and server-to-client requests' },
-        { name: 'tasks', description: 'The Tasks extension: long work polled to completion' },
-        { name: 'meta', description: 'This document' }
-      ],
-      ...(oauth === undefined ? {} : {
-        components: {
-          securitySchemes: {
-            bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: `OAuth 2.1 access token; metadata: ${oauth.metadataUrl}` }
-          }
-        },
-        security: [{ bearer: [] }]
-      })
-    }
-  })
+  await fastify.register(admission, { ...opts, mcp, defaultVersion, oauth, authenticate: opts.authenticate, sessions: opts.sessions === true })
+  await fastify.register(errorShape, { metadataUrl })
+  await fastify.register(openapi, { serverInfo: mcp.serverInfo, oauth })
+  const allowed = await methodsAllowed(fastify)
+  await fastify.register(rateLimits, { store: mcp.store, limits: opts.rateLimit })
+  await fastify.register(idempotency, { store: mcp.store, ttlMs: opts.idempotencyTtlMs ?? 600_000, leaseMs: opts.idempotencyLeaseMs ?? 30_000 })
 
-  // Collect every method of every path so a wrong method is answered 405 with Allow, not 404.
-  const allowed = new Map<string, Set<string>>()
-  fastify.addHook('onRoute', (route) => {
-    // The JSON-RPC endpoint answers its own 405s, in the JSON-RPC envelope.
-    if (route.config?.mcpJsonRpc === true) return
-    const methods = Array.isArray(route.method) ? route.method : [route.method]
-    const url = route.url.slice(fastify.prefix.length)
-    const set = allowed.get(url) ?? new Set<string>()
-    for (const m of methods) set.add(m)
-    allowed.set(url, set)
-  })
-  await rateLimits(fastify, store, opts.rateLimit)
-  idempotentToolCalls(fastify, store, { ttlMs: opts.idempotencyTtlMs ?? 600_000, leaseMs: opts.idempotencyLeaseMs ?? 30_000 })
   await fastify.register(initializeRoutes)
   await fastify.register(discoverRoutes)
   await fastify.register(pingRoutes)
@@ -251,18 +124,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   if (opts.jsonRpc !== false) await fastify.register(mcpEndpoint, { ...opts.jsonRpc, defaultVersion, metadataUrl })
   await fastify.register(openapiRoutes)
   if (oauth !== undefined) await fastify.register(wellKnownRoutes, oauth.metadata)
-  await fastify.register(async (f: FastifyInstance) => {
-    for (const [url, set] of [...allowed]) {
-      const allow = [...set].sort()
-      const others = METHODS.filter((m) => !set.has(m))
-      f.route({
-        method: others,
-        url,
-        schema: { hide: true },
-        handler: (_request, reply) => sendError(reply, errors.methodNotAllowed(allow))
-      })
-    }
-  })
+  await allowed.answer()
 }
 
 export { McpError }

@@ -1,6 +1,6 @@
 import { errors, wireErrorOf } from '../errors.js'
 import type { CompleteBody, CompleteResult } from '../schema/completions.js'
-import { derive, type RequestContext } from './context.js'
+import type { CallContext } from './call-context.js'
 import type { Completer } from './definitions.js'
 import type { Registry } from './registry.js'
 import { finish } from './results.js'
@@ -8,7 +8,7 @@ import { finish } from './results.js'
 const MAX_VALUES = 100
 
 /** `completion/complete` for a prompt argument or a resource template variable. */
-export async function complete(registry: Registry, body: CompleteBody, ctx: RequestContext): Promise<CompleteResult> {
+export async function complete(registry: Registry, body: CompleteBody, ctx: CallContext): Promise<CompleteResult> {
   let completer: Completer | undefined
   if (body.ref.type === 'ref/prompt') {
     const prompt = registry.prompts.get(body.ref.name)
@@ -24,7 +24,8 @@ export async function complete(registry: Registry, body: CompleteBody, ctx: Requ
   let hasMore: boolean | undefined
   if (completer !== undefined) {
     try {
-      const out = await completer(body.argument.value, derive(ctx, { arguments: body.context?.arguments ?? {} }))
+      if (body.context?.arguments !== undefined) ctx.arguments = body.context.arguments
+      const out = await completer(body.argument.value, ctx)
       if (Array.isArray(out)) values = out as readonly string[]
       else ({ values, total, hasMore } = out as { values: readonly string[]; total?: number; hasMore?: boolean })
     } catch (err) {

@@ -60,17 +60,3 @@ export interface RequestContext {
    */
   readonly deliverRequest?: (id: string, request: { method: string; params?: Record<string, unknown> }) => void
 }
-
-/**
- * A context derived from `ctx` with some members added or replaced (a task's view of a request, a
- * stream's). The added members shadow `ctx`'s, getters such as `signal` too; everything else is read
- * from `ctx` when asked for, so lazy members stay lazy, and `ctx`'s methods see the replacements.
- * A Proxy rather than `Object.create(ctx)`: making each request's context a prototype cost ~8 µs
- * and a V8 map a call. Hot paths build plain classes instead (see `HandlerContext` in mrtr/run.ts).
- */
-export function derive<T extends object, P extends object>(ctx: T, props: P): T & P {
-  return new Proxy(props, {
-    get: (own, key) => (Object.hasOwn(own, key) ? own[key as keyof P] : ctx[key as keyof T]),
-    has: (own, key) => Object.hasOwn(own, key) || key in ctx
-  }) as T & P
-}

@@ -1,64 +1,33 @@
 import { errors } from '../errors.js'
-import type { Era } from '../protocol.js'
-import { SUPPORTED_VERSIONS, LATEST_LEGACY_VERSION, era as eraOf, isSupportedVersion, type ProtocolVersion } from '../protocol.js'
+import { answerRequest } from '../messaging/answers.js'
+import { queueOutlet } from '../messaging/notify.js'
+import { SUPPORTED_VERSIONS, LATEST_LEGACY_VERSION, era as eraOf, isSupportedVersion, type Era, type ProtocolVersion } from '../protocol.js'
 import type { Implementation } from '../schema/common.js'
 import type { CompleteBody, CompleteResult } from '../schema/completions.js'
-import type { DiscoverResult, InitializeBody, InitializeResult } from '../schema/lifecycle.js'
-import type { GetPromptBody } from '../schema/prompts.js'
-import type { CallToolBody } from '../schema/tools.js'
-import { complete } from './completions.js'
-import type { RequestContext } from './context.js'
+import type { DiscoverResult, InitializeBody, InitializeResult, LoggingLevel } from '../schema/lifecycle.js'
+import type { ClientNotifications } from '../schema/messaging.js'
+import type { GetPromptBody, GetPromptResponse } from '../schema/prompts.js'
+import type { ReadResourceResponse } from '../schema/resources.js'
+import type { CreateTaskResult, DetailedTask } from '../schema/tasks.js'
+import type { CallToolBody, CallToolResponse } from '../schema/tools.js'
 import type { RetryParams } from '../mrtr/run.js'
-import { StateSealer, type StateKey } from '../mrtr/seal.js'
+import { StateSealer } from '../mrtr/seal.js'
 import { MemoryStore } from '../store/memory.js'
-import type { ServerMessage, Store } from '../store/types.js'
-import { etagOf } from './etag.js'
-import { decodeCursor, encodeCursor } from './pagination.js'
+import type { ClientAnswer, NotificationGroup, QueuedRequest, ServerMessage, Store } from '../store/types.js'
+import { answerTask, cancelTask, findTask, requireTasks } from '../tasks/methods.js'
+import { detailedTask } from '../tasks/run.js'
+import type { CallContext, Outlet } from './call-context.js'
+import { Cancellations } from './cancellations.js'
+import { complete } from './completions.js'
+import { ListCache, type Representation } from './list-cache.js'
+import type { McpServerOptions } from './options.js'
 import { getPrompt } from './prompts.js'
 import { ListKind, Registry } from './registry.js'
-import { readResource } from './resources.js'
-import { finish, finishCacheable, type CacheHints } from './results.js'
+import { readResource, resourceNotFound } from './resources.js'
+import { finish, type CacheHints } from './results.js'
 import { callTool } from './tools.js'
 
-export interface McpServerOptions {
-  /** `serverInfo` of `/initialize` and `/discover`. */
-  name: string
-  version: string
-  title?: string
-  description?: string
-  /** Guidance for the model on how to use this server. */
-  instructions?: string
-  /** Items per page of every list (default 100). */
-  pageSize?: number
-  /** Cache hints of lists, reads and discover in 2026-07-28 (default `{ ttlMs: 0, cacheScope: 'private' }`). */
-  cacheHints?: Partial<CacheHints>
-  /**
-   * Keys that seal `requestState` (`kid:base64url-32-bytes,...`, the first seals; or parsed keys).
-   * Every instance behind one load balancer needs the same ring. Default: an ephemeral key.
-   */
-  stateKeys?: string | readonly StateKey[]
-  /** How long a client has to answer before its `requestState` expires (default 15 minutes). */
-  stateTtlMs?: number
-  /** Largest `requestState` accepted, in bytes (default 32 KiB). */
-  maxStateBytes?: number
-  /** Shared state: connections, queues, subscriptions (default: an in-memory {@link MemoryStore}). */
-  store?: Store
-  /** How long a legacy-era question waits on `/requests` for the client's answer (default 5 minutes). */
-  answerTimeoutMs?: number
-  /** The time a request may take before long work should return a resumable part (`ctx.deadline`; default 30 s). */
-  maxRequestMs?: number
-}
-
-/** A representation prepared once and served many times: the JSON text and its ETag. */
-export interface Representation {
-  readonly body: string
-  /**
-   * The body as UTF-8, when it is served many times (cached lists and discover): sent as is, where a
-   * string would be measured and encoded again on every request (a 200-tool list is ~90 KB).
-   */
-  readonly bytes?: Buffer
-  readonly etag: string
-}
+export type { McpServerOptions, Representation }
 
 const LIST_CHANGED: Record<ListKind, string> = {
   tools: 'notifications/tools/list_changed',
@@ -67,32 +36,38 @@ const LIST_CHANGED: Record<ListKind, string> = {
   templates: 'notifications/resources/list_changed'
 }
 
-const LIST_FIELD: Record<ListKind, string> = {
-  tools: 'tools',
-  prompts: 'prompts',
-  resources: 'resources',
-  templates: 'resourceTemplates'
+/** What `initialize` answers, and the session it opened (`issueSession`). */
+export interface Initialized {
+  result: InitializeResult & { protocolVersion: ProtocolVersion }
+  sessionId?: string
+}
+
+/** Task methods: `gate` refuses a client that did not declare the Tasks extension (-32021). */
+export interface TaskCallOptions {
+  gate: boolean
 }
 
 /**
- * The transport-independent MCP server: the catalogue (see {@link Registry}) and one method per MCP
- * request. The Pure HTTP routes and the JSON-RPC face both call these; neither holds protocol logic.
+ * The protocol core: the catalogue (see {@link Registry}) and one method per MCP step, the only way
+ * to the store. The faces (Pure HTTP routes in routes/, JSON-RPC in src/jsonrpc/) translate their
+ * wire into these calls and the results back; see docs/architecture.md.
  */
 export class McpServer extends Registry {
   readonly serverInfo: Implementation
   readonly instructions: string | undefined
   readonly pageSize: number
   readonly cacheHints: CacheHints
-  /** Seals and opens `requestState` (and later resume tokens). */
+  /** Seals and opens `requestState` and resume tokens. */
   readonly sealer: StateSealer
-  /** Where connections, queues and subscriptions live; replaceable until the server starts serving. */
+  /** Where connections, queues and tasks live; replaceable until the server starts serving. */
   store: Store
   readonly answerTimeoutMs: number
   readonly maxRequestMs: number
-  // Serialized list pages by list, era and offset, dropped when their list changes; discover by era.
-  // Nested maps, not one keyed by a string: a hit builds no key (lists are the most read answers).
-  readonly #pages = new Map<ListKind, Record<Era, Map<number, Representation>>>()
-  readonly #discover = new Map<Era, Representation>()
+  /** Running calls and tasks by owner and id, for notifications/cancelled and tasks/cancel on any instance. */
+  readonly cancellations: Cancellations
+  /** Notifications of a call queued on its connection (`GET /notifications`). */
+  readonly queue: Outlet
+  readonly #lists: ListCache
   readonly #clientListeners = new Set<(owner: string, notification: ServerMessage) => void>()
   // Changes made before serving (the catalogue being registered at boot) are not news to anyone.
   #serving = false
@@ -110,8 +85,11 @@ export class McpServer extends Registry {
     this.store = options.store ?? new MemoryStore()
     this.answerTimeoutMs = options.answerTimeoutMs ?? 300_000
     this.maxRequestMs = options.maxRequestMs ?? 30_000
+    this.cancellations = new Cancellations(() => this.store)
+    this.queue = queueOutlet(() => this.store)
+    this.#lists = new ListCache(this.pageSize, this.cacheHints)
     this.onChange((kind) => {
-      this.#pages.delete(kind)
+      this.#lists.drop(kind)
       // Every connection hears that a list changed; a failing store must not fail the registration.
       // Not before serving: an instance booting on a shared store would tell every client of the
       // others that their lists changed each time it starts.
@@ -136,66 +114,143 @@ export class McpServer extends Registry {
     }
   }
 
-  /** `initialize`: the requested version when supported, else the newest legacy one. */
-  initialize(body: InitializeBody): InitializeResult & { protocolVersion: ProtocolVersion } {
-    const protocolVersion = isSupportedVersion(body.protocolVersion) ? body.protocolVersion : LATEST_LEGACY_VERSION
-    const result: InitializeResult & { protocolVersion: ProtocolVersion } = {
-      protocolVersion,
-      capabilities: this.capabilities(),
-      serverInfo: this.serverInfo
-    }
+  // ---- lifecycle ----
+
+  /**
+   * `initialize`: the requested version when supported (`legacyOnly`: a legacy one), else the newest
+   * legacy one; a legacy client's capabilities are kept for its connection. `issueSession` opens a
+   * session (Mcp-Session-Id), which is then the connection.
+   */
+  async initialize(body: InitializeBody, ctx: CallContext, options: { issueSession?: boolean; legacyOnly?: boolean } = {}): Promise<Initialized> {
+    const asked = isSupportedVersion(body.protocolVersion) && !(options.legacyOnly === true && eraOf(body.protocolVersion) === 'modern')
+    const protocolVersion = asked ? (body.protocolVersion as ProtocolVersion) : LATEST_LEGACY_VERSION
+    const result: Initialized['result'] = { protocolVersion, capabilities: this.capabilities(), serverInfo: this.serverInfo }
     if (this.instructions !== undefined) result.instructions = this.instructions
-    return finish(eraOf(protocolVersion), result)
+    const out: Initialized = { result: finish(eraOf(protocolVersion), result) }
+    let owner = ctx.principal.id
+    if (options.issueSession === true) {
+      out.sessionId = await this.store.createSession()
+      owner = `session:${out.sessionId}`
+    }
+    if (eraOf(protocolVersion) === 'legacy') {
+      await this.store.setLegacyClient(owner, { protocolVersion, capabilities: body.capabilities, clientInfo: body.clientInfo })
+    }
+    return out
+  }
+
+  /** Whether `Mcp-Session-Id` names a live session. */
+  hasSession(id: string): Promise<boolean> {
+    return this.store.hasSession(id)
+  }
+
+  /** The capabilities a legacy-era client declared in `initialize` for its connection. */
+  async legacyCapabilities(owner: string): Promise<Record<string, unknown> | undefined> {
+    return (await this.store.getLegacyClient(owner))?.capabilities
   }
 
   /** `server/discover`, serialized once per era. */
   discover(era: Era): Representation {
-    const cached = this.#discover.get(era)
-    if (cached !== undefined) return cached
-    const result: DiscoverResult = {
-      supportedVersions: [...SUPPORTED_VERSIONS],
-      capabilities: this.capabilities(),
-      serverInfo: this.serverInfo
-    }
-    if (this.instructions !== undefined) result.instructions = this.instructions
-    // 2026-07-28 identifies the server in the result's _meta (the body field is the older form).
-    if (era === 'modern') result._meta = { 'io.modelcontextprotocol/serverInfo': this.serverInfo }
-    const rep = represent(finishCacheable(era, result, this.cacheHints))
-    this.#discover.set(era, rep)
-    return rep
+    return this.#lists.discover(era, () => {
+      const result: DiscoverResult = { supportedVersions: [...SUPPORTED_VERSIONS], capabilities: this.capabilities(), serverInfo: this.serverInfo }
+      if (this.instructions !== undefined) result.instructions = this.instructions
+      // 2026-07-28 identifies the server in the result's _meta (the body field is the older form).
+      if (era === 'modern') result._meta = { 'io.modelcontextprotocol/serverInfo': this.serverInfo }
+      return result
+    })
   }
+
+  /** `logging/setLevel` (legacy era): the lowest level of log messages this connection gets. */
+  setLogLevel(ctx: CallContext, level: LoggingLevel): Promise<void> {
+    return this.store.setLogLevel(ctx.principal.id, level)
+  }
+
+  // ---- the catalogue ----
 
   /** One page of a list, serialized once per (list, era, page) until the list changes. */
   list(kind: ListKind, cursor: string | undefined, era: Era): Representation {
-    const offset = decodeCursor(kind, cursor)
-    let eras = this.#pages.get(kind)
-    if (eras === undefined) this.#pages.set(kind, (eras = { legacy: new Map(), modern: new Map() }))
-    const cached = eras[era].get(offset)
-    if (cached !== undefined) return cached
-    const all = [...this[kind].values()]
-    if (offset > all.length) throw errors.invalidParams('Invalid cursor')
-    const end = offset + this.pageSize
-    const result: Record<string, unknown> = { [LIST_FIELD[kind]]: all.slice(offset, end).map((e) => e.definition) }
-    if (end < all.length) result.nextCursor = encodeCursor(kind, end)
-    const rep = represent(finishCacheable(era, result, this.cacheHints))
-    eras[era].set(offset, rep)
-    return rep
+    return this.#lists.page(kind, cursor, era, () => [...this[kind].values()].map((e) => e.definition))
   }
 
-  callTool(name: string, body: CallToolBody, ctx: RequestContext): Promise<Record<string, unknown>> {
-    return callTool(this, name, body, ctx)
+  /** `tools/call`: the result, `input_required`, or the task it started (`resultType: 'task'`). */
+  async callTool(name: string, body: CallToolBody, ctx: CallContext): Promise<CallToolResponse | CreateTaskResult> {
+    return (await callTool(this, name, body, ctx)) as CallToolResponse | CreateTaskResult
   }
 
-  getPrompt(name: string, body: GetPromptBody, ctx: RequestContext): Promise<Record<string, unknown>> {
-    return getPrompt(this, name, body, ctx)
+  async getPrompt(name: string, body: GetPromptBody, ctx: CallContext): Promise<GetPromptResponse> {
+    return (await getPrompt(this, name, body, ctx)) as GetPromptResponse
   }
 
-  readResource(uri: string, params: RetryParams, ctx: RequestContext): Promise<Record<string, unknown>> {
-    return readResource(this, uri, params, ctx)
+  async readResource(uri: string, params: RetryParams, ctx: CallContext): Promise<ReadResourceResponse> {
+    return (await readResource(this, uri, params, ctx)) as ReadResourceResponse
   }
 
-  complete(body: CompleteBody, ctx: RequestContext): Promise<CompleteResult> {
+  complete(body: CompleteBody, ctx: CallContext): Promise<CompleteResult> {
     return complete(this, body, ctx)
+  }
+
+  /** Whether `uri` names a resource or matches a template (what may be subscribed to). */
+  isKnownResource(uri: string): boolean {
+    return this.resources.has(uri) || [...this.templates.values()].some((t) => t.template.match(uri) !== undefined)
+  }
+
+  /** `resources/subscribe`: 404 for a resource this server does not have. */
+  async subscribe(ctx: CallContext, uri: string): Promise<void> {
+    if (!this.isKnownResource(uri)) throw resourceNotFound(uri, ctx)
+    await this.store.subscribe(ctx.principal.id, uri)
+  }
+
+  async unsubscribe(ctx: CallContext, uri: string): Promise<void> {
+    await this.store.unsubscribe(ctx.principal.id, uri)
+  }
+
+  // ---- messages to and from the client ----
+
+  /** The connection's current group of notifications, the same until acknowledged; undefined when none. */
+  takeNotifications(owner: string): Promise<NotificationGroup | undefined> {
+    return this.store.takeNotifications(owner)
+  }
+
+  /** Acknowledge a group handed out by {@link takeNotifications}; 404 when it is not the current one. */
+  async acknowledge(owner: string, groupId: string): Promise<void> {
+    if (!(await this.store.ackNotifications(owner, groupId))) throw errors.notFound(`Unknown message group: ${groupId.slice(0, 128)}`)
+  }
+
+  /** The client's notifications: cancellation aborts the request it names; the rest go to the listeners. */
+  async receive(owner: string, notifications: ClientNotifications): Promise<void> {
+    for (const n of notifications) {
+      if (n.method === 'notifications/cancelled') {
+        const id = n.params?.requestId
+        if (typeof id !== 'string' && typeof id !== 'number') throw errors.invalidParams('notifications/cancelled needs params.requestId')
+        await this.cancel(owner, String(id), n.params?.reason)
+      } else {
+        // initialized, roots/list_changed and anything newer.
+        for (const l of this.#clientListeners) l(owner, n)
+      }
+    }
+  }
+
+  /** Abort the running request `requestId` of `owner`, on whichever instance runs it. */
+  cancel(owner: string, requestId: string, reason: unknown): Promise<void> {
+    return this.store.publishCancel(owner, requestId, typeof reason === 'string' ? reason.slice(0, 256) : undefined)
+  }
+
+  /** Hand out the connection's oldest waiting server-to-client request (legacy era), or undefined. */
+  takeRequest(owner: string): Promise<QueuedRequest | undefined> {
+    return this.store.claimRequest(owner)
+  }
+
+  /** The client's answer to a server-to-client request, checked against the question. */
+  answer(owner: string, id: string, answer: ClientAnswer): Promise<void> {
+    return answerRequest(this.store, owner, id, answer)
+  }
+
+  /**
+   * Hear the client's notifications other than cancellation (notifications/initialized,
+   * notifications/roots/list_changed, ...), with the connection they came from.
+   */
+  onClientNotification(listener: (owner: string, notification: ServerMessage) => void): () => void {
+    this.#clientListeners.add(listener)
+    return () => this.#clientListeners.delete(listener)
   }
 
   /**
@@ -210,31 +265,28 @@ export class McpServer extends Registry {
     }
   }
 
-  /**
-   * Hear `resourceUpdated` calls made on any instance sharing the store (through it: call this once
-   * the store is final, as the transports do per stream); returns the function that stops listening.
-   */
+  /** Hear `resourceUpdated` calls made on any instance sharing the store; returns the function that stops. */
   onResourceUpdated(listener: (uri: string) => void): () => void {
     return this.store.onResourceUpdated(listener)
   }
 
-  /**
-   * Hear the client's notifications other than cancellation (notifications/initialized,
-   * notifications/roots/list_changed, ...), with the connection they came from.
-   */
-  onClientNotification(listener: (owner: string, notification: ServerMessage) => void): () => void {
-    this.#clientListeners.add(listener)
-    return () => this.#clientListeners.delete(listener)
+  // ---- tasks ----
+
+  /** `tasks/get`: the task with its result, error or input requests; 404 when unknown or another's. */
+  async getTask(ctx: CallContext, taskId: string, options: TaskCallOptions): Promise<DetailedTask> {
+    if (options.gate) requireTasks(ctx)
+    return { resultType: 'complete', ...detailedTask(await findTask(this.store, ctx.principal.id, taskId)) } as DetailedTask
   }
 
-  /** @internal Called by the transports for each client notification. */
-  clientNotified(owner: string, notification: ServerMessage): void {
-    for (const l of this.#clientListeners) l(owner, notification)
+  /** `tasks/update`: answers to the task's outstanding input requests. */
+  async updateTask(ctx: CallContext, taskId: string, inputResponses: Record<string, Record<string, unknown>>, options: TaskCallOptions): Promise<void> {
+    if (options.gate) requireTasks(ctx)
+    await answerTask(this.store, ctx.principal.id, taskId, inputResponses)
   }
-}
 
-/** A result served many times, serialized once: its text, its bytes and its ETag. */
-function represent(result: object): Representation {
-  const body = JSON.stringify(result)
-  return { body, bytes: Buffer.from(body), etag: etagOf(body) }
+  /** `tasks/cancel`: cooperative, idempotent. */
+  async cancelTask(ctx: CallContext, taskId: string, options: TaskCallOptions): Promise<void> {
+    if (options.gate) requireTasks(ctx)
+    await cancelTask(this.store, ctx.principal.id, taskId)
+  }
 }

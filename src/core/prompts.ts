@@ -2,6 +2,7 @@ import { ConfigurationError, McpError, errors, wireErrorOf } from '../errors.js'
 import { runRound } from '../mrtr/run.js'
 import { LazyTarget } from '../mrtr/seal.js'
 import type { GetPromptBody } from '../schema/prompts.js'
+import type { CallContext } from './call-context.js'
 import type { RequestContext } from './context.js'
 import type { McpServer } from './mcp-server.js'
 import { finish } from './results.js'
@@ -11,7 +12,7 @@ export async function getPrompt(
   server: McpServer,
   name: string,
   body: GetPromptBody,
-  ctx: RequestContext
+  ctx: CallContext
 ): Promise<Record<string, unknown>> {
   const entry = server.prompts.get(name)
   if (entry === undefined) throw errors.notFound(`Unknown prompt: ${name}`)

@@ -1,6 +1,6 @@
 import { ErrorCode, McpError, errors } from '../errors.js'
 import { runRound, type RetryParams } from '../mrtr/run.js'
-import { derive, type RequestContext } from './context.js'
+import type { CallContext } from './call-context.js'
 import { RESUME, finishResumable, isResumable } from '../mrtr/resume.js'
 import { openResume } from '../mrtr/resume.js'
 import type { McpServer } from './mcp-server.js'
@@ -15,7 +15,7 @@ export async function readResource(
   server: McpServer,
   uri: string,
   params: RetryParams,
-  ctx: RequestContext
+  ctx: CallContext
 ): Promise<Record<string, unknown>> {
   const exact = server.resources.get(uri)
   let found
@@ -37,7 +37,8 @@ export async function readResource(
   const resumed = openResume(server.sealer, binding, ctx)
   let round
   try {
-    round = await runRound(server, entry.mrtr, binding, vars, params, resumed === undefined ? ctx : derive(ctx, { resumed }), async (c) => call(c))
+    ctx.resumed = resumed
+    round = await runRound(server, entry.mrtr, binding, vars, params, ctx, async (c) => call(c))
   } catch (err) {
     throw handlerFailure(err, ctx, { uri })
   }

@@ -3,7 +3,8 @@ import { runRound } from '../mrtr/run.js'
 import { LazyTarget } from '../mrtr/seal.js'
 import type { ContentBlock } from '../schema/content.js'
 import type { CallToolBody } from '../schema/tools.js'
-import { derive, type RequestContext } from './context.js'
+import type { CallContext } from './call-context.js'
+import type { RequestContext } from './context.js'
 import { RESUME, finishResumable, isResumable, openResume } from '../mrtr/resume.js'
 import type { McpServer } from './mcp-server.js'
 import type { ToolReturn } from './definitions.js'
@@ -23,7 +24,7 @@ export async function callTool(
   server: McpServer,
   name: string,
   body: CallToolBody,
-  ctx: RequestContext
+  ctx: CallContext
 ): Promise<Record<string, unknown>> {
   const entry = server.tools.get(name)
   if (entry === undefined) throw errors.notFound(`Unknown tool: ${name}`)
@@ -45,6 +46,7 @@ export async function callTool(
   }
   const binding = new LazyTarget('tools/call', name, args)
   const resumed = openResume(server.sealer, binding, ctx)
+  ctx.resumed = resumed
   let round
   try {
     round = await runRound(
@@ -53,7 +55,7 @@ export async function callTool(
       binding,
       args,
       body,
-      resumed === undefined ? ctx : derive(ctx, { resumed }),
+      ctx,
       async (c) => {
         if (!takes) return entry.handler(args, c)
         // Any multi round-trip exchange (resolvers) is over by now; the work goes on as a task.
@@ -62,7 +64,7 @@ export async function callTool(
           pollIntervalMs: entry.task.pollIntervalMs,
           notify: body.task?.notify === true
         }
-        const started = await startTask(server.store, c, options, async (tc) => entry.handler(args, tc), (out) =>
+        const started = await startTask(server, c, options, async (tc) => entry.handler(args, tc), (out) =>
           toolResult(entry, name, out as ToolReturn<unknown>, c)
         )
         return { [STARTED]: started }

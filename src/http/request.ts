@@ -1,42 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Principal } from '../core/context.js'
-import type { RequestContext } from '../core/context.js'
-import type { McpServer } from '../core/mcp-server.js'
+import { CallContext, type CallInit, type Outlet } from '../core/call-context.js'
 import { errors } from '../errors.js'
 import { Header, decodeJsonHeader, isPlainObject } from '../headers.js'
 import { MetaKey, era as eraOf, isSupportedVersion, SUPPORTED_VERSIONS, type Era, type ProtocolVersion } from '../protocol.js'
 import type { Meta } from '../schema/common.js'
 import type { InputResponses } from '../schema/mrtr.js'
-import type { Store } from '../store/types.js'
-import type { LoggingLevel } from '../schema/lifecycle.js'
-import { sendLog, sendProgress } from '../messaging/notify.js'
 import { wantsStream } from './stream.js'
-
-/** What the MCP hooks learn about a request before its route runs. */
-export interface McpRequestState {
-  requestId: string
-  version: ProtocolVersion
-  era: Era
-  /** True when the version came from the header (else the server default). */
-  versionFromHeader: boolean
-  principal: Principal
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    mcpState: McpRequestState
-  }
-  interface FastifyInstance {
-    mcp: McpServer
-    mcpStore: Store
-    /** In-flight requests that run handlers, by `owner\0requestId`, for notifications/cancelled. */
-    mcpInflight: Map<string, Abortable>
-    /** Where the MCP routes are mounted ('' at the root), for links such as Location. */
-    mcpPrefix: string
-    /** Whether /initialize issues Mcp-Session-Id (no authentication, `sessions: true`). */
-    mcpSessions: boolean
-  }
-}
 
 /** Parameters of a request that may be a retry (tools/call, prompts/get, resources/read). */
 export interface RetryParams {
@@ -73,14 +42,6 @@ export function paramsFromHeaders(request: FastifyRequest): RetryParams {
   return params
 }
 
-/** What notifications/cancelled aborts: a running request. */
-export interface Abortable {
-  abort(reason: Error): void
-}
-
-const kController = Symbol('mcp.abortController')
-const kGetController = Symbol('mcp.getAbortController')
-
 /**
  * The parameters of a POST that may be a retry: the body, plus `Mcp-Meta`, `Mcp-Input-Responses` and
  * `Mcp-Request-State` headers when sent (never ignored; 400 when the body carries the same one).
@@ -98,72 +59,23 @@ export function paramsFromPost<B extends RetryParams>(request: FastifyRequest, b
   return merged
 }
 
-class HttpRequestContext implements RequestContext, Abortable {
-  // No #private members here: a derived context (see derive()) calls these methods through a Proxy,
-  // and private members are not reachable through it.
-  [kController]: AbortController | undefined
-  constructor(
-    readonly requestId: string,
-    readonly protocolVersion: ProtocolVersion,
-    readonly era: Era,
-    readonly meta: Meta | undefined,
-    readonly clientCapabilities: Readonly<Record<string, unknown>> | undefined,
-    readonly principal: Principal,
-    readonly log: FastifyRequest['log'],
-    readonly reply: FastifyReply,
-    readonly store: Store,
-    readonly deadline: number
-  ) {}
+/**
+ * Let `notifications/cancelled` naming this call abort it, until its response ends.
+ */
+export function cancellable(ctx: CallContext, reply: FastifyReply): CallContext {
+  const release = reply.server.mcp.cancellations.track(ctx.principal.id, ctx.requestId, ctx)
+  reply.raw.once('close', release)
+  return ctx
+}
 
-  // Created on first use (an AbortController and its close listener are not free, and most handlers
-  // never look), or by a cancellation that arrives first.
-  get signal(): AbortSignal {
-    return this[kGetController]().signal
-  }
-
-  progress(progress: number, total?: number, message?: string): Promise<void> {
-    return sendProgress(this.store, this, progress, total, message)
-  }
-
-  sendLog(level: LoggingLevel, data: unknown, logger?: string): Promise<void> {
-    return sendLog(this.store, this, level, data, logger)
-  }
-
-  /** Register this request so that `notifications/cancelled` naming its id aborts it, until it ends. */
-  cancellable(inflight: Map<string, Abortable>): this {
-    const key = `${this.principal.id}\0${this.requestId}`
-    inflight.set(key, this)
-    this.reply.raw.once('close', () => inflight.delete(key))
-    return this
-  }
-
-  /**
-   * {@link cancellable} for a Pure HTTP route, when the client can name this request: it sent its
-   * `Mcp-Request-Id`, or reads the answer as a stream, whose headers carry the generated id before the
-   * end. Any other client learns the id with the answer, too late to cancel anything.
-   */
-  cancellableByClient(inflight: Map<string, Abortable>): this {
-    const request = this.reply.request
-    return request.headers[Header.requestId] !== undefined || wantsStream(request) ? this.cancellable(inflight) : this
-  }
-
-  /** Abort the request (notifications/cancelled); a signal read later is already aborted. */
-  abort(reason: Error): void {
-    this[kGetController]().abort(reason)
-  }
-
-  [kGetController](): AbortController {
-    if (this[kController] === undefined) {
-      const controller = (this[kController] = new AbortController())
-      const res = this.reply.raw
-      const abort = () => controller.abort(new Error('The client closed the connection'))
-      // Gone before we looked: a race between the client and this request that no test provokes.
-      /* c8 ignore next */
-      if (res.destroyed && !res.writableFinished) abort()
-      else res.once('close', () => res.writableFinished || abort())
-    }
-    return this[kController]
-  }
+/**
+ * {@link cancellable} for a Pure HTTP route, when the client can name this request: it sent its
+ * `Mcp-Request-Id`, or reads the answer as a stream, whose headers carry the generated id before the
+ * end. Any other client learns the id with the answer, too late to cancel anything.
+ */
+export function cancellableByClient(ctx: CallContext, reply: FastifyReply): CallContext {
+  const request = reply.request
+  return request.headers[Header.requestId] !== undefined || wantsStream(request) ? cancellable(ctx, reply) : ctx
 }
 
 /**
@@ -171,8 +83,8 @@ class HttpRequestContext implements RequestContext, Abortable {
  * carries the client's capabilities; a version there that contradicts the header is 400 -32020.
  * In the legacy era the capabilities are those its `initialize` declared for the connection.
  */
-export async function createContext(request: FastifyRequest, reply: FastifyReply, params?: RetryParams): Promise<HttpRequestContext> {
-  return contextOf(request, reply, params)
+export async function createContext(request: FastifyRequest, reply: FastifyReply, params?: RetryParams, outlet?: Outlet): Promise<CallContext> {
+  return contextOf(request, reply, params, outlet)
 }
 
 /**
@@ -182,8 +94,9 @@ export async function createContext(request: FastifyRequest, reply: FastifyReply
 export function contextOf(
   request: FastifyRequest,
   reply: FastifyReply,
-  params: RetryParams = {}
-): HttpRequestContext | Promise<HttpRequestContext> {
+  params: RetryParams = {},
+  outlet: Outlet = request.server.mcp.queue
+): CallContext | Promise<CallContext> {
   const state = request.mcpState
   let meta = params._meta
   if (request.method === 'POST' && request.headers[Header.meta] !== undefined && (meta === undefined || !FROM_HEADER.has(meta))) {
@@ -210,36 +123,45 @@ export function contextOf(
   }
   if (era !== 'modern') {
     const legacy = era
-    return request.server.mcpStore
-      .getLegacyClient(state.principal.id)
-      .then((client) => newContext(request, reply, version, legacy, meta, client?.capabilities))
+    return request.server.mcp
+      .legacyCapabilities(state.principal.id)
+      .then((caps) => newContext(request, reply, version, legacy, meta, caps, outlet))
   }
   const declared = meta?.[MetaKey.clientCapabilities]
   if (declared !== undefined && !isPlainObject(declared)) {
     throw errors.invalidParams(`_meta["${MetaKey.clientCapabilities}"] must be an object`)
   }
-  return newContext(request, reply, version, era, meta, declared)
+  return newContext(request, reply, version, era, meta, declared, outlet)
 }
 
 function newContext(
   request: FastifyRequest,
   reply: FastifyReply,
-  version: ProtocolVersion,
+  protocolVersion: ProtocolVersion,
   era: Era,
   meta: Meta | undefined,
-  caps: Record<string, unknown> | undefined
-): HttpRequestContext {
+  clientCapabilities: Record<string, unknown> | undefined,
+  outlet: Outlet
+): CallContext {
   const state = request.mcpState
-  return new HttpRequestContext(
-    state.requestId,
-    version,
+  const res = reply.raw
+  const init: CallInit = {
+    requestId: state.requestId,
+    protocolVersion,
     era,
     meta,
-    caps,
-    state.principal,
-    request.log,
-    reply,
-    request.server.mcp.store,
-    Date.now() + request.server.mcp.maxRequestMs
-  )
+    clientCapabilities,
+    principal: state.principal,
+    log: request.log,
+    deadline: Date.now() + request.server.mcp.maxRequestMs,
+    // The signal aborts when the client goes away before the answer is written.
+    watch: (abort) => {
+      const gone = () => abort(new Error('The client closed the connection'))
+      // Gone before we looked: a race between the client and this request that no test provokes.
+      /* c8 ignore next */
+      if (res.destroyed && !res.writableFinished) gone()
+      else res.once('close', () => res.writableFinished || gone())
+    }
+  }
+  return new CallContext(init, outlet)
 }

@@ -1,8 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { derive, type RequestContext } from '../core/context.js'
+import { metaProgressToken, type CallContext } from '../core/call-context.js'
 import { toMcpError } from './errors.js'
 import { MetaKey } from '../protocol.js'
-import { LoggingLevels, type LoggingLevel } from '../schema/lifecycle.js'
 
 /** Whether the client asked for the result as a stream (`Accept: text/event-stream`). */
 export function wantsStream(request: FastifyRequest): boolean {
@@ -14,11 +13,11 @@ export function wantsStream(request: FastifyRequest): boolean {
  * events while it runs, then one `result` event (or `error`) and the end of the stream. The
  * handler's ctx.progress and ctx.sendLog write to the stream instead of the connection's queue.
  */
-export async function streamResult(
+export async function streamResult<R>(
   request: FastifyRequest,
   reply: FastifyReply,
-  ctx: RequestContext,
-  run: (ctx: RequestContext) => Promise<Record<string, unknown>>
+  ctx: CallContext,
+  run: (ctx: CallContext) => Promise<R>
 ): Promise<void> {
   const res = reply.raw
   reply.hijack()
@@ -30,24 +29,15 @@ export async function streamResult(
   const send = (event: string, data: unknown) => {
     if (!res.writableEnded) res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
   }
-  const token = ctx.meta?.[MetaKey.progressToken] ?? ctx.requestId
-  const floor = ctx.meta?.[MetaKey.logLevel]
-  const streamed = derive(ctx, {
-    progress: async (progress: number, total?: number, message?: string) => {
-      const params: Record<string, unknown> = { progressToken: token, progress }
-      if (total !== undefined) params.total = total
-      if (message !== undefined) params.message = message
-      send('notification', { method: 'notifications/progress', params })
-    },
+  ctx.outlet = {
+    // A streamed call always gets its progress: under its progressToken, else its request id.
+    progressToken: (c) => metaProgressToken(c) ?? c.requestId,
     // On a stream the request says its level in _meta (any era); without one, no log messages.
-    sendLog: async (level: LoggingLevel, data: unknown, logger?: string) => {
-      const min = typeof floor === 'string' ? LoggingLevels.indexOf(floor as LoggingLevel) : -1
-      if (min === -1 || LoggingLevels.indexOf(level) < min) return
-      send('notification', { method: 'notifications/message', params: logger === undefined ? { level, data } : { level, data, logger } })
-    }
-  })
+    logFloor: (c) => c.meta?.[MetaKey.logLevel],
+    send: (_c, message) => send('notification', message)
+  }
   try {
-    send('result', await run(streamed))
+    send('result', await run(ctx))
   } catch (err) {
     send('error', toMcpError(err, request).toJSON())
   }

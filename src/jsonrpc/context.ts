@@ -1,7 +1,5 @@
-import { derive, type RequestContext } from '../core/context.js'
+import { metaProgressToken, type CallContext, type Outlet } from '../core/call-context.js'
 import { ErrorCode, McpError } from '../errors.js'
-import { MetaKey } from '../protocol.js'
-import { LoggingLevels, type LoggingLevel } from '../schema/lifecycle.js'
 import type { RequestId } from './message.js'
 import type { ResponseStream } from './stream.js'
 
@@ -17,47 +15,38 @@ const ASKING_AND_TASKS = new Set([...ASKING, ...NATIVE_TASKS])
 export const cancelKey = (id: RequestId): string => `jsonrpc:${JSON.stringify(id)}`
 
 /**
- * The core's context for a JSON-RPC request. Its notifications go on the request's own response,
- * which becomes an SSE stream when the first is sent: progress when the request carries a
- * `progressToken`, log messages at or above the level the client asked for (`floor`: the request's
- * `_meta` level in 2026-07-28, the connection's `logging/setLevel` before). Never to the connection's
- * queue: `GET /notifications` is the Pure HTTP binding's.
+ * Where a JSON-RPC request's notifications go: on the request's own response, which becomes an SSE
+ * stream when the first is sent; progress when the request carries a `progressToken`, log messages at
+ * or above the level the client asked for (the request's `_meta` level in 2026-07-28, the
+ * connection's `logging/setLevel` before). Never to the connection's queue: `GET /notifications` is
+ * the Pure HTTP binding's.
  *
  * In the legacy era a handler's questions (elicitation, sampling, roots) go out on that stream too,
  * as JSON-RPC requests whose ids are their `/requests` queue ids; the client answers each with a
- * POST of its own, which completes it through the store (see `answerRequest`). A client that does
- * not accept `text/event-stream` cannot be asked: the capabilities to answer are withheld from it, so
- * a handler that asks fails at once with -32021 (see {@link explainAsk}) instead of waiting on the
- * `/requests` queue for an answer that cannot come.
+ * POST of its own, which completes it through the store (see `answerRequest`).
  */
-export function jsonRpcContext(ctx: RequestContext, stream: ResponseStream, floor: unknown): RequestContext {
-  const token = ctx.meta?.[MetaKey.progressToken]
-  const min = typeof floor === 'string' ? LoggingLevels.indexOf(floor as LoggingLevel) : -1
-  const overrides: { -readonly [K in keyof RequestContext]?: RequestContext[K] } = {
-    progress: async (progress: number, total?: number, message?: string) => {
-      if (typeof token !== 'string' && typeof token !== 'number') return
-      const params: Record<string, unknown> = { progressToken: token, progress }
-      if (total !== undefined) params.total = total
-      if (message !== undefined) params.message = message
-      stream.notify({ method: 'notifications/progress', params })
-    },
-    sendLog: async (level: LoggingLevel, data: unknown, logger?: string) => {
-      if (min < 0 || LoggingLevels.indexOf(level) < min) return
-      stream.notify({ method: 'notifications/message', params: logger === undefined ? { level, data } : { level, data, logger } })
-    }
+export function rpcOutlet(stream: ResponseStream, queue: Outlet): Outlet {
+  return {
+    progressToken: metaProgressToken,
+    logFloor: queue.logFloor,
+    send: (_ctx, message) => stream.notify(message),
+    deliverRequest: stream.accepted ? (id, request) => stream.request(id, request) : undefined
   }
-  if (ctx.era === 'legacy') {
-    if (stream.accepted) overrides.deliverRequest = (id: string, request: { method: string; params?: Record<string, unknown> }) => stream.request(id, request)
-    const caps = ctx.clientCapabilities
-    // 2025-11-25's own `tasks` capability asks for its nested, client-requested tasks, which this face
-    // does not speak: only a client that declared the Tasks extension gets (extension) tasks.
-    const hidden = stream.accepted ? NATIVE_TASKS : ASKING_AND_TASKS
-    if (caps !== undefined) overrides.clientCapabilities = Object.fromEntries(Object.entries(caps).filter(([k]) => !hidden.has(k)))
-  }
-  // derive(), not Object.create(ctx): the request's lazy members (its AbortController) must stay the
-  // request's own, so that notifications/cancelled, which aborts the registered context, reaches
-  // the signal the handler reads.
-  return derive(ctx, overrides)
+}
+
+/**
+ * A legacy-era client that does not accept `text/event-stream` cannot be asked: the capabilities to
+ * answer are withheld from it, so a handler that asks fails at once with -32021 (see
+ * {@link explainAsk}) instead of waiting on the `/requests` queue for an answer that cannot come.
+ * 2025-11-25's own `tasks` capability asks for its nested, client-requested tasks, which this face
+ * does not speak: only a client that declared the Tasks extension gets (extension) tasks.
+ */
+export function narrowCapabilities(ctx: CallContext, stream: ResponseStream): CallContext {
+  const caps = ctx.clientCapabilities
+  if (ctx.era !== 'legacy' || caps === undefined) return ctx
+  const hidden = stream.accepted ? NATIVE_TASKS : ASKING_AND_TASKS
+  ctx.clientCapabilities = Object.fromEntries(Object.entries(caps).filter(([k]) => !hidden.has(k)))
+  return ctx
 }
 
 /** A legacy-era -32021 for asking says why a client without SSE, which may well have declared the capability, is not asked. */

@@ -1,6 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
 import type { OutgoingHttpHeaders } from 'node:http'
-import type { McpServer } from '../core/mcp-server.js'
 import type { ListKind } from '../core/registry.js'
 import { MetaSchema } from '../schema/common.js'
 import { STREAMED, type RequestId } from './message.js'
@@ -47,7 +46,7 @@ export class ListenStreams {
     const agreed: Partial<Record<Flag, true>> & { resourceSubscriptions?: string[] } = {}
     for (const [flag] of Object.values(CHANGE)) if (filter[flag] === true) agreed[flag] = true
     // Only URIs this server serves are honoured; the acknowledgement tells the client which.
-    const watched = new Set(filter.resourceSubscriptions?.filter((uri) => isKnownResource(mcp, uri)))
+    const watched = new Set(filter.resourceSubscriptions?.filter((uri) => mcp.isKnownResource(uri)))
     if (filter.resourceSubscriptions !== undefined) agreed.resourceSubscriptions = [...watched]
     const meta = { [SUBSCRIPTION_ID]: id }
     reply.hijack()
@@ -101,11 +100,6 @@ export class ListenStreams {
   closeAll(): void {
     for (const close of [...this.#open]) close()
   }
-}
-
-/** A URI that `resources/read` would serve: a listed resource, or one a template matches. */
-export function isKnownResource(mcp: McpServer, uri: string): boolean {
-  return mcp.resources.has(uri) || [...mcp.templates.values()].some((t) => t.template.match(uri) !== undefined)
 }
 
 function graceful(id: RequestId, meta: Record<string, RequestId>): object {

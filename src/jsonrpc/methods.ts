@@ -1,13 +1,12 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import type { ValidateFunction } from 'ajv'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { RequestContext } from '../core/context.js'
+import type { CallContext } from '../core/call-context.js'
 import { ListKind } from '../core/registry.js'
-import { resourceNotFound } from '../core/resources.js'
 import { createValidator, describeErrors } from '../core/validation.js'
 import { errors } from '../errors.js'
 import { Header } from '../headers.js'
-import { LATEST_LEGACY_VERSION, era as eraOf, isSupportedVersion, type Era } from '../protocol.js'
+import type { Era } from '../protocol.js'
 import { MetaSchema } from '../schema/common.js'
 import { CompleteBodySchema } from '../schema/completions.js'
 import { InitializeBodySchema, SetLevelBodySchema } from '../schema/lifecycle.js'
@@ -15,10 +14,8 @@ import { GetPromptBodySchema } from '../schema/prompts.js'
 import { ReadResourceBodySchema, SubscribeBodySchema } from '../schema/resources.js'
 import { UpdateTaskBodySchema } from '../schema/tasks.js'
 import { CallToolBodySchema } from '../schema/tools.js'
-import { answerTask, cancelTask, findTask, requireTasks } from '../tasks/methods.js'
-import { detailedTask } from '../tasks/run.js'
 import { checkParamHeaders } from './headers.js'
-import { ListenParamsSchema, isKnownResource, type ListenStreams } from './listen.js'
+import { ListenParamsSchema, type ListenStreams } from './listen.js'
 import type { RequestId, STREAMED } from './message.js'
 
 /** What a method gets from the face besides its params. */
@@ -29,7 +26,7 @@ export interface Call {
   readonly era: Era
   readonly streams: ListenStreams
   /** The core's context of this request, built the way the Pure HTTP routes build it. */
-  context(): Promise<RequestContext>
+  context(): Promise<CallContext>
 }
 
 /** A result object, the JSON text of one (cached list pages and discover), or {@link STREAMED}. */
@@ -54,6 +51,8 @@ const Meta = { _meta: Type.Optional(MetaSchema) }
 const Empty = Type.Object(Meta)
 const Cursor = Type.Object({ cursor: Type.Optional(Type.String({ maxLength: 512 })), ...Meta })
 const Name = Type.String({ minLength: 1, maxLength: 128 })
+// The tasks methods refuse a client that did not declare the Tasks extension (its MUST).
+const GATED = { gate: true }
 const TaskId = Type.String({ minLength: 1, maxLength: 128 })
 
 const list = (kind: ListKind) =>
@@ -67,20 +66,13 @@ const list = (kind: ListKind) =>
 const METHODS = new Map<string, Method>([
   ['initialize', method(LEGACY, InitializeBodySchema, async (p, call) => {
     // The handshake is the legacy era's: a client asking for 2026-07-28 here gets the newest legacy version.
-    const asked = isSupportedVersion(p.protocolVersion) && eraOf(p.protocolVersion) === 'modern' ? LATEST_LEGACY_VERSION : p.protocolVersion
-    const result = call.request.server.mcp.initialize({ ...p, protocolVersion: asked })
-    const ctx = await call.context()
-    await call.request.server.mcpStore.setLegacyClient(ctx.principal.id, {
-      protocolVersion: result.protocolVersion,
-      capabilities: p.capabilities,
-      clientInfo: p.clientInfo
-    })
+    const { result } = await call.request.server.mcp.initialize(p, await call.context(), { legacyOnly: true })
     call.reply.header(Header.protocolVersion, result.protocolVersion)
     return result
   })],
   ['ping', method(LEGACY, Empty, async () => ({}))],
   ['logging/setLevel', method(LEGACY, SetLevelBodySchema, async (p, call) => {
-    await call.request.server.mcpStore.setLogLevel((await call.context()).principal.id, p.level)
+    await call.request.server.mcp.setLogLevel(await call.context(), p.level)
     return {}
   })],
   ['server/discover', method(MODERN, Empty, async (_p, call) => call.request.server.mcp.discover(call.era).body)],
@@ -101,14 +93,11 @@ const METHODS = new Map<string, Method>([
     call.request.server.mcp.readResource(p.uri, p, await call.context())
   )],
   ['resources/subscribe', method(LEGACY, SubscribeBodySchema, async (p, call) => {
-    const mcp = call.request.server.mcp
-    const ctx = await call.context()
-    if (!isKnownResource(mcp, p.uri)) throw resourceNotFound(p.uri, ctx)
-    await call.request.server.mcpStore.subscribe(ctx.principal.id, p.uri)
+    await call.request.server.mcp.subscribe(await call.context(), p.uri)
     return {}
   })],
   ['resources/unsubscribe', method(LEGACY, SubscribeBodySchema, async (p, call) => {
-    await call.request.server.mcpStore.unsubscribe((await call.context()).principal.id, p.uri)
+    await call.request.server.mcp.unsubscribe(await call.context(), p.uri)
     return {}
   })],
   ['completion/complete', method(BOTH, CompleteBodySchema, async (p, call) =>
@@ -117,26 +106,18 @@ const METHODS = new Map<string, Method>([
   ['subscriptions/listen', method(MODERN, ListenParamsSchema, async (p, call) => call.streams.open(call, p.notifications))],
   // The Tasks extension, for a client that declared it (else -32021). Its v2 drops tasks/result and
   // tasks/list (the result is inlined in tasks/get), so those stay -32601.
-  ['tasks/get', method(BOTH, Type.Object({ taskId: TaskId, ...Meta }), async (p, call) => {
-    const owner = await taskOwner(call)
-    return { resultType: 'complete', ...detailedTask(await findTask(call.request.server.mcpStore, owner, p.taskId)) }
-  })],
+  ['tasks/get', method(BOTH, Type.Object({ taskId: TaskId, ...Meta }), async (p, call) =>
+    call.request.server.mcp.getTask(await call.context(), p.taskId, GATED)
+  )],
   ['tasks/update', method(BOTH, Type.Object({ taskId: TaskId, ...UpdateTaskBodySchema.properties }), async (p, call) => {
-    await answerTask(call.request.server.mcpStore, await taskOwner(call), p.taskId, p.inputResponses)
+    await call.request.server.mcp.updateTask(await call.context(), p.taskId, p.inputResponses, GATED)
     return { resultType: 'complete' }
   })],
   ['tasks/cancel', method(BOTH, Type.Object({ taskId: TaskId, ...Meta }), async (p, call) => {
-    await cancelTask(call.request.server.mcpStore, await taskOwner(call), p.taskId)
+    await call.request.server.mcp.cancelTask(await call.context(), p.taskId, GATED)
     return { resultType: 'complete' }
   })]
 ])
-
-/** Whose tasks a request may see, once its client is known to take tasks. */
-async function taskOwner(call: Call): Promise<string> {
-  const ctx = await call.context()
-  requireTasks(ctx)
-  return ctx.principal.id
-}
 
 /** The method, or -32601: unknown, or not part of the request's era. */
 export function methodFor(name: string, era: Era): Method {

@@ -23,7 +23,7 @@ export class ResponseStream {
   }
 
   /** Send a notification (`{ method, params }`) on the stream, opening it if need be. */
-  notify(message: { method: string; params: Record<string, unknown> }): void {
+  notify(message: { method: string; params?: Record<string, unknown> }): void {
     this.#write(message)
   }
 

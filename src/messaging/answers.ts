@@ -1,6 +1,6 @@
 import { errors } from '../errors.js'
 import { askedOf, checkResponse } from '../mrtr/responses.js'
-import type { ClientAnswer, Store } from '../store/types.js'
+import type { ClientAnswer, Mailbox } from '../store/types.js'
 
 /**
  * A client's answer to a server-to-client request it was handed (by `POST /requests`, or as a
@@ -12,7 +12,7 @@ import type { ClientAnswer, Store } from '../store/types.js'
  * @example
  * await answerRequest(store, principal.id, id, { result: { action: 'accept', content: { city: 'Oslo' } } })
  */
-export async function answerRequest(store: Store, owner: string, id: string, answer: ClientAnswer): Promise<void> {
+export async function answerRequest(store: Mailbox, owner: string, id: string, answer: ClientAnswer): Promise<void> {
   const queued = await store.getRequest(owner, id)
   if (queued === undefined) throw unknown(id)
   if ('result' in answer) checkResponse('response', askedOf(queued.request), answer.result)

@@ -1,38 +1,22 @@
 import { randomUUID } from 'node:crypto'
 import type { RequestContext } from '../core/context.js'
 import { errors } from '../errors.js'
-import { LoggingLevels, type LoggingLevel } from '../schema/lifecycle.js'
+import { metaProgressToken, type Outlet } from '../core/call-context.js'
 import { MetaKey } from '../protocol.js'
 import { missingCapabilities, type Question } from '../mrtr/questions.js'
-import type { Store } from '../store/types.js'
-
-const RANK = new Map<string, number>(LoggingLevels.map((l, i) => [l, i]))
+import type { ConnectionStore, Mailbox } from '../store/types.js'
 
 /**
- * `notifications/progress` for a request that asked for it (a `progressToken` in its `_meta`);
- * nothing otherwise. Queued on the caller's logical connection.
+ * Notifications of a call queued on its logical connection, for `GET /notifications`: progress when
+ * the request carries a `progressToken`; log messages at or above the request's
+ * `_meta["io.modelcontextprotocol/logLevel"]` in 2026-07-28, the connection's `POST /logLevel` before.
  */
-export async function sendProgress(store: Store, ctx: RequestContext, progress: number, total?: number, message?: string) {
-  const token = ctx.meta?.[MetaKey.progressToken]
-  if (typeof token !== 'string' && typeof token !== 'number') return
-  const params: Record<string, unknown> = { progressToken: token, progress }
-  if (total !== undefined) params.total = total
-  if (message !== undefined) params.message = message
-  await store.pushNotification(ctx.principal.id, { method: 'notifications/progress', params })
-}
-
-/**
- * `notifications/message` when the client's level lets it through: the request's
- * `_meta["io.modelcontextprotocol/logLevel"]` in 2026-07-28 (absent: none), the connection's
- * `POST /logLevel` before it (unset: none).
- */
-export async function sendLog(store: Store, ctx: RequestContext, level: LoggingLevel, data: unknown, logger?: string) {
-  const min = ctx.era === 'modern' ? ctx.meta?.[MetaKey.logLevel] : await store.getLogLevel(ctx.principal.id)
-  const floor = typeof min === 'string' ? RANK.get(min) : undefined
-  if (floor === undefined || RANK.get(level)! < floor) return
-  const params: Record<string, unknown> = { level, data }
-  if (logger !== undefined) params.logger = logger
-  await store.pushNotification(ctx.principal.id, { method: 'notifications/message', params })
+export function queueOutlet(store: () => Mailbox & ConnectionStore): Outlet {
+  return {
+    progressToken: metaProgressToken,
+    logFloor: (ctx) => (ctx.era === 'modern' ? ctx.meta?.[MetaKey.logLevel] : store().getLogLevel(ctx.principal.id)),
+    send: (ctx, message) => store().pushNotification(ctx.principal.id, message)
+  }
 }
 
 /**
@@ -42,7 +26,7 @@ export async function sendLog(store: Store, ctx: RequestContext, level: LoggingL
  * not declare in `initialize` are 400 -32021, as in the modern era.
  */
 export async function askThroughQueue(
-  store: Store,
+  store: Mailbox,
   ctx: RequestContext,
   questions: ReadonlyMap<string, Question<unknown>>,
   timeoutMs: number

@@ -1,17 +1,15 @@
 import type { ValidateFunction } from 'ajv'
-import type { Logger, RequestContext } from '../core/context.js'
+import type { RequestContext } from '../core/context.js'
 import { ConfigurationError, errors } from '../errors.js'
 import { isPlainObject } from '../headers.js'
 import type { InputRequest, InputRequests, InputResponses } from '../schema/mrtr.js'
-import type { Meta } from '../schema/common.js'
-import type { LoggingLevel } from '../schema/lifecycle.js'
-import type { Era, ProtocolVersion } from '../protocol.js'
-import type { TSchema } from '@sinclair/typebox'
 import { askThroughQueue, requireCapabilities } from '../messaging/notify.js'
-import type { Store } from '../store/types.js'
-import { elicit, isQuestion, listRoots, questionFor, sample, type Outcome, type Question, type Root, type SampledMessage } from './questions.js'
+import type { Mailbox } from '../store/types.js'
+import type { CallContext } from '../core/call-context.js'
+import { isQuestion, questionFor, type Outcome, type Question } from './questions.js'
 import { Declined, runPlan, type Plan } from './resolvers.js'
 import { askedOf, checkResponse, responseProblem, type Asked } from './responses.js'
+import { toOutcome } from './outcome.js'
 import type { SealBinding, SealTarget, StateSealer } from './seal.js'
 
 /** What a handler returns to ask for input itself (see {@link inputRequired}). */
@@ -53,25 +51,15 @@ export interface MrtrSpec {
   readonly validateState: ValidateFunction | undefined
 }
 
-/** The context a retryable handler sees (typed per handler in core/definitions.ts). */
-export interface RetryContext extends RequestContext {
-  readonly inputResponses: InputResponses | undefined
-  readonly requestState: unknown
-  readonly resolved: Record<string, unknown>
-  elicit(message: string, schema: TSchema): Promise<Outcome<unknown>>
-  sample(params: Parameters<typeof sample>[0]): Promise<SampledMessage>
-  listRoots(): Promise<Root[]>
-}
-
 export type RunResult<T> =
   | { kind: 'done'; value: T }
   | { kind: 'input_required'; result: Record<string, unknown> }
   | { kind: 'declined'; message: string }
 
-/** What a round needs of the server: sealing, the store (legacy-era questions), and the answer timeout. */
+/** What a round needs of the server: sealing, the mailbox (legacy-era questions), and the answer timeout. */
 export interface RoundServices {
   readonly sealer: StateSealer
-  readonly store: Store
+  readonly store: Mailbox
   /** How long a legacy-era question waits on /requests for its answer. */
   readonly answerTimeoutMs: number
 }
@@ -82,74 +70,6 @@ class AskSignal {
     readonly key: string,
     readonly question: Question<unknown>
   ) {}
-}
-
-/**
- * The context a handler sees in one round: the request's context with the round's answers, state
- * and askers. A plain class, built once per round: deriving it with `Object.create(ctx)` made every
- * request's context a V8 prototype (a new map each time), which cost ~8 µs a call and most of the GC.
- * The request's members are read from `base` when asked for, so lazy ones (`signal`) stay lazy. No
- * `#private` members: tasks derive from this context (see {@link derive}) and call its methods.
- */
-type Deliver = (id: string, request: { method: string; params?: Record<string, unknown> }) => void
-
-class HandlerContext implements RetryContext {
-  constructor(
-    readonly base: RequestContext,
-    readonly inputResponses: InputResponses | undefined,
-    readonly requestState: unknown,
-    readonly resolved: Record<string, unknown>,
-    readonly ask: (q: Question<unknown>) => Promise<Outcome<unknown>>
-  ) {}
-
-  get requestId(): string {
-    return this.base.requestId
-  }
-  get protocolVersion(): ProtocolVersion {
-    return this.base.protocolVersion
-  }
-  get era(): Era {
-    return this.base.era
-  }
-  get meta(): Meta | undefined {
-    return this.base.meta
-  }
-  get clientCapabilities(): Readonly<Record<string, unknown>> | undefined {
-    return this.base.clientCapabilities
-  }
-  get principal(): RequestContext['principal'] {
-    return this.base.principal
-  }
-  get signal(): AbortSignal {
-    return this.base.signal
-  }
-  get deadline(): number {
-    return this.base.deadline
-  }
-  get log(): Logger {
-    return this.base.log
-  }
-  get resumed(): unknown {
-    return (this.base as { resumed?: unknown }).resumed
-  }
-  get deliverRequest(): Deliver | undefined {
-    return (this.base as { deliverRequest?: Deliver }).deliverRequest
-  }
-  progress(progress: number, total?: number, message?: string): Promise<void> {
-    return this.base.progress(progress, total, message)
-  }
-  sendLog(level: LoggingLevel, data: unknown, logger?: string): Promise<void> {
-    return this.base.sendLog(level, data, logger)
-  }
-  elicit(message: string, schema: TSchema): Promise<Outcome<unknown>> {
-    return this.ask(elicit(message, schema))
-  }
-  async sample(p: Parameters<typeof sample>[0]): Promise<SampledMessage> {
-    return ((await this.ask(sample(p))) as { content: SampledMessage }).content
-  }
-  async listRoots(): Promise<Root[]> {
-    return ((await this.ask(listRoots())) as { content: Root[] }).content
-  }
 }
 
 /**
@@ -165,8 +85,8 @@ export async function runRound<T>(
   binding: SealTarget,
   args: Record<string, unknown>,
   params: RetryParams,
-  ctx: RequestContext,
-  invoke: (ctx: RetryContext) => Promise<T | HandRolledInputRequired>
+  ctx: CallContext,
+  invoke: (ctx: CallContext) => Promise<T | HandRolledInputRequired>
 ): Promise<RunResult<T>> {
   // The argument digest is computed only when a state is opened or sealed: most calls do neither.
   const bound = (): SealBinding => ({ method: binding.method, target: binding.target, args: binding.args, principal: ctx.principal.id })
@@ -236,7 +156,12 @@ export async function runRound<T>(
       }
       let out
       try {
-        out = await invoke(new HandlerContext(ctx, retried ? answers : undefined, state.u, resolved, ask))
+        // The round's view, on the call's one context (see CallContext).
+        ctx.inputResponses = retried ? answers : undefined
+        ctx.requestState = state.u
+        ctx.resolved = resolved
+        ctx.ask = ask
+        out = await invoke(ctx)
       } catch (err) {
         if (!(err instanceof AskSignal)) throw err
         out = undefined
@@ -302,20 +227,4 @@ function inputRequiredResult(
   if (questions.size > 0) result.inputRequests = inputRequests
   result.requestState = sealer.seal(binding, { ...carry, q: askedOfAll(questions) } satisfies RoundState)
   return result
-}
-
-/** An answer as the asker sees it: elicitations keep their action; sampling and roots are accepted. */
-function toOutcome(q: Question<unknown>, response: Record<string, unknown>): Outcome<unknown> {
-  switch (q.request.method) {
-    case 'elicitation/create': {
-      const action = response.action as Outcome<unknown>['action']
-      if (action !== 'accept') return { action }
-      const url = (q.request.params as { mode?: string }).mode === 'url'
-      return { action, content: url ? true : (response.content ?? {}) }
-    }
-    case 'roots/list':
-      return { action: 'accept', content: response.roots }
-    default:
-      return { action: 'accept', content: response }
-  }
 }

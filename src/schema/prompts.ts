@@ -54,3 +54,4 @@ export type GetPromptResult = Static<typeof GetPromptResultSchema>
 export const GetPromptResponseSchema = Type.Union([GetPromptResultSchema, InputRequiredResultSchema], {
   description: 'The prompt messages, or input_required (2026-07-28).'
 })
+export type GetPromptResponse = Static<typeof GetPromptResponseSchema>

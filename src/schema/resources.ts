@@ -55,3 +55,4 @@ export const SubscribeBodySchema = Type.Object({
   _meta: Type.Optional(MetaSchema)
 })
 export type SubscribeBody = Static<typeof SubscribeBodySchema>
+export type ReadResourceResponse = Static<typeof ReadResourceResponseSchema>

@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox'
+import { Type, type Static } from '@sinclair/typebox'
 import { ErrorSchema, JsonObject, MetaSchema } from './common.js'
 import { InputRequestsSchema, InputResponsesSchema } from './mrtr.js'
 
@@ -36,3 +36,5 @@ export const DetailedTaskSchema = Type.Object(
 export const UpdateTaskBodySchema = Type.Object({ inputResponses: InputResponsesSchema, _meta: Type.Optional(MetaSchema) })
 export const CancelTaskBodySchema = Type.Object({ _meta: Type.Optional(MetaSchema) })
 export const AckSchema = Type.Object({ resultType: Type.Literal('complete') }, { description: 'Acknowledged.' })
+export type DetailedTask = Static<typeof DetailedTaskSchema>
+export type CreateTaskResult = Static<typeof CreateTaskResultSchema>

@@ -73,3 +73,4 @@ export type CallToolResult = Static<typeof CallToolResultSchema>
 export const CallToolResponseSchema = Type.Union([CallToolResultSchema, InputRequiredResultSchema], {
   description: 'The tool result (`isError: true` when the tool failed), or input_required (2026-07-28).'
 })
+export type CallToolResponse = Static<typeof CallToolResponseSchema>

@@ -1,96 +1,62 @@
-import { randomFillSync } from 'node:crypto'
-import { derive, type RequestContext } from '../core/context.js'
+import { CallContext } from '../core/call-context.js'
+import type { Cancellations } from '../core/cancellations.js'
 import { ConfigurationError, messageOf, wireErrorOf } from '../errors.js'
 import { isPlainObject } from '../headers.js'
-import { elicit, isQuestion, listRoots, questionFor, sample, type Question } from '../mrtr/questions.js'
-import type { RetryContext } from '../mrtr/run.js'
-import type { Store, TaskRecord } from '../store/types.js'
+import type { LoggingLevel } from '../schema/lifecycle.js'
+import { isQuestion, questionFor, type Question } from '../mrtr/questions.js'
+import { toOutcome } from '../mrtr/outcome.js'
+import type { Mailbox, TaskRecord, TaskStore } from '../store/types.js'
 import { requireCapabilities } from '../messaging/notify.js'
+import { detailedTask, newTaskId, type TaskContext, type TaskOptions } from './records.js'
 
-export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks'
-/** The capability a client declares (per request in 2026-07-28, in initialize before) to get tasks. */
-export const TASKS_CAPABILITY = { extensions: { [TASKS_EXTENSION]: {} } }
+export { TASKS_CAPABILITY, TASKS_EXTENSION, clientTakesTasks, createTaskResult, detailedTask } from './records.js'
+export type { TaskContext, TaskOptions } from './records.js'
 
-export function clientTakesTasks(caps: Readonly<Record<string, unknown>> | undefined): boolean {
-  const ext = caps?.extensions as Record<string, unknown> | undefined
-  return (ext !== undefined && ext[TASKS_EXTENSION] !== undefined) || caps?.tasks !== undefined
+/** What running a task needs of the server: the store's task and mailbox roles, and cancellation. */
+export interface TaskServices {
+  readonly store: TaskStore & Mailbox
+  readonly cancellations: Cancellations
 }
 
-/** What a task handler's context adds: its id, and a way to say what it is doing. */
-export interface TaskContext {
-  readonly task: { readonly id: string; status(message: string): Promise<void> }
-}
+type Update = (patch: Partial<TaskRecord>) => Promise<TaskRecord | undefined>
 
-export interface TaskOptions {
-  ttlMs: number
-  pollIntervalMs: number
-  notify: boolean
-}
-
-// Running tasks per store, so tasks/cancel heard by the store (on any instance) reaches the runner.
 /**
- * A fresh random 128-bit task id (base64url). Taken from a pool filled 256 at a time, as the
- * sealer's IVs are: a randomBytes(16) per task was a system call each.
+ * A task's view of the call that started it: its signal follows tasks/cancel (not the HTTP request,
+ * which is answered at once), it has no deadline, progress becomes the status message, and
+ * questions become the task's `inputRequests`, answered by tasks/update.
  */
-const ID_POOL = 256
-const idPool = Buffer.alloc(16 * ID_POOL)
-let idAt = ID_POOL
-function newTaskId(): string {
-  if (idAt === ID_POOL) {
-    randomFillSync(idPool)
-    idAt = 0
+class TaskCallContext extends CallContext implements TaskContext {
+  readonly task: TaskContext['task']
+
+  constructor(from: CallContext, taskId: string, readonly update: Update) {
+    super({ ...from, deadline: Number.POSITIVE_INFINITY }, from.outlet)
+    this.resolved = from.resolved
+    this.resumed = from.resumed
+    this.task = { id: taskId, status: async (message: string) => void (await update({ statusMessage: message })) }
   }
-  // The first byte's top bit cleared: an id begins with a letter (A-Z, a-f), never with '-', so a
-  // command line (`mcp-http tasks get <id>`) never takes it for an option. 127 random bits remain.
-  idPool[16 * idAt]! &= 0x7f
-  return idPool.toString('base64url', 16 * idAt, 16 * ++idAt)
-}
 
-const running = new WeakMap<Store, Map<string, AbortController>>()
-
-function registry(store: Store): Map<string, AbortController> {
-  let map = running.get(store)
-  if (map === undefined) {
-    const created = new Map<string, AbortController>()
-    store.onCancel((owner, id, reason) => created.get(`${owner}\0${id}`)?.abort(new Error(reason ?? 'The task was cancelled')))
-    running.set(store, (map = created))
+  override async progress(progress: number, total?: number, message?: string): Promise<void> {
+    await this.update({ statusMessage: message ?? (total === undefined ? `${progress}` : `${progress}/${total}`) })
   }
-  return map
-}
 
-/** The flat CreateTaskResult (the Tasks extension). */
-export function createTaskResult(t: TaskRecord): Record<string, unknown> {
-  const out: Record<string, unknown> = {
-    resultType: 'task',
-    taskId: t.taskId,
-    status: t.status,
-    createdAt: t.createdAt,
-    lastUpdatedAt: t.lastUpdatedAt,
-    ttlMs: t.ttlMs,
-    pollIntervalMs: t.pollIntervalMs
+  // notifications/message is not supported on tasks (the extension); the server log keeps it.
+  override async sendLog(level: LoggingLevel, data: unknown): Promise<void> {
+    this.log.info({ level, data, task: this.task.id }, 'task log')
   }
-  return out
-}
-
-/** The DetailedTask of tasks/get and notifications/tasks: the task with its result, error or input requests. */
-export function detailedTask(t: TaskRecord): Record<string, unknown> {
-  const { notify: _notify, ...wire } = t
-  return wire
 }
 
 /**
  * Create a task (durably: the store resolves only when any instance can read it) and run `work` in
- * the background with a context of its own: its signal follows tasks/cancel (not the HTTP request
- * that created it, which is answered at once), progress becomes the status message, and questions
- * become the task's `inputRequests`, answered by tasks/update.
+ * the background with a context of its own (see {@link TaskCallContext}).
  */
 export async function startTask<T>(
-  store: Store,
-  ctx: RequestContext,
+  svc: TaskServices,
+  ctx: CallContext,
   options: TaskOptions,
-  work: (ctx: RetryContext & TaskContext) => Promise<T>,
+  work: (ctx: CallContext & TaskContext) => Promise<T>,
   finish: (value: T) => Record<string, unknown>
 ): Promise<TaskRecord> {
+  const { store } = svc
   const now = new Date().toISOString()
   const owner = ctx.principal.id
   const task: TaskRecord = {
@@ -103,16 +69,13 @@ export async function startTask<T>(
     notify: options.notify
   }
   await store.createTask(owner, task)
-  const controller = new AbortController()
-  const tasks = registry(store)
-  const key = `${owner}\0task:${task.taskId}`
-  tasks.set(key, controller)
-
-  const update = async (patch: Partial<TaskRecord>) => {
+  const update: Update = async (patch) => {
     const t = await store.updateTask(owner, task.taskId, patch)
     if (t?.notify === true) await store.pushNotification(owner, { method: 'notifications/tasks', params: detailedTask(t) })
     return t
   }
+  const taskCtx = new TaskCallContext(ctx, task.taskId, update)
+  const release = svc.cancellations.track(owner, `task:${task.taskId}`, taskCtx, 'The task was cancelled')
   let rounds = 0
   const ask = async (questions: Map<string, Question<unknown>>): Promise<Record<string, Record<string, unknown>>> => {
     // Keys are unique over the task's life (the extension requires it): the round prefixes them.
@@ -122,38 +85,21 @@ export async function startTask<T>(
     const keys = new Map([...questions.keys()].map((k) => [`${round}.${k}`, k]))
     const inputRequests = Object.fromEntries([...keys].map(([wire, k]) => [wire, questions.get(k)!.request]))
     await update({ status: 'input_required', inputRequests })
-    const answers = await store.awaitTaskAnswers(owner, task.taskId, [...keys.keys()], controller.signal)
+    const answers = await store.awaitTaskAnswers(owner, task.taskId, [...keys.keys()], taskCtx.signal)
     return Object.fromEntries([...keys].map(([wire, k]) => [k, answers[wire]!]))
   }
   // A handler called again (after a hand-rolled input_required) replays its earlier asks: the same
   // question at the same position gets the answer it got before instead of being asked again.
   const answered = new Map<number, { digest: string; answer: Record<string, unknown> }>()
   let position = 0
-  const one = async (q: Question<unknown>) => {
+  taskCtx.ask = async (q) => {
     const at = position++
     const known = answered.get(at)
-    if (known !== undefined && known.digest === q.digest) return known.answer
+    if (known !== undefined && known.digest === q.digest) return toOutcome(q, known.answer)
     const answer = (await ask(new Map([['q', q]]))).q!
     answered.set(at, { digest: q.digest, answer })
-    return answer
+    return toOutcome(q, answer)
   }
-  const taskCtx = derive(ctx, {
-    signal: controller.signal,
-    // A task is not bound to an HTTP request's time.
-    deadline: Number.POSITIVE_INFINITY,
-    inputResponses: undefined,
-    requestState: undefined,
-    resolved: (ctx as RetryContext).resolved,
-    progress: async (progress: number, total?: number, message?: string) => {
-      await update({ statusMessage: message ?? (total === undefined ? `${progress}` : `${progress}/${total}`) })
-    },
-    // notifications/message is not supported on tasks (the extension); the server log keeps it.
-    sendLog: async (level: string, data: unknown) => ctx.log.info({ level, data, task: task.taskId }, 'task log'),
-    elicit: async (message: string, schema: Parameters<typeof elicit>[1]) => one(elicit(message, schema)),
-    sample: async (p: Parameters<typeof sample>[0]) => one(sample(p)),
-    listRoots: async () => (await one(listRoots())).roots,
-    task: { id: task.taskId, status: async (message: string) => void (await update({ statusMessage: message })) }
-  }) as unknown as RetryContext & TaskContext
 
   void (async () => {
     try {
@@ -163,15 +109,16 @@ export async function startTask<T>(
         const requests = (out as { inputRequests?: Record<string, unknown> }).inputRequests ?? {}
         if (Object.keys(requests).length === 0) throw new ConfigurationError('input_required in a task needs inputRequests')
         const questions = new Map(Object.entries(requests).map(([k, v]) => [k, isQuestion(v) ? v : questionFor(v as never)]))
-        const inputResponses = await ask(questions)
+        taskCtx.inputResponses = await ask(questions)
+        taskCtx.requestState = (out as { state?: unknown }).state
         position = 0
-        out = await work(derive(taskCtx, { inputResponses, requestState: (out as { state?: unknown }).state }))
+        out = await work(taskCtx)
       }
       await update({ status: 'completed', result: finish(out) })
     } catch (err) {
       const wire = wireErrorOf(err)
-      if (controller.signal.aborted) {
-        await update({ status: 'cancelled', statusMessage: String((controller.signal.reason as Error).message) })
+      if (taskCtx.signal.aborted) {
+        await update({ status: 'cancelled', statusMessage: String((taskCtx.signal.reason as Error).message) })
       } else if (wire !== undefined) {
         await update({ status: 'failed', error: wire.toJSON() as TaskRecord['error'] & object, statusMessage: wire.message })
       } else if (err instanceof ConfigurationError) {
@@ -183,7 +130,7 @@ export async function startTask<T>(
         await update({ status: 'completed', result: { content: [{ type: 'text', text }], isError: true } })
       }
     } finally {
-      tasks.delete(key)
+      release()
     }
   })().catch((err: unknown) => ctx.log.error({ err, task: task.taskId }, 'could not record the end of a task'))
   return task

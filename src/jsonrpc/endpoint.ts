@@ -1,19 +1,18 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
-import { withResourceMetadata } from '../src/auth/bearer.js'
-import type { RequestContext } from '../src/core/context.js'
-import { ErrorCode, McpError, errors } from '../src/errors.js'
-import { Header } from '../src/headers.js'
-import { toMcpError } from '../src/http/errors.js'
-import { createContext, type RetryParams } from '../src/http/request.js'
-import { cancelKey, explainAsk, jsonRpcContext } from '../src/jsonrpc/context.js'
-import { settleVersion } from '../src/jsonrpc/era.js'
-import { checkStandardHeaders, headerValue } from '../src/jsonrpc/headers.js'
-import { ListenStreams } from '../src/jsonrpc/listen.js'
-import { answerRequest } from '../src/messaging/answers.js'
-import { STREAMED, errorText, idOf, parseMessage, resultText, type RequestId } from '../src/jsonrpc/message.js'
-import { methodFor, run, type Call } from '../src/jsonrpc/methods.js'
-import { ResponseStream } from '../src/jsonrpc/stream.js'
-import { MetaKey, type Era, type ProtocolVersion } from '../src/protocol.js'
+import { withResourceMetadata } from '../auth/bearer.js'
+import type { CallContext } from '../core/call-context.js'
+import { ErrorCode, McpError, errors } from '../errors.js'
+import { Header } from '../headers.js'
+import { toMcpError } from '../http/errors.js'
+import { cancellable, createContext, type RetryParams } from '../http/request.js'
+import { cancelKey, explainAsk, narrowCapabilities, rpcOutlet } from './context.js'
+import { settleVersion } from './era.js'
+import { checkStandardHeaders, headerValue } from './headers.js'
+import { ListenStreams } from './listen.js'
+import { STREAMED, errorText, idOf, parseMessage, resultText, type RequestId } from './message.js'
+import { methodFor, run, type Call } from './methods.js'
+import { ResponseStream } from './stream.js'
+import type { Era, ProtocolVersion } from '../protocol.js'
 
 /** Options of the Streamable HTTP (JSON-RPC) endpoint. */
 export interface JsonRpcOptions {
@@ -67,7 +66,7 @@ const mcpEndpoint: FastifyPluginAsync<EndpointOptions> = async (fastify, opts) =
     // A client's answer to a server-to-client request (a legacy-era question on a POST's SSE stream):
     // checked and completed through the store, which wakes the handler on whichever instance waits.
     if (msg.kind === 'response') {
-      await answerRequest(request.server.mcpStore, request.mcpState.principal.id, String(msg.id), msg.answer)
+      await request.server.mcp.answer(request.mcpState.principal.id, String(msg.id), msg.answer)
       return reply.code(202).send()
     }
     if (msg.kind === 'notification') rpcIds.set(request, undefined)
@@ -85,7 +84,8 @@ const mcpEndpoint: FastifyPluginAsync<EndpointOptions> = async (fastify, opts) =
     // A legacy request is known by its JSON-RPC id, which notifications/cancelled names.
     if (legacy) request.mcpState.requestId = cancelKey(msg.id)
     const stream = new ResponseStream(reply, headerValue(request.headers, 'accept')?.includes('text/event-stream') === true)
-    let context: Promise<RequestContext> | undefined
+    let context: Promise<CallContext> | undefined
+    const outlet = rpcOutlet(stream, request.server.mcp.queue)
     const call: Call = {
       request,
       reply,
@@ -93,10 +93,9 @@ const mcpEndpoint: FastifyPluginAsync<EndpointOptions> = async (fastify, opts) =
       era: settled.era,
       streams,
       context: () =>
-        (context ??= createContext(request, reply, msg.params as RetryParams).then(async (ctx) => {
-          const floor = legacy ? await request.server.mcpStore.getLogLevel(ctx.principal.id) : ctx.meta?.[MetaKey.logLevel]
-          return jsonRpcContext(legacy ? ctx.cancellable(fastify.mcpInflight) : ctx, stream, floor)
-        }))
+        (context ??= createContext(request, reply, msg.params as RetryParams, outlet).then((ctx) =>
+          narrowCapabilities(legacy ? cancellable(ctx, reply) : ctx, stream)
+        ))
     }
     let answer
     try {
@@ -131,8 +130,7 @@ const mcpEndpoint: FastifyPluginAsync<EndpointOptions> = async (fastify, opts) =
 async function cancel(request: FastifyRequest, params: Record<string, unknown>): Promise<void> {
   const id = params.requestId
   if (typeof id !== 'string' && typeof id !== 'number') throw errors.invalidParams('notifications/cancelled needs params.requestId')
-  const reason = typeof params.reason === 'string' ? params.reason.slice(0, 256) : undefined
-  await request.server.mcpStore.publishCancel(request.mcpState.principal.id, cancelKey(id), reason)
+  await request.server.mcp.cancel(request.mcpState.principal.id, cancelKey(id), params.reason)
 }
 
 /** An error raised while serving a method, with the status its era gives it (see {@link mcpEndpoint}). */

@@ -1,8 +1,9 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify'
 import { ErrorCode, McpError } from '../errors.js'
 import { Header } from '../headers.js'
 import { digestArguments } from '../mrtr/seal.js'
-import type { Store } from '../store/types.js'
+import type { IdempotencyStore } from '../store/types.js'
+import fp from 'fastify-plugin'
 
 /** A claimed run of an idempotent tool call, kept on the request until its answer is sent. */
 interface Claim {
@@ -38,7 +39,8 @@ export interface IdempotencyOptions {
  * so that a retry runs again. A streamed call (`Accept: text/event-stream`) is not deduplicated: a
  * stream of events as they happened cannot be replayed.
  */
-export function idempotentToolCalls(fastify: FastifyInstance, store: Store, options: IdempotencyOptions): void {
+const idempotentToolCalls: FastifyPluginAsync<IdempotencyOptions & { store: IdempotencyStore }> = async (fastify, options) => {
+  const store = options.store
   if (options.ttlMs <= 0) return
   const leaseMs = options.leaseMs
   const toolCall = `${fastify.prefix}/tools/:name/calls`
@@ -114,3 +116,5 @@ export function idempotentToolCalls(fastify: FastifyInstance, store: Store, opti
     route.onSend = ([] as onSendHookHandler[]).concat(route.onSend ?? [], onSend)
   })
 }
+
+export default fp(idempotentToolCalls, { name: 'mcp-idempotency', fastify: '5.x' })

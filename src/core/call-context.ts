@@ -1,0 +1,149 @@
+import type { TSchema } from '@sinclair/typebox'
+import { MetaKey, type Era, type ProtocolVersion } from '../protocol.js'
+import type { Meta } from '../schema/common.js'
+import { LoggingLevels, type LoggingLevel } from '../schema/lifecycle.js'
+import type { InputResponses } from '../schema/mrtr.js'
+import { elicit, listRoots, sample, type Outcome, type Question, type Root, type SampledMessage } from '../mrtr/questions.js'
+import type { ServerMessage } from '../store/records.js'
+import type { Logger, Principal, RequestContext } from './context.js'
+
+const RANK = new Map<string, number>(LoggingLevels.map((l, i) => [l, i]))
+const NO_VALUES: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>
+
+/**
+ * Where a request's notifications go, and which of them the client takes: the connection's queue
+ * (`GET /notifications`), the SSE stream of a streamed Pure HTTP call, or the response stream of a
+ * JSON-RPC POST. The face picks one; the context builds every message itself (see {@link CallContext}).
+ */
+export interface Outlet {
+  /** The token `notifications/progress` carries; undefined: the client asked for no progress. */
+  progressToken(ctx: CallContext): string | number | undefined
+  /** The lowest level of `notifications/message` the client takes; undefined: none. */
+  logFloor(ctx: CallContext): unknown
+  send(ctx: CallContext, message: ServerMessage): void | Promise<void>
+  /** Legacy era: where a server-to-client request is written besides `/requests` (a JSON-RPC stream). */
+  readonly deliverRequest?: ((id: string, request: ServerMessage) => void) | undefined
+}
+
+/** What a face knows of a request when it hands it to the core. */
+export interface CallInit {
+  readonly requestId: string
+  readonly protocolVersion: ProtocolVersion
+  readonly era: Era
+  readonly meta: Meta | undefined
+  readonly clientCapabilities: Readonly<Record<string, unknown>> | undefined
+  readonly principal: Principal
+  readonly log: Logger
+  readonly deadline: number
+  /** Called when the signal is first needed: tie it to the transport (the client went away). */
+  readonly watch?: ((abort: (reason: Error) => void) => void) | undefined
+}
+
+/** How the current round answers a question (MRTR, the legacy queue, or a task's input requests). */
+export type Asker = (q: Question<unknown>) => Promise<Outcome<unknown>>
+
+const noAsker: Asker = () => Promise.reject(new Error('This context cannot ask the client'))
+
+/**
+ * The one context of a call, built once by the face and handed to the core, which fills in what each
+ * round adds (answers, state, resolved values, how to ask) before it runs the handler. Every handler
+ * kind sees this object as its `ctx`; a task runs with a {@link CallContext} of its own (see
+ * tasks/task-context.ts). Every field is set in the constructor, so all contexts share one V8 shape.
+ */
+export class CallContext implements RequestContext {
+  readonly requestId: string
+  readonly protocolVersion: ProtocolVersion
+  readonly era: Era
+  readonly meta: Meta | undefined
+  /** The faces may narrow this before the call (a JSON-RPC client that cannot be asked). */
+  clientCapabilities: Readonly<Record<string, unknown>> | undefined
+  readonly principal: Principal
+  readonly log: Logger
+  deadline: number
+  outlet: Outlet
+  /** Per round (SEP-2322): the checked answers to this server's questions, the opened state, the resolvers' values. */
+  inputResponses: InputResponses | undefined = undefined
+  requestState: unknown = undefined
+  resolved: Record<string, unknown> = NO_VALUES
+  /** Where a resumed request picks up (resume tokens). */
+  resumed: unknown = undefined
+  /** completion/complete: the other arguments already given. */
+  arguments: Readonly<Record<string, string>> = NO_VALUES as Record<string, string>
+  ask: Asker = noAsker
+  #controller: AbortController | undefined = undefined
+  readonly #watch: CallInit['watch']
+
+  constructor(init: CallInit, outlet: Outlet) {
+    this.requestId = init.requestId
+    this.protocolVersion = init.protocolVersion
+    this.era = init.era
+    this.meta = init.meta
+    this.clientCapabilities = init.clientCapabilities
+    this.principal = init.principal
+    this.log = init.log
+    this.deadline = init.deadline
+    this.#watch = init.watch
+    this.outlet = outlet
+  }
+
+  // Created on first use (an AbortController and its close listener are not free, and most handlers
+  // never look), or by a cancellation that arrives first.
+  get signal(): AbortSignal {
+    return this.#abortController().signal
+  }
+
+  /** Abort the call (notifications/cancelled, tasks/cancel); a signal read later is already aborted. */
+  abort(reason: Error): void {
+    this.#abortController().abort(reason)
+  }
+
+  #abortController(): AbortController {
+    if (this.#controller === undefined) {
+      const controller = (this.#controller = new AbortController())
+      this.#watch?.((reason) => controller.abort(reason))
+    }
+    return this.#controller
+  }
+
+  get deliverRequest(): ((id: string, request: ServerMessage) => void) | undefined {
+    return this.outlet.deliverRequest
+  }
+
+  /** `notifications/progress`, when the client asked for it; else nothing. */
+  async progress(progress: number, total?: number, message?: string): Promise<void> {
+    const progressToken = this.outlet.progressToken(this)
+    if (progressToken === undefined) return
+    const params: Record<string, unknown> = { progressToken, progress }
+    if (total !== undefined) params.total = total
+    if (message !== undefined) params.message = message
+    await this.outlet.send(this, { method: 'notifications/progress', params })
+  }
+
+  /** `notifications/message`, when the client's level lets it through. */
+  async sendLog(level: LoggingLevel, data: unknown, logger?: string): Promise<void> {
+    const min = await this.outlet.logFloor(this)
+    const floor = typeof min === 'string' ? RANK.get(min) : undefined
+    if (floor === undefined || RANK.get(level)! < floor) return
+    const params: Record<string, unknown> = { level, data }
+    if (logger !== undefined) params.logger = logger
+    await this.outlet.send(this, { method: 'notifications/message', params })
+  }
+
+  elicit(message: string, schema: TSchema): Promise<Outcome<unknown>> {
+    return this.ask(elicit(message, schema))
+  }
+
+  async sample(p: Parameters<typeof sample>[0]): Promise<SampledMessage> {
+    return ((await this.ask(sample(p))) as { content: SampledMessage }).content
+  }
+
+  async listRoots(): Promise<Root[]> {
+    return ((await this.ask(listRoots())) as { content: Root[] }).content
+  }
+}
+
+/** The request's own progress token (`_meta.progressToken`), when it is one. */
+export function metaProgressToken(ctx: CallContext): string | number | undefined {
+  const token = ctx.meta?.[MetaKey.progressToken]
+  return typeof token === 'string' || typeof token === 'number' ? token : undefined
+}

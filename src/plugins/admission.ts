@@ -1,0 +1,125 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import fp from 'fastify-plugin'
+import type { OAuthSetup } from '../auth/oauth.js'
+import { hostOriginCheck, type HostOriginOptions } from '../auth/origin.js'
+import { ANONYMOUS, type Principal } from '../core/context.js'
+import type { McpServer } from '../core/mcp-server.js'
+import { ErrorCode, errors } from '../errors.js'
+import { Header, REQUEST_ID, newRequestId } from '../headers.js'
+import { era, negotiateVersion, type Era, type ProtocolVersion } from '../protocol.js'
+
+/** What the MCP hooks learn about a request before its route runs. */
+export interface McpRequestState {
+  requestId: string
+  version: ProtocolVersion
+  era: Era
+  /** True when the version came from the header (else the server default). */
+  versionFromHeader: boolean
+  principal: Principal
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    mcpState: McpRequestState
+  }
+  interface FastifyInstance {
+    /** Whether /initialize issues Mcp-Session-Id (no authentication, `sessions: true`). */
+    mcpSessions: boolean
+  }
+  interface FastifyContextConfig {
+    /** The route answers without authentication (the RFC 9728 metadata). */
+    mcpPublic?: boolean
+    /** The JSON-RPC endpoint: it reads the protocol version from the message, not before it. */
+    mcpJsonRpc?: boolean
+  }
+}
+
+export interface AdmissionOptions extends HostOriginOptions {
+  mcp: McpServer
+  defaultVersion: ProtocolVersion
+  /** Identify the caller; throw a 401/403 McpError to refuse. */
+  authenticate: ((request: FastifyRequest) => Promise<Principal>) | undefined
+  oauth: OAuthSetup | undefined
+  sessions: boolean
+}
+
+/**
+ * What every MCP request passes before its route: its `Mcp-Request-Id` (validated, echoed, else
+ * generated), its protocol version (400 -32022 when unsupported), Host and Origin (DNS rebinding),
+ * then who is calling (bearer token, `authenticate`, or an `Mcp-Session-Id`). One onRequest hook for
+ * the first three, so that a request pays for one hook call.
+ */
+const admission: FastifyPluginAsync<AdmissionOptions> = async (fastify, opts) => {
+  const { defaultVersion, mcp } = opts
+  fastify.decorateRequest('mcpState', null as never)
+  const hostOrigin = hostOriginCheck(opts)
+  const admit: (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void = hostOrigin ?? ((_request, _reply, done) => done())
+  fastify.addHook('onRequest', (request, reply, done) => {
+    const h = request.headers
+    const rawId = h[Header.requestId]
+    const idOk = typeof rawId === 'string' && REQUEST_ID.test(rawId)
+    // A malformed id is never echoed: the app's own id stands in (a fresh one if it copied the header).
+    const requestId = idOk ? rawId : request.id === rawId ? newRequestId() : request.id
+    reply.header(Header.requestId, requestId)
+    reply.header(Header.protocolVersion, defaultVersion)
+    if (rawId !== undefined && !idOk) {
+      return done(errors.invalidRequest('Mcp-Request-Id must be 1-128 visible ASCII characters'))
+    }
+    const header = h[Header.protocolVersion]
+    if (request.routeOptions.config.mcpJsonRpc === true) {
+      // Settled from the message by the JSON-RPC endpoint, so that even a refusal names the request's id.
+      request.mcpState = { requestId, version: defaultVersion, era: era(defaultVersion), versionFromHeader: false, principal: ANONYMOUS }
+      return admit(request, reply, done)
+    }
+    let version: ProtocolVersion
+    try {
+      version = negotiateVersion(typeof header === 'string' ? header : undefined, defaultVersion)
+    } catch (err) {
+      return done(err as Error)
+    }
+    if (version !== defaultVersion) reply.header(Header.protocolVersion, version)
+    request.mcpState = {
+      requestId,
+      version,
+      era: era(version),
+      versionFromHeader: header !== undefined && header !== '',
+      principal: ANONYMOUS
+    }
+    admit(request, reply, done)
+  })
+
+  const authenticate = opts.oauth?.authenticate ?? opts.authenticate
+  fastify.decorate('mcpSessions', authenticate === undefined && opts.sessions)
+  if (authenticate !== undefined) {
+    fastify.addHook('onRequest', async (request) => {
+      if (request.routeOptions.config.mcpPublic === true) return
+      request.mcpState.principal = await authenticate(request)
+    })
+  } else if (opts.sessions) {
+    // Without authentication, POST /initialize issues Mcp-Session-Id; that id names the connection.
+    fastify.addHook('onRequest', async (request) => {
+      const id = request.headers[Header.sessionId]
+      if (id === undefined) return
+      if (typeof id !== 'string' || !(await mcp.hasSession(id))) {
+        throw errors.notFound('Unknown or expired Mcp-Session-Id: initialize again', ErrorCode.invalidRequest)
+      }
+      request.mcpState.principal = { id: `session:${id}`, scopes: [], anonymous: true }
+    })
+    fastify.addHook('onReady', async () => {
+      fastify.log.info('MCP: no authentication configured; /initialize issues Mcp-Session-Id, and each session is one logical connection (clients without one share an anonymous connection)')
+    })
+  } else {
+    fastify.addHook('onReady', async () => {
+      fastify.log.info('MCP: no authentication configured; every client shares one anonymous logical connection')
+    })
+  }
+  if (mcp.sealer.ephemeral) {
+    fastify.addHook('onReady', async () => {
+      fastify.log.warn(
+        'MCP: requestState is sealed with an ephemeral key; several instances cannot read each other\'s state and a restart invalidates it. Set MCP_STATE_KEYS.'
+      )
+    })
+  }
+}
+
+export default fp(admission, { name: 'mcp-admission', fastify: '5.x' })

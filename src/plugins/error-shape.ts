@@ -1,0 +1,31 @@
+import type { FastifyPluginAsync } from 'fastify'
+import fp from 'fastify-plugin'
+import { withResourceMetadata } from '../auth/bearer.js'
+import { errors } from '../errors.js'
+import { sendError, toMcpError } from '../http/errors.js'
+
+export interface ErrorShapeOptions {
+  /** The `resource_metadata` URL that 401 and 403 challenges name (OAuth). */
+  metadataUrl: string | undefined
+}
+
+/**
+ * Every answer of the MCP routes in the binding's shape: JSON bodies only (415 otherwise), results
+ * sent as the JSON text the routes built, every error the JSON-RPC `error` object with its status,
+ * and unknown paths 404 -32601.
+ */
+const errorShape: FastifyPluginAsync<ErrorShapeOptions> = async (fastify, { metadataUrl }) => {
+  // MCP bodies are JSON; anything else is 415, not a string that fails validation later.
+  fastify.removeContentTypeParser('text/plain')
+  // Every route sends JSON text it built itself; nothing is stripped by a response schema.
+  fastify.setSerializerCompiler(() => (data) => JSON.stringify(data))
+  fastify.setErrorHandler((err, request, reply) => {
+    const error = toMcpError(err, request)
+    sendError(reply, metadataUrl === undefined ? error : withResourceMetadata(error, metadataUrl))
+  })
+  fastify.setNotFoundHandler((request, reply) => {
+    sendError(reply, errors.methodNotFound(`No MCP method at ${request.method} ${request.url.split('?')[0]}`))
+  })
+}
+
+export default fp(errorShape, { name: 'mcp-error-shape', fastify: '5.x' })

@@ -1,0 +1,40 @@
+import rateLimit from '@fastify/rate-limit'
+import type { FastifyPluginAsync } from 'fastify'
+import fp from 'fastify-plugin'
+import { ErrorCode, McpError } from '../errors.js'
+import { RedisStore } from '../store/redis.js'
+
+export interface RateLimitOptions {
+  /** Requests one principal may make per window. */
+  max: number
+  /** The window, in ms (default 60 000). */
+  timeWindowMs?: number
+}
+
+/**
+ * Per-principal rate limits on the MCP routes: an authenticated principal is one bucket, anonymous
+ * callers one bucket per client IP (behind a proxy, set Fastify's `trustProxy`). With a
+ * {@link RedisStore} the counters live in its Redis, so the limit holds across instances. Beyond it:
+ * 429 -32600 with `Retry-After`.
+ */
+const rateLimits: FastifyPluginAsync<{ store: unknown; limits: RateLimitOptions | undefined }> = async (fastify, { store, limits: options }) => {
+  if (options === undefined || options.max <= 0) return
+  const timeWindow = options.timeWindowMs ?? 60_000
+  await fastify.register(rateLimit, {
+    max: options.max,
+    timeWindow,
+    // After authentication (an onRequest hook): the principal is known.
+    hook: 'preValidation',
+    keyGenerator: (request) => {
+      const p = request.mcpState.principal
+      return p.anonymous ? `ip:${request.ip}` : `p:${p.id}`
+    },
+    ...(store instanceof RedisStore ? { redis: store.client, nameSpace: `${store.prefix}rl:` } : {}),
+    errorResponseBuilder: (_request, context) =>
+      new McpError(ErrorCode.invalidRequest, `Rate limit exceeded: at most ${context.max} requests in ${timeWindow / 1000} s; retry in ${context.after}`, 429, undefined, {
+        'retry-after': String(Math.max(1, Math.ceil(context.ttl / 1000)))
+      })
+  })
+}
+
+export default fp(rateLimits, { name: 'mcp-rate-limits', fastify: '5.x' })
