@@ -30,7 +30,7 @@ const notifications: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       await settleGet(request, reply)
-      const group = await mcp.takeNotifications(request.mcpState.principal.id)
+      const group = await mcp.messages.takeNotifications(request.mcpState.principal.id)
       if (group === undefined) return sendResult(request, reply, [])
       reply.header('mcp-message-group', group.id)
       return sendResult(request, reply, group.notifications)
@@ -66,8 +66,8 @@ const notifications: FastifyPluginAsyncTypebox = async (fastify) => {
       if (group === undefined && body === undefined) {
         throw errors.invalidRequest('POST /notifications takes an Mcp-Message-Group header to acknowledge, notifications in the body, or both')
       }
-      if (group !== undefined) await mcp.acknowledge(owner, group)
-      if (body !== undefined) await mcp.receive(owner, body)
+      if (group !== undefined) await mcp.messages.acknowledge(owner, group)
+      if (body !== undefined) await mcp.messages.receive(owner, body)
       if (body !== undefined && body.length > 0) await createContext(request, reply)
       return sendEmpty(reply, 202)
     }

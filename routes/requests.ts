@@ -32,7 +32,7 @@ const requests: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     },
     async (request, reply) => {
-      const next = await fastify.mcp.takeRequest(request.mcpState.principal.id)
+      const next = await fastify.mcp.messages.takeRequest(request.mcpState.principal.id)
       if (next === undefined) return sendEmpty(reply, 204)
       reply.header(Header.requestId, next.id)
       return sendResult(request, reply, next.request)
@@ -56,7 +56,7 @@ const requests: FastifyPluginAsyncTypebox = async (fastify) => {
       const body = request.body as Record<string, unknown>
       const isError = typeof body.error === 'object' && body.error !== null && Object.keys(body).length === 1
       const answer = isError ? { error: body.error as { code: number; message: string } } : { result: body }
-      await fastify.mcp.answer(request.mcpState.principal.id, request.mcpState.requestId, answer)
+      await fastify.mcp.messages.answer(request.mcpState.principal.id, request.mcpState.requestId, answer)
       return sendEmpty(reply, 202)
     }
   )

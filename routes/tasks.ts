@@ -34,7 +34,7 @@ const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       await settleGet(request, reply)
-      const task = await fastify.mcp.getTask(await createContext(request, reply, paramsFromHeaders(request)), request.params.taskId, UNGATED)
+      const task = await fastify.mcp.tasks.get(await createContext(request, reply, paramsFromHeaders(request)), request.params.taskId, UNGATED)
       if (!TERMINAL.has(task.status as TaskStatus)) reply.header('retry-after', String(Math.max(1, Math.ceil(task.pollIntervalMs / 1000))))
       const body = JSON.stringify(task)
       return sendRepresentation(request, reply, { body, etag: etagOf(body) }, { ttlMs: 0, cacheScope: 'private' })
@@ -56,7 +56,7 @@ const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     },
     async (request, reply) => {
-      await fastify.mcp.updateTask(await createContext(request, reply, request.body), request.params.taskId, request.body.inputResponses, UNGATED)
+      await fastify.mcp.tasks.update(await createContext(request, reply, request.body), request.params.taskId, request.body.inputResponses, UNGATED)
       return sendResult(request, reply, { resultType: 'complete' })
     }
   )
@@ -85,7 +85,7 @@ const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     },
     async (request, reply) => {
-      await fastify.mcp.cancelTask(await createContext(request, reply, request.body), request.params.taskId, UNGATED)
+      await fastify.mcp.tasks.cancel(await createContext(request, reply, request.body), request.params.taskId, UNGATED)
       return sendResult(request, reply, { resultType: 'complete' })
     }
   )

@@ -16,6 +16,14 @@ export interface Representation {
   readonly etag: string
 }
 
+/** The notification that tells clients a list changed. */
+export const LIST_CHANGED: Record<ListKind, string> = {
+  tools: 'notifications/tools/list_changed',
+  prompts: 'notifications/prompts/list_changed',
+  resources: 'notifications/resources/list_changed',
+  templates: 'notifications/resources/list_changed'
+}
+
 const LIST_FIELD: Record<ListKind, string> = {
   tools: 'tools',
   prompts: 'prompts',

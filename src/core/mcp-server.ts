@@ -1,51 +1,31 @@
-import { errors } from '../errors.js'
-import { answerRequest } from '../messaging/answers.js'
 import { queueOutlet } from '../messaging/notify.js'
-import { SUPPORTED_VERSIONS, LATEST_LEGACY_VERSION, era as eraOf, isSupportedVersion, type Era, type ProtocolVersion } from '../protocol.js'
+import type { Era } from '../protocol.js'
 import type { Implementation } from '../schema/common.js'
 import type { CompleteBody, CompleteResult } from '../schema/completions.js'
-import type { DiscoverResult, InitializeBody, InitializeResult, LoggingLevel } from '../schema/lifecycle.js'
-import type { ClientNotifications } from '../schema/messaging.js'
+import type { InitializeBody, LoggingLevel } from '../schema/lifecycle.js'
 import type { GetPromptBody, GetPromptResponse } from '../schema/prompts.js'
 import type { ReadResourceResponse } from '../schema/resources.js'
-import type { CreateTaskResult, DetailedTask } from '../schema/tasks.js'
+import type { CreateTaskResult } from '../schema/tasks.js'
 import type { CallToolBody, CallToolResponse } from '../schema/tools.js'
 import type { RetryParams } from '../mrtr/run.js'
 import { StateSealer } from '../mrtr/seal.js'
 import { MemoryStore } from '../store/memory.js'
-import type { ClientAnswer, NotificationGroup, QueuedRequest, ServerMessage, Store } from '../store/types.js'
-import { answerTask, cancelTask, findTask, requireTasks } from '../tasks/methods.js'
-import { detailedTask } from '../tasks/run.js'
+import type { ServerMessage, Store } from '../store/types.js'
+import { Messages } from '../messaging/messages.js'
+import { Tasks } from '../tasks/task-methods.js'
 import type { CallContext, Outlet } from './call-context.js'
 import { Cancellations } from './cancellations.js'
 import { complete } from './completions.js'
-import { ListCache, type Representation } from './list-cache.js'
+import { LIST_CHANGED, ListCache, type Representation } from './list-cache.js'
 import type { McpServerOptions } from './options.js'
 import { getPrompt } from './prompts.js'
 import { ListKind, Registry } from './registry.js'
 import { readResource, resourceNotFound } from './resources.js'
-import { finish, type CacheHints } from './results.js'
+import type { CacheHints } from './results.js'
+import { CAPABILITIES, discoverResult, initialize, type InitializeOptions, type Initialized } from './lifecycle.js'
 import { callTool } from './tools.js'
 
-export type { McpServerOptions, Representation }
-
-const LIST_CHANGED: Record<ListKind, string> = {
-  tools: 'notifications/tools/list_changed',
-  prompts: 'notifications/prompts/list_changed',
-  resources: 'notifications/resources/list_changed',
-  templates: 'notifications/resources/list_changed'
-}
-
-/** What `initialize` answers, and the session it opened (`issueSession`). */
-export interface Initialized {
-  result: InitializeResult & { protocolVersion: ProtocolVersion }
-  sessionId?: string
-}
-
-/** Task methods: `gate` refuses a client that did not declare the Tasks extension (-32021). */
-export interface TaskCallOptions {
-  gate: boolean
-}
+export type { Initialized, McpServerOptions, Representation }
 
 /**
  * The protocol core: the catalogue (see {@link Registry}) and one method per MCP step, the only way
@@ -67,8 +47,11 @@ export class McpServer extends Registry {
   readonly cancellations: Cancellations
   /** Notifications of a call queued on its connection (`GET /notifications`). */
   readonly queue: Outlet
+  /** Notifications and server-to-client requests outside a call's answer. */
+  readonly messages: Messages
+  /** The Tasks extension's methods. */
+  readonly tasks: Tasks
   readonly #lists: ListCache
-  readonly #clientListeners = new Set<(owner: string, notification: ServerMessage) => void>()
   // Changes made before serving (the catalogue being registered at boot) are not news to anyone.
   #serving = false
 
@@ -87,6 +70,8 @@ export class McpServer extends Registry {
     this.maxRequestMs = options.maxRequestMs ?? 30_000
     this.cancellations = new Cancellations(() => this.store)
     this.queue = queueOutlet(() => this.store)
+    this.messages = new Messages(() => this.store)
+    this.tasks = new Tasks(() => this.store)
     this.#lists = new ListCache(this.pageSize, this.cacheHints)
     this.onChange((kind) => {
       this.#lists.drop(kind)
@@ -104,14 +89,7 @@ export class McpServer extends Registry {
 
   /** What this server offers; the same for every client. */
   capabilities(): Record<string, unknown> {
-    return {
-      tools: { listChanged: true },
-      prompts: { listChanged: true },
-      resources: { subscribe: true, listChanged: true },
-      completions: {},
-      logging: {},
-      extensions: { 'io.modelcontextprotocol/tasks': {} }
-    }
+    return structuredClone(CAPABILITIES)
   }
 
   // ---- lifecycle ----
@@ -121,21 +99,8 @@ export class McpServer extends Registry {
    * legacy one; a legacy client's capabilities are kept for its connection. `issueSession` opens a
    * session (Mcp-Session-Id), which is then the connection.
    */
-  async initialize(body: InitializeBody, ctx: CallContext, options: { issueSession?: boolean; legacyOnly?: boolean } = {}): Promise<Initialized> {
-    const asked = isSupportedVersion(body.protocolVersion) && !(options.legacyOnly === true && eraOf(body.protocolVersion) === 'modern')
-    const protocolVersion = asked ? (body.protocolVersion as ProtocolVersion) : LATEST_LEGACY_VERSION
-    const result: Initialized['result'] = { protocolVersion, capabilities: this.capabilities(), serverInfo: this.serverInfo }
-    if (this.instructions !== undefined) result.instructions = this.instructions
-    const out: Initialized = { result: finish(eraOf(protocolVersion), result) }
-    let owner = ctx.principal.id
-    if (options.issueSession === true) {
-      out.sessionId = await this.store.createSession()
-      owner = `session:${out.sessionId}`
-    }
-    if (eraOf(protocolVersion) === 'legacy') {
-      await this.store.setLegacyClient(owner, { protocolVersion, capabilities: body.capabilities, clientInfo: body.clientInfo })
-    }
-    return out
+  initialize(body: InitializeBody, ctx: CallContext, options: InitializeOptions = {}): Promise<Initialized> {
+    return initialize(this, body, ctx, options)
   }
 
   /** Whether `Mcp-Session-Id` names a live session. */
@@ -150,13 +115,7 @@ export class McpServer extends Registry {
 
   /** `server/discover`, serialized once per era. */
   discover(era: Era): Representation {
-    return this.#lists.discover(era, () => {
-      const result: DiscoverResult = { supportedVersions: [...SUPPORTED_VERSIONS], capabilities: this.capabilities(), serverInfo: this.serverInfo }
-      if (this.instructions !== undefined) result.instructions = this.instructions
-      // 2026-07-28 identifies the server in the result's _meta (the body field is the older form).
-      if (era === 'modern') result._meta = { 'io.modelcontextprotocol/serverInfo': this.serverInfo }
-      return result
-    })
+    return this.#lists.discover(era, () => discoverResult(this, era))
   }
 
   /** `logging/setLevel` (legacy era): the lowest level of log messages this connection gets. */
@@ -203,56 +162,6 @@ export class McpServer extends Registry {
     await this.store.unsubscribe(ctx.principal.id, uri)
   }
 
-  // ---- messages to and from the client ----
-
-  /** The connection's current group of notifications, the same until acknowledged; undefined when none. */
-  takeNotifications(owner: string): Promise<NotificationGroup | undefined> {
-    return this.store.takeNotifications(owner)
-  }
-
-  /** Acknowledge a group handed out by {@link takeNotifications}; 404 when it is not the current one. */
-  async acknowledge(owner: string, groupId: string): Promise<void> {
-    if (!(await this.store.ackNotifications(owner, groupId))) throw errors.notFound(`Unknown message group: ${groupId.slice(0, 128)}`)
-  }
-
-  /** The client's notifications: cancellation aborts the request it names; the rest go to the listeners. */
-  async receive(owner: string, notifications: ClientNotifications): Promise<void> {
-    for (const n of notifications) {
-      if (n.method === 'notifications/cancelled') {
-        const id = n.params?.requestId
-        if (typeof id !== 'string' && typeof id !== 'number') throw errors.invalidParams('notifications/cancelled needs params.requestId')
-        await this.cancel(owner, String(id), n.params?.reason)
-      } else {
-        // initialized, roots/list_changed and anything newer.
-        for (const l of this.#clientListeners) l(owner, n)
-      }
-    }
-  }
-
-  /** Abort the running request `requestId` of `owner`, on whichever instance runs it. */
-  cancel(owner: string, requestId: string, reason: unknown): Promise<void> {
-    return this.store.publishCancel(owner, requestId, typeof reason === 'string' ? reason.slice(0, 256) : undefined)
-  }
-
-  /** Hand out the connection's oldest waiting server-to-client request (legacy era), or undefined. */
-  takeRequest(owner: string): Promise<QueuedRequest | undefined> {
-    return this.store.claimRequest(owner)
-  }
-
-  /** The client's answer to a server-to-client request, checked against the question. */
-  answer(owner: string, id: string, answer: ClientAnswer): Promise<void> {
-    return answerRequest(this.store, owner, id, answer)
-  }
-
-  /**
-   * Hear the client's notifications other than cancellation (notifications/initialized,
-   * notifications/roots/list_changed, ...), with the connection they came from.
-   */
-  onClientNotification(listener: (owner: string, notification: ServerMessage) => void): () => void {
-    this.#clientListeners.add(listener)
-    return () => this.#clientListeners.delete(listener)
-  }
-
   /**
    * Tell every connection subscribed to `uri` that the resource changed (`notifications/resources/updated`),
    * and every `subscriptions/listen` stream that asked for it, on any instance sharing the store.
@@ -265,28 +174,16 @@ export class McpServer extends Registry {
     }
   }
 
+  /**
+   * Hear the client's notifications other than cancellation (notifications/initialized,
+   * notifications/roots/list_changed, ...), with the connection they came from.
+   */
+  onClientNotification(listener: (owner: string, notification: ServerMessage) => void): () => void {
+    return this.messages.onClientNotification(listener)
+  }
+
   /** Hear `resourceUpdated` calls made on any instance sharing the store; returns the function that stops. */
   onResourceUpdated(listener: (uri: string) => void): () => void {
     return this.store.onResourceUpdated(listener)
-  }
-
-  // ---- tasks ----
-
-  /** `tasks/get`: the task with its result, error or input requests; 404 when unknown or another's. */
-  async getTask(ctx: CallContext, taskId: string, options: TaskCallOptions): Promise<DetailedTask> {
-    if (options.gate) requireTasks(ctx)
-    return { resultType: 'complete', ...detailedTask(await findTask(this.store, ctx.principal.id, taskId)) } as DetailedTask
-  }
-
-  /** `tasks/update`: answers to the task's outstanding input requests. */
-  async updateTask(ctx: CallContext, taskId: string, inputResponses: Record<string, Record<string, unknown>>, options: TaskCallOptions): Promise<void> {
-    if (options.gate) requireTasks(ctx)
-    await answerTask(this.store, ctx.principal.id, taskId, inputResponses)
-  }
-
-  /** `tasks/cancel`: cooperative, idempotent. */
-  async cancelTask(ctx: CallContext, taskId: string, options: TaskCallOptions): Promise<void> {
-    if (options.gate) requireTasks(ctx)
-    await cancelTask(this.store, ctx.principal.id, taskId)
   }
 }

@@ -66,7 +66,7 @@ const mcpEndpoint: FastifyPluginAsync<EndpointOptions> = async (fastify, opts) =
     // A client's answer to a server-to-client request (a legacy-era question on a POST's SSE stream):
     // checked and completed through the store, which wakes the handler on whichever instance waits.
     if (msg.kind === 'response') {
-      await request.server.mcp.answer(request.mcpState.principal.id, String(msg.id), msg.answer)
+      await request.server.mcp.messages.answer(request.mcpState.principal.id, String(msg.id), msg.answer)
       return reply.code(202).send()
     }
     if (msg.kind === 'notification') rpcIds.set(request, undefined)
@@ -130,7 +130,7 @@ const mcpEndpoint: FastifyPluginAsync<EndpointOptions> = async (fastify, opts) =
 async function cancel(request: FastifyRequest, params: Record<string, unknown>): Promise<void> {
   const id = params.requestId
   if (typeof id !== 'string' && typeof id !== 'number') throw errors.invalidParams('notifications/cancelled needs params.requestId')
-  await request.server.mcp.cancel(request.mcpState.principal.id, cancelKey(id), params.reason)
+  await request.server.mcp.messages.cancel(request.mcpState.principal.id, cancelKey(id), params.reason)
 }
 
 /** An error raised while serving a method, with the status its era gives it (see {@link mcpEndpoint}). */

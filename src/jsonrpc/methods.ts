@@ -107,14 +107,14 @@ const METHODS = new Map<string, Method>([
   // The Tasks extension, for a client that declared it (else -32021). Its v2 drops tasks/result and
   // tasks/list (the result is inlined in tasks/get), so those stay -32601.
   ['tasks/get', method(BOTH, Type.Object({ taskId: TaskId, ...Meta }), async (p, call) =>
-    call.request.server.mcp.getTask(await call.context(), p.taskId, GATED)
+    call.request.server.mcp.tasks.get(await call.context(), p.taskId, GATED)
   )],
   ['tasks/update', method(BOTH, Type.Object({ taskId: TaskId, ...UpdateTaskBodySchema.properties }), async (p, call) => {
-    await call.request.server.mcp.updateTask(await call.context(), p.taskId, p.inputResponses, GATED)
+    await call.request.server.mcp.tasks.update(await call.context(), p.taskId, p.inputResponses, GATED)
     return { resultType: 'complete' }
   })],
   ['tasks/cancel', method(BOTH, Type.Object({ taskId: TaskId, ...Meta }), async (p, call) => {
-    await call.request.server.mcp.cancelTask(await call.context(), p.taskId, GATED)
+    await call.request.server.mcp.tasks.cancel(await call.context(), p.taskId, GATED)
     return { resultType: 'complete' }
   })]
 ])

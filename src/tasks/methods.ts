@@ -1,7 +1,7 @@
 import type { RequestContext } from '../core/context.js'
 import { errors } from '../errors.js'
 import { askedOf, checkResponse } from '../mrtr/responses.js'
-import type { Store, TaskRecord } from '../store/types.js'
+import type { Signals, TaskRecord, TaskStore } from '../store/types.js'
 import { TASKS_CAPABILITY, TASKS_EXTENSION, clientTakesTasks } from './run.js'
 
 /**
@@ -12,7 +12,7 @@ import { TASKS_CAPABILITY, TASKS_EXTENSION, clientTakesTasks } from './run.js'
 const unknownTask = (taskId: string) => errors.notFound(`Unknown task: ${taskId.slice(0, 128)}`)
 
 /** tasks/get: the task record (see `detailedTask` for its wire form). */
-export async function findTask(store: Store, owner: string, taskId: string): Promise<TaskRecord> {
+export async function findTask(store: TaskStore & Signals, owner: string, taskId: string): Promise<TaskRecord> {
   const task = await store.getTask(owner, taskId)
   if (task === undefined) throw unknownTask(taskId)
   return task
@@ -23,7 +23,7 @@ export async function findTask(store: Store, owner: string, taskId: string): Pro
  * (400 -32602 naming the key); keys that name no outstanding request are ignored, and a partial
  * answer leaves the task `input_required` with the rest.
  */
-export async function answerTask(store: Store, owner: string, taskId: string, inputResponses: Record<string, Record<string, unknown>>): Promise<void> {
+export async function answerTask(store: TaskStore & Signals, owner: string, taskId: string, inputResponses: Record<string, Record<string, unknown>>): Promise<void> {
   const task = await findTask(store, owner, taskId)
   const outstanding = task.inputRequests ?? {}
   const answers: Record<string, Record<string, unknown>> = {}
@@ -40,7 +40,7 @@ export async function answerTask(store: Store, owner: string, taskId: string, in
  * tasks/cancel: cooperative (the handler's signal aborts, on whichever instance runs it). A task
  * already finished stays as it is, and the ack is the same (the extension makes cancel idempotent).
  */
-export async function cancelTask(store: Store, owner: string, taskId: string): Promise<void> {
+export async function cancelTask(store: TaskStore & Signals, owner: string, taskId: string): Promise<void> {
   const task = await findTask(store, owner, taskId)
   await store.updateTask(owner, task.taskId, { status: 'cancelled', statusMessage: 'Cancelled by the client', inputRequests: undefined })
   await store.publishCancel(owner, `task:${task.taskId}`, 'Cancelled by the client')
