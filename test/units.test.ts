@@ -115,3 +115,20 @@ t.test('memory store tasks: a bounded number, and waits that end', async (t) => 
   await t.rejects(gone, /The task is gone/)
   t.equal(await store.getTask('b', 't1'), undefined, 'another owner sees nothing')
 })
+
+t.test('CallContext: a context no round has set up refuses to ask, with a clear error', async (t) => {
+  const { CallContext } = await import('../src/core/call-context.js')
+  const { ANONYMOUS } = await import('../src/core/context.js')
+  const sent: unknown[] = []
+  const ctx = new CallContext(
+    { requestId: 'r', protocolVersion: '2026-07-28', era: 'modern', meta: undefined, clientCapabilities: undefined, principal: ANONYMOUS, log: console, deadline: 0 },
+    { progressToken: () => undefined, logFloor: () => undefined, send: (_c, m) => void sent.push(m) }
+  )
+  await t.rejects(ctx.elicit('Which?', { type: 'object' } as never), { message: 'This context cannot ask the client' })
+  await ctx.progress(1)
+  await ctx.sendLog('error', 'x')
+  t.same(sent, [], 'no progress token and no log floor: nothing is sent')
+  t.notOk(ctx.signal.aborted, 'no watch: the signal aborts only when told')
+  ctx.abort(new Error('stop'))
+  t.equal((ctx.signal.reason as Error).message, 'stop')
+})
