@@ -22,6 +22,7 @@ export class Files {
     writeFileSync(file, JSON.stringify(value))
     return file
   }
+
   /** A URI list for h2load `-i`, one full URI a line. */
   uris(list: readonly string[]): string {
     const file = join(this.dir, `uris-${++this.#n}.txt`)
@@ -110,7 +111,7 @@ export const pollTask: Request = async (base) => {
   for (let i = 0; i < 50; i++) {
     const { status } = (await (await fetch(`${base}/tasks/${encodeURIComponent(taskId)}`)).json()) as { status?: string }
     if (status === 'completed') return { path: `/tasks/${encodeURIComponent(taskId)}` }
-    await new Promise((r) => setTimeout(r, 100))
+    await new Promise((resolve) => setTimeout(resolve, 100))
   }
   throw new Error(`task ${taskId} did not complete`)
 }

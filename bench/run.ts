@@ -88,7 +88,7 @@ async function benchmark(): Promise<void> {
       connections: settings.connections,
       seconds: settings.seconds,
       reps: settings.reps,
-      pick: "req/s and latency: the best run (highest req/s) of each target; CPU µs/req: the lowest of its runs"
+      pick: 'req/s and latency: the best run (highest req/s) of each target; CPU µs/req: the lowest of its runs'
     },
     measurements: [],
     peakRss: {},

@@ -7,7 +7,6 @@ import { resolver } from '../src/mrtr/resolvers.js'
 import { createDemoServer } from '../src/demo/catalogue.js'
 import { liveDemo, type Live } from './client-harness.js'
 
-
 /** A tmux server of this test's own; `start` runs a command in a new window, `wait` polls its screen. */
 function tmux(t: Test) {
   const socket = `mcp-cli-int-${process.pid}`
@@ -42,8 +41,8 @@ function addWaiting(live: Live) {
     await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }))
     aborted.push(ctx.requestId)
   }
-  live.mcp.tool({ name: 'wait' }, async (_a, ctx) => (await wait('tool', ctx), 'stopped'))
-  live.mcp.resource({ uri: 'x:slow', name: 'slow' }, (async (_uri: string, ctx: { signal: AbortSignal; requestId: string }) => (await wait('read', ctx), 'late')) as never)
+  live.mcp.tool({ name: 'wait' }, async (_a, ctx) => ((await wait('tool', ctx), 'stopped')))
+  live.mcp.resource({ uri: 'x:slow', name: 'slow' }, (async (_uri: string, ctx: { signal: AbortSignal; requestId: string }) => ((await wait('read', ctx), 'late'))) as never)
   return { aborted, started }
 }
 

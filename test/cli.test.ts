@@ -9,7 +9,6 @@ import { createDemoServer } from '../src/demo/catalogue.js'
 import { liveDemo } from './client-harness.js'
 import { DEMO_TOOLS } from './helper.js'
 
-
 t.test('the CLI without a terminal: lists, calls, prompts, reads, tasks, JSON output', async (t) => {
   const live = await liveDemo(t, { mcp: createDemoServer({ taskStepMs: 150 }) })
   live.mcp.tool({ name: 'picture' }, () => ({ content: [{ type: 'image', data: 'AAAA', mimeType: 'image/png' }, { type: 'text', text: 'a dot' }] }))

@@ -135,7 +135,7 @@ t.test('an abort during a retry pause rejects at once, with nothing to cancel', 
 t.test('log level in the _meta envelope, client notifications, capabilities and info', async (t) => {
   const live = await liveDemo(t)
   let meta: any
-  live.mcp.tool({ name: 'meta' }, (_a, ctx) => ((meta = ctx.meta), 'ok'))
+  live.mcp.tool({ name: 'meta' }, (_a, ctx) => (((meta = ctx.meta), 'ok')))
   const heard: unknown[] = []
   live.mcp.onClientNotification((_owner, n) => void heard.push(n))
   const client = new PureHttpClient({ url: live.url })

@@ -39,7 +39,7 @@ t.test('lists follow cursors and revalidate by ETag; discover, ping, log level, 
 t.test('tool calls: results, tool errors, protocol errors, and the _meta envelope', async (t) => {
   const live = await liveDemo(t)
   let seenMeta: any
-  live.mcp.tool({ name: 'meta' }, (_a, ctx) => ((seenMeta = ctx.meta), 'ok'))
+  live.mcp.tool({ name: 'meta' }, (_a, ctx) => (((seenMeta = ctx.meta), 'ok')))
   const client = new PureHttpClient({ url: live.url, capabilities: { experimental: { x: {} } }, clientInfo: { name: 'tests', version: '9' } })
   t.same((await client.callTool('echo', { text: 'hello' })).content, [{ type: 'text', text: 'hello' }])
   t.same((await client.callTool('add', { a: 2, b: 40 })).structuredContent, { sum: 42 })
@@ -267,7 +267,7 @@ t.test('the poller de-duplicates a redelivered request and survives a lost ackno
     url: live.url,
     protocolVersion: '2025-11-25',
     retry: { attempts: 1, baseMs: 1 },
-    handlers: { elicit: () => (asked++, { action: 'accept', content: { location: 'Rome' } }) }
+    handlers: { elicit: () => ((asked++, { action: 'accept', content: { location: 'Rome' } })) }
   })
   await client.initialize()
   t.equal(client.sessionId, undefined, 'no session issued: none kept')
@@ -305,4 +305,3 @@ t.test('the poller de-duplicates a redelivered request and survives a lost ackno
   await noHandler.poll({ signal: stop.signal })
   t.equal(await noHandler.pollNotifications(), false, 'acknowledged')
 })
-

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url'
 import { requireBinary, reservePort, startRedis, type RedisServer } from './redis-server.js'
 
 const main = fileURLToPath(new URL('../dist/src/main.js', import.meta.url))
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 export interface Instance {
   port: number

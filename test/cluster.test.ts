@@ -6,7 +6,7 @@ import { startCluster } from './cluster-harness.js'
 const cluster = await startCluster(3)
 t.teardown(() => cluster.stop())
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const LEGACY = { 'mcp-protocol-version': '2025-11-25' }
 // Tasks, and elicitation for the task that asks for approval half way.
 const TASKS = { 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} }, elicitation: {} } }

@@ -52,7 +52,7 @@ t.test('MCP_STATE_KEYS: instances with the same ring read each other\'s requestS
   }
   t.teardown(async () => {
     // SIGTERM and wait: a clean exit is also what writes the child's coverage.
-    await Promise.all(children.filter((c) => c.exitCode === null).map((c) => (c.kill('SIGTERM'), once(c, 'exit'))))
+    await Promise.all(children.filter((c) => c.exitCode === null).map((c) => ((c.kill('SIGTERM'), once(c, 'exit')))))
   })
   const logs = await Promise.all(
     children.map(

@@ -10,7 +10,7 @@ import type { Store } from '../src/store/types.js'
 import { build, call } from './helper.js'
 import { startRedis } from './redis-server.js'
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 function server(store: Store) {
   const mcp = new McpServer({ name: 't', version: '1', store })
@@ -19,7 +19,7 @@ function server(store: Store) {
   mcp.tool({ name: 'count', input: Type.Object({ n: Type.Integer() }) }, ({ n }) => `run ${++runs.count} of n=${n}`)
   mcp.tool({ name: 'slow' }, async () => {
     runs.slow++
-    await new Promise<void>((r) => (release = r))
+    await new Promise<void>((resolve) => (release = resolve))
     return 'slow done'
   })
   mcp.tool({ name: 'wait' }, (_a, ctx) => {

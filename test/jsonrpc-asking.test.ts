@@ -22,7 +22,7 @@ async function asked(app: FastifyInstance): Promise<{ id: string; request: { met
   for (let i = 0; i < 100; i++) {
     const res = await call(app, { method: 'POST', url: '/requests', headers: { 'mcp-protocol-version': LEGACY } })
     if (res.status === 200) return { id: res.headers['mcp-request-id'] as string, request: res.body }
-    await new Promise((r) => setTimeout(r, 10))
+    await new Promise((resolve) => setTimeout(resolve, 10))
   }
   throw new Error('nothing was asked')
 }

@@ -11,7 +11,7 @@ import { LEGACY, rpc, type RpcOptions } from './rpc.js'
  * functions as GET /tasks/{id} and its siblings, for a client that declared the extension.
  */
 const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } }
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** A tasks/* request; in 2026-07-28 with the Mcp-Name header that mirrors its taskId. */
 const rpcTask = (app: FastifyInstance, method: string, params: { taskId: string } & Record<string, unknown>, opts: RpcOptions = { caps: TASKS }) =>

@@ -60,7 +60,7 @@ async function answerAll(app: FastifyInstance, answer: (method: string) => unkno
   for (let i = 0; i < 50; i++) {
     const next = await app.inject({ method: 'POST', url: '/requests', headers })
     if (next.statusCode === 204) {
-      await new Promise((r) => setTimeout(r, 10))
+      await new Promise((resolve) => setTimeout(resolve, 10))
       continue
     }
     const id = next.headers['mcp-request-id'] as string
@@ -170,9 +170,11 @@ t.test('a legacy client answers through /requests and /responses while its call 
   const { app } = await build(t, { mcp: server() })
   await initialize(app, { elicitation: {}, roots: {}, sampling: {} })
   const answer = (method: string) =>
-    method === 'elicitation/create' ? { action: 'accept', content: { city: 'Oslo' } }
-    : method === 'roots/list' ? { roots: [{ uri: 'file:///a' }, { uri: 'file:///b' }] }
-    : { role: 'assistant', content: { type: 'text', text: 'hi' }, model: 'm1' }
+    method === 'elicitation/create'
+      ? { action: 'accept', content: { city: 'Oslo' } }
+      : method === 'roots/list'
+        ? { roots: [{ uri: 'file:///a' }, { uri: 'file:///b' }] }
+        : { role: 'assistant', content: { type: 'text', text: 'hi' }, model: 'm1' }
   for (const [tool, expected] of [
     ['ask_inline', 'city=Oslo roots=2 model=m1'],
     ['hand_rolled', 'hand Oslo 1'],
@@ -201,7 +203,7 @@ t.test('/requests and /responses: empty body rule, redelivery, validation, error
   const id = first.headers['mcp-request-id'] as string
   t.equal(first.json().method, 'sampling/createMessage')
   t.equal((await app.inject({ method: 'POST', url: '/requests' })).statusCode, 204, 'pending: not handed out again at once')
-  await new Promise((r) => setTimeout(r, 60))
+  await new Promise((resolve) => setTimeout(resolve, 60))
   const redelivered = await app.inject({ method: 'POST', url: '/requests' })
   t.same([redelivered.statusCode, redelivered.headers['mcp-request-id']], [200, id], 'after the timeout: the same request, same id')
   const wrong = await call(app, { method: 'POST', url: '/responses', headers: { 'mcp-request-id': id }, payload: { action: 'accept' } })
@@ -248,7 +250,7 @@ t.test('request queue limits: a clear error when full, or discard the oldest', a
 
 t.test('notifications/cancelled aborts the running request it names', async (t) => {
   const { app } = await build(t, { mcp: server() })
-  const running = new Promise<void>((r) => (started = r))
+  const running = new Promise<void>((resolve) => (started = resolve))
   const pending = call(app, { method: 'POST', url: '/tools/wait_for_cancel/calls', payload: {}, headers: { 'mcp-request-id': 'call-7' } })
   await running
   const other = await app.inject({ method: 'POST', url: '/notifications', payload: [{ method: 'notifications/cancelled', params: { requestId: 'call-8' } }] })

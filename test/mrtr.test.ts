@@ -30,16 +30,16 @@ function server(stateKeys?: string) {
   mcp.tool({ name: 'all_kinds' }, (_args, ctx) =>
     ctx.inputResponses === undefined
       ? inputRequired({
-          inputRequests: {
-            form: elicit('Name?', Type.Object({ name: Type.String() })),
-            link: elicitUrl('Sign in', 'https://example.com/login', 'e-1'),
-            llm: sample({ messages: [{ role: 'user', content: { type: 'text', text: 'Hi' } }], maxTokens: 5 }),
-            roots: listRoots(),
-            raw: { method: 'elicitation/create', params: { mode: 'form', message: 'Raw?', requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } } } } },
-            rawUrl: { method: 'elicitation/create', params: { mode: 'url', message: 'Raw link', url: 'https://example.com', elicitationId: 'r' } },
-            rawRoots: { method: 'roots/list' }
-          }
-        })
+        inputRequests: {
+          form: elicit('Name?', Type.Object({ name: Type.String() })),
+          link: elicitUrl('Sign in', 'https://example.com/login', 'e-1'),
+          llm: sample({ messages: [{ role: 'user', content: { type: 'text', text: 'Hi' } }], maxTokens: 5 }),
+          roots: listRoots(),
+          raw: { method: 'elicitation/create', params: { mode: 'form', message: 'Raw?', requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } } } } },
+          rawUrl: { method: 'elicitation/create', params: { mode: 'url', message: 'Raw link', url: 'https://example.com', elicitationId: 'r' } },
+          rawRoots: { method: 'roots/list' }
+        }
+      })
       : JSON.stringify(ctx.inputResponses)
   )
   mcp.tool({ name: 'shed', input: Type.Object({ n: Type.Integer() }), state: Type.Object({ done: Type.Integer() }) }, ({ n }, ctx) => {
@@ -339,7 +339,7 @@ t.test('expired state', async (t) => {
   mcp.tool({ name: 'slow' }, (_a, ctx) => (ctx.requestState === undefined ? inputRequired({ state: 1 }) : 'never'))
   const { app } = await build(t, { mcp })
   const r1 = await callTool(app, 'slow', {})
-  await new Promise((r) => setTimeout(r, 5))
+  await new Promise((resolve) => setTimeout(resolve, 5))
   const r2 = await callTool(app, 'slow', { requestState: r1.body.requestState })
   t.same([r2.status, r2.body.message], [400, 'Invalid or expired requestState'])
 })

@@ -8,7 +8,7 @@ import { loadConfig, trustProxyFromConfig } from '../src/config.js'
 import { build, call } from './helper.js'
 import { startRedis } from './redis-server.js'
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const user = async (request: FastifyRequest): Promise<Principal> => {
   const id = request.headers['x-user']
   return typeof id === 'string' ? { id, scopes: [], anonymous: false } : { id: 'anonymous', scopes: [], anonymous: true }
@@ -133,7 +133,7 @@ t.test('two answers to one server-to-client request at once: one is taken, the o
   const lookup = store.getRequest.bind(store)
   let arrived = 0
   let both: () => void
-  const barrier = new Promise<void>((r) => (both = r))
+  const barrier = new Promise<void>((resolve) => (both = resolve))
   store.getRequest = async (owner, id) => {
     const found = await lookup(owner, id)
     if (++arrived === 2) both()

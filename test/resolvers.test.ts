@@ -55,12 +55,12 @@ t.test('registration checks the resolver graph', async (t) => {
 
 t.test('independent questions share a round; a dependent one waits; each is asked once', async (t) => {
   const asks: string[] = []
-  const first = resolver({ name: 'first', resolve: () => (asks.push('first'), elicit('First name?', Name)) })
-  const last = resolver({ name: 'last', resolve: () => (asks.push('last'), elicit('Last name?', Name)) })
+  const first = resolver({ name: 'first', resolve: () => ((asks.push('first'), elicit('First name?', Name))) })
+  const last = resolver({ name: 'last', resolve: () => ((asks.push('last'), elicit('Last name?', Name))) })
   const nick = resolver({
     name: 'nick',
     needs: { first },
-    resolve: (_a, { first }) => (asks.push('nick'), elicit(`A nickname for ${first.name}?`, Name))
+    resolve: (_a, { first }) => ((asks.push('nick'), elicit(`A nickname for ${first.name}?`, Name)))
   })
   const plain = resolver({ name: 'plain', args: ['greeting'], resolve: (a: { greeting: string }, _n, ctx) => `${a.greeting} (${ctx.requestId.length > 0})` })
   const mcp = new McpServer({ name: 't', version: '1' })
@@ -170,9 +170,12 @@ t.test('decline and cancel abort with a tool error, unless the consumer asks for
 })
 
 t.test('a resolver that throws fails the call like its handler would; mixing at run time is a 500', async (t) => {
-  const boom = resolver({ name: 'boom', resolve: () => {
-    throw new Error('lookup failed')
-  } })
+  const boom = resolver({
+    name: 'boom',
+    resolve: () => {
+      throw new Error('lookup failed')
+    }
+  })
   const fine = resolver({ name: 'fine', resolve: () => 1 })
   const mcp = new McpServer({ name: 't', version: '1' })
   mcp.tool({ name: 'boom', resolvers: { boom } }, () => 'never')

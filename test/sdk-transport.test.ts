@@ -157,11 +157,11 @@ t.test('the SDK Client over the adapter: tasks', async (t) => {
 
 t.test('the SDK Client over the adapter, 2026-07-28: discover, multi round-trip questions, sampling, log level', async (t) => {
   const urls: string[] = []
-  const live = await liveDemo(t, { fault: (request) => (urls.push(request.url), false) })
+  const live = await liveDemo(t, { fault: (request) => ((urls.push(request.url), false)) })
   const model = resolver({ name: 'model', resolve: () => sample({ messages: [{ role: 'user', content: { type: 'text', text: 'hi' } }], maxTokens: 5 }) })
   live.mcp.tool({ name: 'llm', resolvers: { model } }, (_a, ctx) => `model ${ctx.resolved.model.model}`)
   let meta: Record<string, unknown> = {}
-  live.mcp.tool({ name: 'meta' }, (_a, ctx) => ((meta = ctx.meta as Record<string, unknown>), 'ok'))
+  live.mcp.tool({ name: 'meta' }, (_a, ctx) => (((meta = ctx.meta as Record<string, unknown>), 'ok')))
   const { client, transport, asked } = await connect(t, live, '2026-07-28')
   t.equal(client.getServerVersion()?.name, 'mcp-pure-http-demo')
   t.equal(urls[0], '/discover', 'the handshake is server/discover')

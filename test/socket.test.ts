@@ -41,7 +41,7 @@ t.test('a client that goes away aborts the handler through ctx.signal', async (t
     mcp.tool({ name: 'wait' }, (_args, ctx) => {
       ctx.signal.addEventListener('abort', () => resolve(String((ctx.signal.reason as Error).message)))
       started()
-      return new Promise((done) => ctx.signal.addEventListener('abort', () => done('aborted')))
+      return new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve('aborted')))
     })
   })
   const base = await listen(t, mcp)

@@ -13,7 +13,7 @@ export interface StoreFactory {
   peer(store: Store): Promise<Store>
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
  * A store refuses with a {@link StoreLimitError} of the given code, which the core maps to the wire

@@ -33,7 +33,7 @@ t.test('the contract', async (t) => {
   })
 })
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const sha1 = (s: string) => createHash('sha1').update(s).digest('hex')
 
 t.test('createStore: Redis when MCP_REDIS_URL is set, memory otherwise', async (t) => {
@@ -73,7 +73,7 @@ t.test('every key is under the prefix, and everything but the small indexes expi
   const keys = (await raw.keys('*')).filter((k) => !k.startsWith('t') || k.startsWith(prefix))
   const mine = keys.filter((k) => k.startsWith(prefix))
   t.same(keys.filter((k) => !k.startsWith(prefix) && k.startsWith('k')), [], 'nothing outside the prefix')
-  const indexes = ['conns', 'sess', 'tasks', 'idem', 'clock', `sub:x:1`].map((k) => prefix + k)
+  const indexes = ['conns', 'sess', 'tasks', 'idem', 'clock', 'sub:x:1'].map((k) => prefix + k)
   for (const key of mine) {
     const ttl = await raw.pttl(key)
     if (indexes.includes(key)) continue

@@ -24,7 +24,7 @@ function events(text: string): { event: string; data: any }[] {
 function server() {
   const mcp = new McpServer({ name: 't', version: '1' })
   let release!: () => void
-  const gate = new Promise<void>((r) => (release = r))
+  const gate = new Promise<void>((resolve) => (release = resolve))
   mcp.tool({ name: 'steps', input: Type.Object({ n: Type.Integer() }) }, async ({ n }, ctx) => {
     for (let i = 1; i <= n; i++) await ctx.progress(i, n)
     await ctx.sendLog('debug', 'too quiet')
@@ -95,9 +95,9 @@ t.test('events arrive as they happen; protocol errors end the stream with an err
 t.test('a client that leaves the stream aborts the handler', async (t) => {
   const { mcp } = server()
   let aborted!: () => void
-  const seen = new Promise<void>((r) => (aborted = r))
+  const seen = new Promise<void>((resolve) => (aborted = resolve))
   mcp.tool({ name: 'watch' }, (_a, ctx) => new Promise((resolve) => {
-    ctx.signal.addEventListener('abort', () => (aborted(), resolve('gone')))
+    ctx.signal.addEventListener('abort', () => ((aborted(), resolve('gone'))))
   }))
   const base = await listen(t, mcp)
   const controller = new AbortController()

@@ -12,7 +12,7 @@ import { build, call } from './helper.js'
 const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } }
 const ASKING = { ...TASKS, elicitation: {}, roots: {}, sampling: {} }
 const meta = (caps: Record<string, unknown> = TASKS) => ({ 'io.modelcontextprotocol/clientCapabilities': caps })
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 async function start(app: FastifyInstance, tool: string, body: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
   return call(app, { method: 'POST', url: `/tools/${tool}/calls`, payload: { _meta: meta(), ...body }, headers })

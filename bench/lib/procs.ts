@@ -76,7 +76,7 @@ async function waitUntilUp(child: ChildProcess, url: string, stderr: () => strin
       await fetch(url, { signal: AbortSignal.timeout(1000) })
       return
     } catch {
-      await new Promise((r) => setTimeout(r, 100))
+      await new Promise((resolve) => setTimeout(resolve, 100))
     }
   }
   child.kill('SIGKILL')
@@ -119,7 +119,7 @@ export async function settle(pids: number[], { idle = 0.05, windowMs = 250, maxM
   const total = () => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0)
   for (;;) {
     const before = total()
-    await new Promise((r) => setTimeout(r, windowMs))
+    await new Promise((resolve) => setTimeout(resolve, windowMs))
     if (total() - before <= (idle * windowMs) / 1000 || Date.now() - start >= maxMs) return Date.now() - start
   }
 }
@@ -145,11 +145,11 @@ export async function startRedis(): Promise<{ url: string; pid: number; stop(): 
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`redis-server exited ${child.exitCode} (is it installed? apt-get install redis-server)`)
     const up = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1', () => (socket.end(), resolve(true)))
+      const socket = connect(port, '127.0.0.1', () => ((socket.end(), resolve(true))))
       socket.once('error', () => resolve(false))
     })
     if (up) return { url: `redis://127.0.0.1:${port}`, pid: child.pid!, stop: () => stop(child) }
-    await new Promise((r) => setTimeout(r, 100))
+    await new Promise((resolve) => setTimeout(resolve, 100))
   }
   child.kill('SIGKILL')
   throw new Error('redis-server did not answer within 10 s')

@@ -61,11 +61,11 @@ export interface RetryableOptions<S extends TSchema | undefined, R extends Resol
 export type ToolReturn<O, S = unknown> =
   | string
   | {
-      content?: ContentBlock[]
-      structuredContent?: O
-      isError?: boolean
-      _meta?: Meta
-    }
+    content?: ContentBlock[]
+    structuredContent?: O
+    isError?: boolean
+    _meta?: Meta
+  }
   | HandRolledInputRequired<S>
 
 export interface ToolDefinition<I extends TSchema, O extends TSchema | undefined, S extends TSchema | undefined = undefined, R extends ResolverMap = {}>
@@ -148,7 +148,7 @@ export type ResourceReturn<S = unknown> =
 
 export interface ResourceDefinition<S extends TSchema | undefined = undefined, R extends ResolverMap = {}>
   extends Resource,
-    RetryableOptions<S, R> {}
+  RetryableOptions<S, R> {}
 
 export type ResourceHandler<S extends TSchema | undefined = undefined, R extends ResolverMap = {}> = (
   uri: string,
@@ -157,7 +157,7 @@ export type ResourceHandler<S extends TSchema | undefined = undefined, R extends
 
 export interface ResourceTemplateDefinition<S extends TSchema | undefined = undefined, R extends ResolverMap = {}>
   extends ResourceTemplate,
-    RetryableOptions<S, R> {
+  RetryableOptions<S, R> {
   /** Completion providers for the template's variables, by variable name. */
   complete?: Record<string, Completer>
 }

@@ -39,9 +39,11 @@ export async function getPrompt(
   if (round.kind === 'declined') throw errors.invalidParams(round.message)
   const out = round.value
   const result: Record<string, unknown> =
-    typeof out === 'string' ? { messages: [{ role: 'user', content: { type: 'text', text: out } }] }
-    : Array.isArray(out) ? { messages: out }
-    : { ...out }
+    typeof out === 'string'
+      ? { messages: [{ role: 'user', content: { type: 'text', text: out } }] }
+      : Array.isArray(out)
+        ? { messages: out }
+        : { ...out }
   if (result.description === undefined && entry.definition.description !== undefined) {
     result.description = entry.definition.description
   }

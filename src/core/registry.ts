@@ -24,6 +24,8 @@ import { UriTemplate } from './uri-template.js'
 import { compile, createValidator } from './validation.js'
 
 export const ListKind = { tools: 'tools', prompts: 'prompts', resources: 'resources', templates: 'templates' } as const
+// The value and its type share the name, as STYLE's `as const` enums do.
+// eslint-disable-next-line @typescript-eslint/no-redeclare
 export type ListKind = (typeof ListKind)[keyof typeof ListKind]
 
 export interface ToolEntry {

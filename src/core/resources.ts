@@ -48,9 +48,11 @@ export async function readResource(
   if (out === undefined) throw resourceNotFound(uri, ctx)
   const mimeType = entry.definition.mimeType
   const result: Record<string, unknown> =
-    typeof out === 'string' ? { contents: [withMime({ uri, text: out }, mimeType)] }
-    : out instanceof Uint8Array ? { contents: [withMime({ uri, blob: Buffer.from(out).toString('base64') }, mimeType)] }
-    : { ...out }
+    typeof out === 'string'
+      ? { contents: [withMime({ uri, text: out }, mimeType)] }
+      : out instanceof Uint8Array
+        ? { contents: [withMime({ uri, blob: Buffer.from(out).toString('base64') }, mimeType)] }
+        : { ...out }
   return finishCacheable(ctx.era, isResumable(out) ? finishResumable(server.sealer, binding, ctx, result, out[RESUME]) : result, server.cacheHints)
 }
 

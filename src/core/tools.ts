@@ -104,9 +104,11 @@ function toolResult(entry: ToolEntry, name: string, out: ToolReturn<unknown>, ct
   if (entry.validateOutput !== undefined && result.isError !== true) {
     const sc = result.structuredContent
     const problem =
-      sc === undefined ? 'structuredContent is missing'
-      : entry.validateOutput(sc) ? undefined
-      : describeErrors(entry.validateOutput.errors).message
+      sc === undefined
+        ? 'structuredContent is missing'
+        : entry.validateOutput(sc)
+          ? undefined
+          : describeErrors(entry.validateOutput.errors).message
     if (problem !== undefined) {
       ctx.log.error({ tool: name, problem }, 'tool result does not match its outputSchema')
       throw new McpError(-32603, `Tool ${name} returned a result that does not match its outputSchema: ${problem}`, 500)

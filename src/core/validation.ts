@@ -46,9 +46,12 @@ export function describeErrors(errs: ErrorObject[] | null | undefined): { messag
   else if (e.keyword === 'additionalProperties') path += `/${(e.params as { additionalProperty: string }).additionalProperty}`
   const field = path === '' ? '(root)' : path.slice(1).replaceAll('/', '.')
   const message =
-    e.keyword === 'required' ? 'is required'
-    : e.keyword === 'additionalProperties' ? 'is not allowed'
-    : e.keyword === 'enum' ? `must be one of ${JSON.stringify((e.params as { allowedValues: unknown[] }).allowedValues)}`
-    : e.message! // set for every keyword unless Ajv runs with messages: false, which it never does here
+    e.keyword === 'required'
+      ? 'is required'
+      : e.keyword === 'additionalProperties'
+        ? 'is not allowed'
+        : e.keyword === 'enum'
+          ? `must be one of ${JSON.stringify((e.params as { allowedValues: unknown[] }).allowedValues)}`
+          : e.message! // set for every keyword unless Ajv runs with messages: false, which it never does here
   return { message: `${field} ${message}`, path }
 }

@@ -48,7 +48,7 @@ export function registerAskingDemos(mcp: McpServer): void {
             Type.Object({
               resolution: oneOf(['Fixed', "Won't Fix", 'Duplicate', 'By Design'], 'Resolution type for this bug')
             })
-          )
+        )
         : null
   })
   const duplicateOf = resolver({
@@ -57,9 +57,9 @@ export function registerAskingDemos(mcp: McpServer): void {
     resolve: (_args, { resolution }) =>
       resolution?.resolution === 'Duplicate'
         ? elicit(
-            'Since this is a duplicate, which work item is the original?',
-            Type.Object({ duplicateOfId: Type.Integer({ minimum: 1, description: 'Work item ID of the original bug' }) })
-          )
+          'Since this is a duplicate, which work item is the original?',
+          Type.Object({ duplicateOfId: Type.Integer({ minimum: 1, description: 'Work item ID of the original bug' }) })
+        )
         : null
   })
   mcp.tool(

@@ -42,7 +42,6 @@ export function createDemoServer(
     ({ a, b }) => ({ structuredContent: { sum: a + b } })
   )
 
-
   mcp.resource(
     { uri: 'demo://readme', name: 'readme', title: 'Read me', description: 'What this demo offers.', mimeType: 'text/markdown' },
     () =>

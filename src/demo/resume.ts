@@ -37,11 +37,11 @@ export function registerResumeDemos(mcp: McpServer): void {
       let sum = resumed?.sum ?? 0
       while (i < n) {
         const end = Math.min(i + 100_000, n)
-        for (; i < end; ) sum += ++i
+        for (; i < end;) sum += ++i
         if (i < n && Date.now() >= ctx.deadline) {
           return resumable({ content: [{ type: 'text' as const, text: `Summed ${i} of ${n}; resume to go on.` }], structuredContent: { sum } }, { i, sum })
         }
-        await new Promise((r) => setImmediate(r))
+        await new Promise((resolve) => setImmediate(resolve))
       }
       return { structuredContent: { sum } }
     }

@@ -9,8 +9,8 @@ export function registerTaskDemos(mcp: McpServer, options: { stepMs?: number } =
   // would pile up on a long task's signal (100 steps, 100 listeners) until the task ends.
   const sleep = (ms: number, signal: AbortSignal) =>
     new Promise<void>((resolve, reject) => {
-      const onAbort = () => (clearTimeout(timer), reject(signal.reason))
-      const timer = setTimeout(() => (signal.removeEventListener('abort', onAbort), resolve()), ms)
+      const onAbort = () => ((clearTimeout(timer), reject(signal.reason)))
+      const timer = setTimeout(() => ((signal.removeEventListener('abort', onAbort), resolve())), ms)
       signal.addEventListener('abort', onAbort, { once: true })
     })
 

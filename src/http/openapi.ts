@@ -63,9 +63,11 @@ function rebase(schema: unknown, at: string): unknown {
   return Object.fromEntries(
     Object.entries(schema).map(([k, v]) => [
       k,
-      k === '$ref' && typeof v === 'string' && v.startsWith('#') ? `#${at}${v.slice(1)}`
-      : k === 'const' || k === 'default' || k === 'examples' || k === 'enum' ? v
-      : rebase(v, at)
+      k === '$ref' && typeof v === 'string' && v.startsWith('#')
+        ? `#${at}${v.slice(1)}`
+        : k === 'const' || k === 'default' || k === 'examples' || k === 'enum'
+          ? v
+          : rebase(v, at)
     ])
   )
 }

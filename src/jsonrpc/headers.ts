@@ -99,9 +99,11 @@ export function checkParamHeaders(inputSchema: Record<string, unknown>, args: un
   for (const m of mirroredOf(inputSchema)) {
     let value: unknown = args
     for (const key of m.path) value = isPlainObject(value) ? value[key] : undefined
-    const text = typeof value === 'string' ? value
-      : typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value)) ? String(value)
-      : undefined
+    const text = typeof value === 'string'
+      ? value
+      : typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value))
+        ? String(value)
+        : undefined
     // Absent or null: the client must omit the header. A non-primitive is for argument validation.
     if (text === undefined) continue
     const raw = headerValue(headers, `mcp-param-${m.header.toLowerCase()}`)

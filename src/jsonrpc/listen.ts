@@ -68,8 +68,8 @@ export class ListenStreams {
       watched.size === 0
         ? undefined
         : mcp.onResourceUpdated((uri) => {
-            if (watched.has(uri)) send({ method: 'notifications/resources/updated', params: { uri, _meta: meta } })
-          })
+          if (watched.has(uri)) send({ method: 'notifications/resources/updated', params: { uri, _meta: meta } })
+        })
     const stop = () => {
       stopChanges()
       stopUpdates?.()

@@ -36,14 +36,16 @@ const openapi: FastifyPluginAsync<OpenApiOptions> = async (fastify, opts) => {
         { name: 'tasks', description: 'The Tasks extension: long work polled to completion' },
         { name: 'meta', description: 'This document' }
       ],
-      ...(oauth === undefined ? {} : {
-        components: {
-          securitySchemes: {
-            bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: `OAuth 2.1 access token; metadata: ${oauth.metadataUrl}` }
-          }
-        },
-        security: [{ bearer: [] }]
-      })
+      ...(oauth === undefined
+        ? {}
+        : {
+            components: {
+              securitySchemes: {
+                bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: `OAuth 2.1 access token; metadata: ${oauth.metadataUrl}` }
+              }
+            },
+            security: [{ bearer: [] }]
+          })
     }
   })
 }

@@ -118,13 +118,19 @@ export function createConformanceServer(): McpServer {
   let dynamicTool: Registration | undefined
   noArgs('test_trigger_tool_change', 'Adds or removes test_dynamic_tool.', () => {
     if (dynamicTool === undefined) dynamicTool = noArgs('test_dynamic_tool', 'Comes and goes.', () => 'dynamic')
-    else (dynamicTool.remove(), (dynamicTool = undefined))
+    else {
+      dynamicTool.remove()
+      dynamicTool = undefined
+    }
     return 'The tool list changed'
   })
   let dynamicPrompt: Registration | undefined
   noArgs('test_trigger_prompt_change', 'Adds or removes test_dynamic_prompt.', () => {
     if (dynamicPrompt === undefined) dynamicPrompt = mcp.prompt({ name: 'test_dynamic_prompt', description: 'Comes and goes.' }, () => 'dynamic')
-    else (dynamicPrompt.remove(), (dynamicPrompt = undefined))
+    else {
+      dynamicPrompt.remove()
+      dynamicPrompt = undefined
+    }
     return 'The prompt list changed'
   })
 
@@ -166,7 +172,7 @@ const JSON_SCHEMA_2020_12 = {
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(resolve, ms)
-    signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true })
+    signal.addEventListener('abort', () => ((clearTimeout(timer), reject(signal.reason))), { once: true })
   })
 }
 
