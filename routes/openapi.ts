@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { openapiDocument } from '../src/http/openapi.js'
+import { openapiDocument } from '../src/http/tool-operations.js'
 
 /** The OpenAPI 3.1 document of this server, including one typed operation per tool. */
 const openapi: FastifyPluginAsyncTypebox = async (fastify) => {

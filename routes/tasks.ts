@@ -16,7 +16,7 @@ const TaskParams = Type.Object({ taskId: Type.String({ minLength: 1, maxLength: 
 
 /**
  * The Tasks extension over HTTP: tasks/get (ETag for cheap polling), tasks/update (answers to the
- * task's inputRequests) and tasks/cancel (cooperative); the logic is src/tasks/methods.ts, shared
+ * task's inputRequests) and tasks/cancel (cooperative); the logic is mcp.tasks (src/tasks/task-methods.ts), shared
  * with /mcp. A task belongs to its creator: anyone else's, like an unknown or expired one, is 404.
  */
 const tasks: FastifyPluginAsyncTypebox = async (fastify) => {

@@ -1,4 +1,4 @@
-import { StoreLimitError } from './store/errors.js'
+import { StoreLimitError } from './store/store-errors.js'
 
 /**
  * The one error catalogue. A {@link McpError} is a wire error: it carries the JSON-RPC code, the HTTP

@@ -5,7 +5,7 @@ import type { Socket } from 'node:net'
 import { ErrorCode } from './errors.js'
 import { LATEST_VERSION } from './protocol.js'
 import { mcpRequestId } from './headers.js'
-import { loadShedding, probes, type PressureOptions } from './http/limits.js'
+import { loadShedding, probes, type PressureOptions } from './http/probes.js'
 
 export interface BuildServerOptions extends McpPluginOptions {
   /** Fastify logger option (default: info-level JSON logs). */

@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { FastifyRequest } from 'fastify'
 import { McpServer } from '../src/core/mcp-server.js'
-import type { Principal } from '../src/core/context.js'
+import type { Principal } from '../src/core/request-context.js'
 import { McpError } from '../src/errors.js'
 import { MemoryStore } from '../src/store/memory.js'
 import { build, call } from './helper.js'

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox'
 import { McpServer } from '../src/core/mcp-server.js'
 import { build, call } from './helper.js'
 
-// A handler's ctx is built once per round (HandlerContext, src/mrtr/run.ts): every member of the
+// A handler's ctx is the call's one CallContext (src/core/call-context.ts): every member of the
 // request's context reads through to it.
 t.test("a handler's ctx carries every member of the request's context", async (t) => {
   const mcp = new McpServer({ name: 'ctx', version: '1.0.0' })

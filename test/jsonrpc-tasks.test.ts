@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { createDemoServer } from '../src/demo/catalogue.js'
-import { answerTask } from '../src/tasks/methods.js'
+import { answerTask } from '../src/tasks/task-steps.js'
 import type { Store } from '../src/store/types.js'
 import { build } from './helper.js'
 import { LEGACY, rpc, type RpcOptions } from './rpc.js'

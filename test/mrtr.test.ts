@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { McpServer } from '../src/core/mcp-server.js'
 import { encodeJsonHeader } from '../src/headers.js'
 import { elicit, elicitUrl, listRoots, sample } from '../src/mrtr/questions.js'
-import { inputRequired } from '../src/mrtr/run.js'
+import { inputRequired } from '../src/mrtr/rounds.js'
 import { build, call, tamper } from './helper.js'
 
 // Multi round-trip requests (SEP-2322) as plain HTTP, hand-rolled: a handler answers

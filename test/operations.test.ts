@@ -1,6 +1,6 @@
 import t from 'tap'
 import type { FastifyRequest } from 'fastify'
-import type { Principal } from '../src/core/context.js'
+import type { Principal } from '../src/core/request-context.js'
 import { createDemoServer } from '../src/demo/catalogue.js'
 import { MemoryStore } from '../src/store/memory.js'
 import { RedisStore } from '../src/store/redis.js'

@@ -5,7 +5,7 @@ import { McpServer } from '../src/core/mcp-server.js'
 import { encodeJsonHeader } from '../src/headers.js'
 import { elicit, elicitUrl, sample } from '../src/mrtr/questions.js'
 import { full, resolver } from '../src/mrtr/resolvers.js'
-import { inputRequired } from '../src/mrtr/run.js'
+import { inputRequired } from '../src/mrtr/rounds.js'
 import { build, call } from './helper.js'
 
 const ELICIT = { 'io.modelcontextprotocol/clientCapabilities': { elicitation: {}, roots: {} } }

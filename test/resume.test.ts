@@ -1,10 +1,10 @@
 import t from 'tap'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { McpServer } from '../src/core/mcp-server.js'
-import type { Principal } from '../src/core/context.js'
+import type { Principal } from '../src/core/request-context.js'
 import { createDemoServer } from '../src/demo/catalogue.js'
 import { encodeJsonHeader } from '../src/headers.js'
-import { inputRequired } from '../src/mrtr/run.js'
+import { inputRequired } from '../src/mrtr/rounds.js'
 import { resumable } from '../src/mrtr/resume.js'
 import { build, call, tamper } from './helper.js'
 

@@ -1,6 +1,6 @@
 import type { Test } from 'tap'
 import { wireErrorOf } from '../src/errors.js'
-import { AnswerTimeout, StoreLimitError } from '../src/store/errors.js'
+import { AnswerTimeout, StoreLimitError } from '../src/store/store-errors.js'
 import type { Store, StoreLimits, TaskRecord } from '../src/store/types.js'
 
 /**

@@ -2,11 +2,11 @@ import t from 'tap'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { McpServer } from '../src/core/mcp-server.js'
-import type { Principal } from '../src/core/context.js'
+import type { Principal } from '../src/core/request-context.js'
 import { createDemoServer } from '../src/demo/catalogue.js'
 import { elicit } from '../src/mrtr/questions.js'
 import { resolver } from '../src/mrtr/resolvers.js'
-import { inputRequired } from '../src/mrtr/run.js'
+import { inputRequired } from '../src/mrtr/rounds.js'
 import { build, call } from './helper.js'
 
 const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } }

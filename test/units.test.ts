@@ -118,7 +118,7 @@ t.test('memory store tasks: a bounded number, and waits that end', async (t) => 
 
 t.test('CallContext: a context no round has set up refuses to ask, with a clear error', async (t) => {
   const { CallContext } = await import('../src/core/call-context.js')
-  const { ANONYMOUS } = await import('../src/core/context.js')
+  const { ANONYMOUS } = await import('../src/core/request-context.js')
   const sent: unknown[] = []
   const ctx = new CallContext(
     { requestId: 'r', protocolVersion: '2026-07-28', era: 'modern', meta: undefined, clientCapabilities: undefined, principal: ANONYMOUS, log: console, deadline: 0 },

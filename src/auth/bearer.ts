@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import { errors as jose, type JSONWebKeySet, type JWTPayload } from 'jose'
-import type { Principal } from '../core/context.js'
+import type { Principal } from '../core/request-context.js'
 import { McpError, errors } from '../errors.js'
 import { parseUrl, tokenVerifier } from './verify.js'
 

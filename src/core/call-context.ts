@@ -5,7 +5,7 @@ import { LoggingLevels, type LoggingLevel } from '../schema/lifecycle.js'
 import type { InputResponses } from '../schema/mrtr.js'
 import { elicit, listRoots, sample, type Outcome, type Question, type Root, type SampledMessage } from '../mrtr/questions.js'
 import type { ServerMessage } from '../store/records.js'
-import type { Logger, Principal, RequestContext } from './context.js'
+import type { Logger, Principal, RequestContext } from './request-context.js'
 
 const RANK = new Map<string, number>(LoggingLevels.map((l, i) => [l, i]))
 const NO_VALUES: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>
@@ -48,7 +48,7 @@ const noAsker: Asker = () => Promise.reject(new Error('This context cannot ask t
  * The one context of a call, built once by the face and handed to the core, which fills in what each
  * round adds (answers, state, resolved values, how to ask) before it runs the handler. Every handler
  * kind sees this object as its `ctx`; a task runs with a {@link CallContext} of its own (see
- * tasks/task-context.ts). Every field is set in the constructor, so all contexts share one V8 shape.
+ * TaskCallContext in tasks/runner.ts). Every field is set in the constructor, so all contexts share one V8 shape.
  */
 export class CallContext implements RequestContext {
   readonly requestId: string

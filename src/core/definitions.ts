@@ -2,14 +2,14 @@ import type { Static, TSchema } from '@sinclair/typebox'
 import type { Meta } from '../schema/common.js'
 import type { ContentBlock, ResourceContents } from '../schema/content.js'
 import type { InputResponses } from '../schema/mrtr.js'
-import type { HandRolledInputRequired } from '../mrtr/run.js'
+import type { HandRolledInputRequired } from '../mrtr/rounds.js'
 import type { ResolverMap, Values } from '../mrtr/resolvers.js'
 import type { Outcome, Root, SampledMessage, sample } from '../mrtr/questions.js'
-import type { TaskContext } from '../tasks/run.js'
+import type { TaskContext } from '../tasks/runner.js'
 import type { GetPromptResult, PromptMessage } from '../schema/prompts.js'
 import type { Resource, ResourceTemplate } from '../schema/resources.js'
 import type { Tool, ToolAnnotations } from '../schema/tools.js'
-import type { RequestContext } from './context.js'
+import type { RequestContext } from './request-context.js'
 
 type MaybePromise<T> = T | Promise<T>
 

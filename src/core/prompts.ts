@@ -1,9 +1,9 @@
 import { ConfigurationError, McpError, errors, wireErrorOf } from '../errors.js'
-import { runRound } from '../mrtr/run.js'
+import { runRound } from '../mrtr/rounds.js'
 import { LazyTarget } from '../mrtr/seal.js'
 import type { GetPromptBody } from '../schema/prompts.js'
 import type { CallContext } from './call-context.js'
-import type { RequestContext } from './context.js'
+import type { RequestContext } from './request-context.js'
 import type { McpServer } from './mcp-server.js'
 import { finish } from './results.js'
 

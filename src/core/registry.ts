@@ -18,7 +18,7 @@ import type {
   ToolHandler
 } from './definitions.js'
 import { plan } from '../mrtr/resolvers.js'
-import type { MrtrSpec } from '../mrtr/run.js'
+import type { MrtrSpec } from '../mrtr/rounds.js'
 import type { ResolverMap } from '../mrtr/resolvers.js'
 import { UriTemplate } from './uri-template.js'
 import { compile, createValidator } from './validation.js'

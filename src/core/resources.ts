@@ -1,5 +1,5 @@
 import { ErrorCode, McpError, errors } from '../errors.js'
-import { runRound, type RetryParams } from '../mrtr/run.js'
+import { runRound, type RetryParams } from '../mrtr/rounds.js'
 import type { CallContext } from './call-context.js'
 import { RESUME, finishResumable, isResumable } from '../mrtr/resume.js'
 import { openResume } from '../mrtr/resume.js'

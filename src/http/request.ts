@@ -5,7 +5,7 @@ import { Header, decodeJsonHeader, isPlainObject } from '../headers.js'
 import { MetaKey, era as eraOf, isSupportedVersion, SUPPORTED_VERSIONS, type Era, type ProtocolVersion } from '../protocol.js'
 import type { Meta } from '../schema/common.js'
 import type { InputResponses } from '../schema/mrtr.js'
-import { wantsStream } from './stream.js'
+import { wantsStream } from './sse-result.js'
 
 /** Parameters of a request that may be a retry (tools/call, prompts/get, resources/read). */
 export interface RetryParams {

@@ -3,7 +3,7 @@ import type { OutgoingHttpHeaders } from 'node:http'
 import type { ListKind } from '../core/registry.js'
 import { MetaSchema } from '../schema/common.js'
 import { STREAMED, type RequestId } from './message.js'
-import type { Call } from './methods.js'
+import type { Call } from './rpc-methods.js'
 
 export const ListenParamsSchema = Type.Object({
   notifications: Type.Object({

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { RequestContext } from '../core/context.js'
+import type { RequestContext } from '../core/request-context.js'
 import { errors } from '../errors.js'
 import { metaProgressToken, type Outlet } from '../core/call-context.js'
 import { MetaKey } from '../protocol.js'

@@ -1,5 +1,5 @@
 import { ConfigurationError } from '../errors.js'
-import type { RequestContext } from '../core/context.js'
+import type { RequestContext } from '../core/request-context.js'
 import { isQuestion, type Outcome, type Question } from './questions.js'
 
 const RESOLVER = Symbol.for('mcp-pure-http.resolver')

@@ -1,4 +1,4 @@
-import type { RequestContext } from '../core/context.js'
+import type { RequestContext } from '../core/request-context.js'
 import { errors } from '../errors.js'
 import type { SealBinding, SealTarget, StateSealer } from './seal.js'
 

@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes, randomFillSync } from 'node:crypto'
 import { ConfigurationError, errors } from '../errors.js'
-import type { Logger } from '../core/context.js'
+import type { Logger } from '../core/request-context.js'
 
 /** What a sealed token is bound to: it opens only for the same principal, method, target and arguments. */
 export interface SealBinding {

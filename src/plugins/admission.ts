@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneF
 import fp from 'fastify-plugin'
 import type { OAuthSetup } from '../auth/oauth.js'
 import { hostOriginCheck, type HostOriginOptions } from '../auth/origin.js'
-import { ANONYMOUS, type Principal } from '../core/context.js'
+import { ANONYMOUS, type Principal } from '../core/request-context.js'
 import type { McpServer } from '../core/mcp-server.js'
 import { ErrorCode, errors } from '../errors.js'
 import { Header, REQUEST_ID, newRequestId } from '../headers.js'

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { withResourceMetadata } from '../auth/bearer.js'
 import { errors } from '../errors.js'
-import { sendError, toMcpError } from '../http/errors.js'
+import { sendError, toMcpError } from '../http/error-reply.js'
 
 export interface ErrorShapeOptions {
   /** The `resource_metadata` URL that 401 and 403 challenges name (OAuth). */

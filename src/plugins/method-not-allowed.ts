@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyPluginAsync, HTTPMethods } from 'fastify'
 import fp from 'fastify-plugin'
 import { errors } from '../errors.js'
-import { sendError } from '../http/errors.js'
+import { sendError } from '../http/error-reply.js'
 
 const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']
 

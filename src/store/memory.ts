@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto'
-import { AnswerTimeout, DISCARDED, QueueFull, TooManySubscriptions, TooManyTasks } from './errors.js'
+import { AnswerTimeout, DISCARDED, QueueFull, TooManySubscriptions, TooManyTasks } from './store-errors.js'
 import type { LoggingLevel } from '../schema/lifecycle.js'
 import {
   DEFAULT_LIMITS,

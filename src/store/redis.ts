@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { Redis, type RedisOptions } from 'ioredis'
 import type { LoggingLevel } from '../schema/lifecycle.js'
-import { AnswerTimeout, DISCARDED, QueueFull, TooManySubscriptions, TooManyTasks } from './errors.js'
+import { AnswerTimeout, DISCARDED, QueueFull, TooManySubscriptions, TooManyTasks } from './store-errors.js'
 import { SCRIPTS, type ScriptName } from './redis-scripts.js'
 import {
   DEFAULT_LIMITS,

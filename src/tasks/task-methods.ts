@@ -1,7 +1,7 @@
 import type { CallContext } from '../core/call-context.js'
 import type { DetailedTask } from '../schema/tasks.js'
 import type { Signals, TaskStore } from '../store/types.js'
-import { answerTask, cancelTask, findTask, requireTasks } from './methods.js'
+import { answerTask, cancelTask, findTask, requireTasks } from './task-steps.js'
 import { detailedTask } from './records.js'
 
 /** Task methods: `gate` refuses a client that did not declare the Tasks extension (-32021). */

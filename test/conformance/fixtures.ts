@@ -4,7 +4,7 @@ import { ErrorCode, McpError } from '../../src/errors.js'
 import type { Registration, ToolReturn } from '../../src/core/definitions.js'
 import { elicit, listRoots, sample } from '../../src/mrtr/questions.js'
 import { full, resolver } from '../../src/mrtr/resolvers.js'
-import { inputRequired } from '../../src/mrtr/run.js'
+import { inputRequired } from '../../src/mrtr/rounds.js'
 import type { InputRequest } from '../../src/schema/mrtr.js'
 
 /** A 1x1 red PNG and a 10 ms silent WAV: the smallest real media the content scenarios accept. */

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { metaProgressToken, type CallContext } from '../core/call-context.js'
-import { toMcpError } from './errors.js'
+import { toMcpError } from './error-reply.js'
 import { MetaKey } from '../protocol.js'
 
 /** Whether the client asked for the result as a stream (`Accept: text/event-stream`). */

@@ -12,7 +12,7 @@ export interface OpenApiOptions {
 /**
  * The OpenAPI 3.1 document of the MCP routes (`@fastify/swagger`, from the routes' TypeBox schemas);
  * `GET /openapi.json` (routes/openapi.ts) serves it. One typed operation per tool is added by
- * src/http/openapi.ts.
+ * src/http/tool-operations.ts.
  */
 const openapi: FastifyPluginAsync<OpenApiOptions> = async (fastify, opts) => {
   const oauth = opts.oauth

@@ -14,7 +14,7 @@ import { GetPromptBodySchema } from '../schema/prompts.js'
 import { ReadResourceBodySchema, SubscribeBodySchema } from '../schema/resources.js'
 import { UpdateTaskBodySchema } from '../schema/tasks.js'
 import { CallToolBodySchema } from '../schema/tools.js'
-import { checkParamHeaders } from './headers.js'
+import { checkParamHeaders } from './standard-headers.js'
 import { ListenParamsSchema, type ListenStreams } from './listen.js'
 import type { RequestId, STREAMED } from './message.js'
 

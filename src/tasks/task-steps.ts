@@ -1,8 +1,8 @@
-import type { RequestContext } from '../core/context.js'
+import type { RequestContext } from '../core/request-context.js'
 import { errors } from '../errors.js'
 import { askedOf, checkResponse } from '../mrtr/responses.js'
 import type { Signals, TaskRecord, TaskStore } from '../store/types.js'
-import { TASKS_CAPABILITY, TASKS_EXTENSION, clientTakesTasks } from './run.js'
+import { TASKS_CAPABILITY, TASKS_EXTENSION, clientTakesTasks } from './runner.js'
 
 /**
  * The Tasks extension's methods, whichever face calls them (`GET /tasks/{id}` and its siblings, or

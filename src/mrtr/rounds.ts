@@ -1,5 +1,5 @@
 import type { ValidateFunction } from 'ajv'
-import type { RequestContext } from '../core/context.js'
+import type { RequestContext } from '../core/request-context.js'
 import { ConfigurationError, errors } from '../errors.js'
 import { isPlainObject } from '../headers.js'
 import type { InputRequest, InputRequests, InputResponses } from '../schema/mrtr.js'

@@ -2,7 +2,7 @@ import underPressure from '@fastify/under-pressure'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import { errors } from '../errors.js'
 import type { Store } from '../store/types.js'
-import { sendError, toMcpError } from './errors.js'
+import { sendError, toMcpError } from './error-reply.js'
 
 export interface PressureOptions {
   /** Shed load while the event loop lags more than this (ms, mean over a second). */

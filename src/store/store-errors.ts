@@ -1,6 +1,6 @@
 /**
  * What a store refuses, in the store's own terms: a limit reached, an answer that did not come. The
- * protocol core maps these to wire errors in one place (see `wireError` in core/wire-errors.ts); a
+ * protocol core maps these to wire errors in one place (see `wireErrorOf` in src/errors.ts); a
  * store never speaks JSON-RPC codes or HTTP statuses.
  */
 export class StoreLimitError extends Error {

@@ -1,7 +1,7 @@
 import { metaProgressToken, type CallContext, type Outlet } from '../core/call-context.js'
 import { ErrorCode, McpError } from '../errors.js'
 import type { RequestId } from './message.js'
-import type { ResponseStream } from './stream.js'
+import type { ResponseStream } from './response-stream.js'
 
 /** Client capabilities that only server-to-client requests use. */
 const ASKING = new Set(['elicitation', 'sampling', 'roots'])
