@@ -1,25 +1,18 @@
 import type { ValidateFunction } from 'ajv'
-import type { RequestContext } from '../core/request-context.js'
 import { ConfigurationError, errors } from '../errors.js'
 import { isPlainObject } from '../headers.js'
-import type { InputRequest, InputRequests, InputResponses } from '../schema/mrtr.js'
-import { askThroughQueue, requireCapabilities } from '../messaging/notify.js'
+import type { InputRequest, InputResponses } from '../schema/mrtr.js'
+import { askThroughQueue } from '../messaging/notify.js'
 import type { Mailbox } from '../store/types.js'
 import type { CallContext } from '../core/call-context.js'
 import { isQuestion, questionFor, type Outcome, type Question } from './questions.js'
 import { Declined, runPlan, type Plan } from './resolvers.js'
-import { askedOf, checkResponse, responseProblem, type Asked } from './responses.js'
+import { askedOf, responseProblem } from './responses.js'
 import { toOutcome } from './outcome.js'
+import { askedOfAll, checkAnswers, inputRequiredResult, isHandRolled, type HandRolledInputRequired, type RoundState } from './round-state.js'
 import type { SealBinding, SealTarget, StateSealer } from './seal.js'
 
-/** What a handler returns to ask for input itself (see {@link inputRequired}). */
-export interface HandRolledInputRequired<S = unknown> {
-  resultType: 'input_required'
-  /** Requests by key: questions made with elicit()/sample()/listRoots(), or raw MCP requests. */
-  inputRequests?: Record<string, Question<unknown> | InputRequest>
-  /** State to get back, sealed, on the retry (as `ctx.requestState`). */
-  state?: S
-}
+export type { HandRolledInputRequired }
 
 /**
  * Answer `input_required` from a hand-rolled handler. Keys must stay stable across rounds: the
@@ -28,16 +21,6 @@ export interface HandRolledInputRequired<S = unknown> {
  */
 export function inputRequired<S>(r: Omit<HandRolledInputRequired<S>, 'resultType'>): HandRolledInputRequired<S> {
   return { resultType: 'input_required', ...r }
-}
-
-/** The sealed state between rounds. */
-interface RoundState {
-  /** Questions asked in the last round, by key. */
-  q?: Record<string, Asked>
-  /** Answered resolver questions, by resolver name: digest and outcome. */
-  o?: Record<string, { h: string; r: Outcome<unknown> }>
-  /** A hand-rolled handler's own state. */
-  u?: unknown
 }
 
 export interface RetryParams {
@@ -186,45 +169,4 @@ export async function runRound<T>(
     retried = true
     presupplied = undefined
   }
-}
-
-/** Answers count only for questions this server asked (and sealed); anything else is ignored. */
-function checkAnswers(state: RoundState, responses: InputResponses | undefined): InputResponses {
-  const answers: InputResponses = {}
-  for (const [key, response] of Object.entries(responses ?? {})) {
-    const asked = state.q?.[key]
-    if (asked === undefined) continue
-    checkResponse(`inputResponses["${key}"]`, asked, response)
-    answers[key] = response
-  }
-  return answers
-}
-
-function isHandRolled(v: unknown): v is HandRolledInputRequired {
-  return isPlainObject(v) && v.resultType === 'input_required'
-}
-
-/** What the sealed state remembers of each question: method, digest and a form's schema. */
-function askedOfAll(questions: ReadonlyMap<string, Question<unknown>>): Record<string, Asked> {
-  return Object.fromEntries([...questions].map(([key, q]) => [key, askedOf(q.request, q.digest)]))
-}
-
-/**
- * Build the `input_required` result: every request the client can answer, or 400 -32021 naming
- * what it lacks; the questions remembered in the sealed state.
- */
-function inputRequiredResult(
-  sealer: StateSealer,
-  binding: SealBinding,
-  questions: ReadonlyMap<string, Question<unknown>>,
-  carry: RoundState,
-  ctx: RequestContext
-): Record<string, unknown> {
-  requireCapabilities(questions.values(), ctx)
-  const inputRequests: InputRequests = {}
-  for (const [key, q] of questions) inputRequests[key] = q.request
-  const result: Record<string, unknown> = { resultType: 'input_required' }
-  if (questions.size > 0) result.inputRequests = inputRequests
-  result.requestState = sealer.seal(binding, { ...carry, q: askedOfAll(questions) } satisfies RoundState)
-  return result
 }
