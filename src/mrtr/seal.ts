@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes, randomFillSync } from 'node:crypto'
+import { createCipheriv, createDecipheriv, randomBytes, randomFillSync } from 'node:crypto'
+import { canonicalJson, digestArguments } from './digest.js'
 import { ConfigurationError, errors } from '../errors.js'
 import type { Logger } from '../core/request-context.js'
 
@@ -188,24 +189,5 @@ export class StateSealer {
   }
 }
 
-/** A stable digest of a JSON value: object keys sorted, so `{a, b}` and `{b, a}` agree. */
-export function digestArguments(value: unknown): string {
-  return createHash('sha256').update(canonicalJson(value)).digest('base64url')
-}
-
-export function canonicalJson(value: unknown): string {
-  if (typeof value !== 'object' || value === null) return JSON.stringify(value) ?? 'null'
-  // Concatenation rather than map/join: this runs on every question of every multi round-trip round.
-  if (Array.isArray(value)) {
-    let out = '['
-    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + canonicalJson(value[i])
-    return out + ']'
-  }
-  const keys = Object.keys(value).sort()
-  let out = '{'
-  for (let i = 0; i < keys.length; i++) {
-    const k = keys[i]!
-    out += (i === 0 ? '' : ',') + JSON.stringify(k) + ':' + canonicalJson((value as Record<string, unknown>)[k])
-  }
-  return out + '}'
-}
+// The digest moved to digest.ts; still exported here for code that imports it with the sealer.
+export { canonicalJson, digestArguments }
