@@ -73,13 +73,13 @@ t.test('every key is under the prefix, and everything but the small indexes expi
   const keys = (await raw.keys('*')).filter((k) => !k.startsWith('t') || k.startsWith(prefix))
   const mine = keys.filter((k) => k.startsWith(prefix))
   t.same(keys.filter((k) => !k.startsWith(prefix) && k.startsWith('k')), [], 'nothing outside the prefix')
-  const indexes = ['conns', 'sess', 'tasks', 'idem', 'clock', `sub:x:1`].map((k) => prefix + k)
+  const indexes = ['conns', 'sess', 'tasks', 'idem', 'clock'].map((k) => `${prefix}{g}:${k}`)
   for (const key of mine) {
     const ttl = await raw.pttl(key)
     if (indexes.includes(key)) continue
     t.ok(ttl > 0, `${key.slice(prefix.length)} expires (${ttl} ms)`)
   }
-  t.ok(await raw.pttl(`${prefix}sub:x:1`) > 0, 'the per-URI subscriber set too')
+  t.ok(await raw.pttl(`${prefix}u:{${sha1('x:1')}}`) > 0, 'the per-URI subscriber set too')
   t.ok(mine.length >= 12, `${mine.length} keys`)
 })
 
@@ -108,7 +108,7 @@ t.test('a lost wake-up is found by the sweep; a dropped subscriber reconnects', 
   const waiting = store.awaitAnswer('alice', 'r1', new AbortController().signal, 5000)
   await sleep(20)
   // The answer lands without its PUBLISH, as when the subscriber connection was down.
-  await raw.set(`${prefix}a:${sha1('alice')}:r1`, JSON.stringify({ result: { roots: [] } }))
+  await raw.set(`${prefix}a:{${sha1('alice')}}:r1`, JSON.stringify({ result: { roots: [] } }))
   t.same(await waiting, { result: { roots: [] } })
 
   const quiet = open({ prefix, sweepMs: 60_000 })
