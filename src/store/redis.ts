@@ -171,5 +171,8 @@ export class RedisStore implements Store {
     this.#closed = true
     this.#core.bus.close()
     await Promise.allSettled([this.#core.sub.quit(), this.#core.client.quit()])
+    // Under Sentinel, QUIT leaves the failover detector's Sentinel connections open: close them too.
+    this.#core.sub.disconnect()
+    this.#core.client.disconnect()
   }
 }
