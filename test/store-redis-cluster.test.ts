@@ -3,6 +3,8 @@ import { createHash, randomUUID } from 'node:crypto'
 import { Cluster, Redis } from 'ioredis'
 import { RedisStore, type RedisStoreOptions } from '../src/store/redis.js'
 import { SCRIPTS } from '../src/store/redis-scripts.js'
+import { loadConfig } from '../src/config.js'
+import { createStore } from '../src/store/index.js'
 import { storeContract } from './store-contract.js'
 import { cli, startRedisCluster } from './redis-cluster.js'
 
@@ -57,4 +59,13 @@ t.test('the rate limiter shares the cluster client', async (t) => {
   const probe = store.client as unknown as { rlProbe(key: string): Promise<number> }
   const counts = await Promise.all(['a', 'b', 'c', 'd'].map((k) => probe.rlProbe(`${store.prefix}rl:${k}`)))
   t.same(counts, [1, 1, 1, 1], 'keys on different slots, each routed to its node')
+})
+
+t.test('createStore: MCP_REDIS_CLUSTER_NODES', async (t) => {
+  const store = createStore(loadConfig({ MCP_REDIS_CLUSTER_NODES: cluster.seeds, MCP_REDIS_PREFIX: `e${randomUUID().slice(0, 8)}:` }))
+  t.teardown(() => store.close())
+  t.ok(store instanceof RedisStore)
+  await store.ping()
+  await store.pushNotification('alice', { method: 'n' })
+  t.same((await store.takeNotifications('alice'))?.notifications, [{ method: 'n' }])
 })

@@ -1,6 +1,8 @@
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
 import { RedisStore, type RedisStoreOptions } from '../src/store/redis.js'
+import { loadConfig } from '../src/config.js'
+import { createStore } from '../src/store/index.js'
 import { storeContract } from './store-contract.js'
 import { startSentinelSet } from './redis-sentinel.js'
 
@@ -28,4 +30,13 @@ t.test('the contract, under Sentinel', async (t) => {
       return peer
     }
   })
+})
+
+t.test('createStore: MCP_REDIS_SENTINELS and MCP_REDIS_SENTINEL_MASTER', async (t) => {
+  const store = createStore(loadConfig({ MCP_REDIS_SENTINELS: set.sentinels, MCP_REDIS_SENTINEL_MASTER: set.name, MCP_REDIS_PREFIX: `e${randomUUID().slice(0, 8)}:` }))
+  t.teardown(() => store.close())
+  t.ok(store instanceof RedisStore)
+  await store.ping()
+  await store.setLogLevel('alice', 'debug')
+  t.equal(await store.getLogLevel('alice'), 'debug')
 })

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import type { Cluster, Redis } from 'ioredis'
 import { errors } from '../errors.js'
 import { RedisBus } from './redis-bus.js'
-import type { RedisConnections } from './redis-connect.js'
+import { connect, type RedisTarget } from './redis-connect.js'
 import { SCRIPTS, type ScriptName } from './redis-scripts.js'
 import type { StoreLimits } from './types.js'
 
@@ -31,9 +31,10 @@ export class RedisCore {
   readonly #header: [string, number, number, string]
   readonly #wait: WaitOptions | undefined
 
-  constructor(c: RedisConnections, prefix: string, limits: StoreLimits, o: { connectionTtlMs: number; answerTtlMs: number; sweepMs: number; wait?: WaitOptions }) {
+  constructor(target: RedisTarget, prefix: string, limits: StoreLimits, o: { connectionTtlMs: number; answerTtlMs: number; sweepMs: number; wait?: WaitOptions }) {
     // A brace in the prefix would become the hash tag of every key: one slot for everything.
     if (/[{}]/.test(prefix)) throw new Error(`RedisStore: the prefix must not contain { or }: ${JSON.stringify(prefix)}`)
+    const c = connect(target)
     this.client = c.client
     this.sub = c.sub
     this.prefix = prefix

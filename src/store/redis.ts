@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis'
 import type { LoggingLevel } from '../schema/lifecycle.js'
-import { connect, type RedisStoreOptions } from './redis-connect.js'
+import type { RedisStoreOptions } from './redis-connect.js'
 import { RedisConnectionState } from './redis-connections.js'
 import { RedisCore } from './redis-core.js'
 import { RedisMailbox } from './redis-mailbox.js'
@@ -44,7 +44,7 @@ export class RedisStore implements Store {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits }
     this.prefix = options.prefix ?? 'mcp:'
     const wait = options.waitReplicas === undefined ? undefined : { replicas: options.waitReplicas, timeoutMs: options.waitTimeoutMs ?? 1000 }
-    this.#core = new RedisCore(connect(options), this.prefix, this.limits, {
+    this.#core = new RedisCore(options, this.prefix, this.limits, {
       connectionTtlMs: options.connectionTtlMs ?? 86_400_000,
       answerTtlMs: options.answerTtlMs ?? 600_000,
       sweepMs: options.sweepMs ?? 5000,
