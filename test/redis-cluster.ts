@@ -13,6 +13,8 @@ export interface RedisNode {
   process: ChildProcess
   /** `kill -9`: no shutdown, nothing flushed (a crash). */
   crash(): Promise<void>
+  /** Start it again, same port, directory and arguments (a cluster node rejoins, as a replica). */
+  restart(): Promise<RedisNode>
 }
 
 /** Start one redis-server with these extra arguments; resolves once it accepts connections. */
@@ -41,7 +43,8 @@ export async function startNode(bin: string, port: number, dir: string, args: st
       if (child.exitCode !== null || child.signalCode !== null) return
       child.kill('SIGKILL')
       await once(child, 'exit')
-    }
+    },
+    restart: () => startNode(bin, port, dir, args, ready)
   }
 }
 
@@ -72,6 +75,8 @@ export interface RedisCluster {
   nodes: RedisNode[]
   /** The node serving `slot` as master now. */
   masterOf(slot: number): RedisNode
+  /** Restart a crashed node in place (it rejoins as a replica of whoever took over). */
+  restart(node: RedisNode): Promise<void>
   stop(): Promise<void>
 }
 
@@ -95,6 +100,13 @@ export async function startRedisCluster(): Promise<RedisCluster> {
     }
     cli(nodes[0]!.port, '--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes')
     for (const n of nodes) await until(() => cli(n.port, 'cluster', 'info').includes('cluster_state:ok'), `node :${n.port} to see the cluster ok`)
+    // Replicas synchronised (a WAIT before that waits its whole timeout).
+    for (const n of nodes) {
+      await until(() => {
+        const info = cli(n.port, 'info', 'replication')
+        return info.includes('role:slave') ? info.includes('master_link_status:up') : /slave0:.*state=online/.test(info)
+      }, `node :${n.port} to be in sync`)
+    }
   } catch (err) {
     await Promise.all(reserved.map((r) => r.release()))
     await stopNodes(nodes, dir)
@@ -115,6 +127,11 @@ export async function startRedisCluster(): Promise<RedisCluster> {
         }
       }
       throw new Error(`no master serves slot ${slot}`)
+    },
+    async restart(node) {
+      const fresh = await node.restart()
+      nodes[nodes.indexOf(node)] = fresh
+      byPort.set(fresh.port, fresh)
     },
     stop: () => stopNodes(nodes, dir)
   }

@@ -29,6 +29,7 @@ export class RedisBus {
   readonly #cancel = new Set<CancelListener>()
   readonly #updated = new Set<(uri: string) => void>()
   readonly #sweep: NodeJS.Timeout
+  readonly #busChannels: string[]
   /** Settles once the bus channels are subscribed. */
   readonly ready: Promise<unknown>
   #closing: Error | undefined
@@ -40,11 +41,22 @@ export class RedisBus {
     this.#prefix = prefix
     sub.on(sharded ? 'smessage' : 'message', (channel: string, message: string) => this.#heard(channel, message))
     // Wake-ups published while a subscriber was reconnecting are lost: look again for everything.
-    for (const event of ['ready', '+subscriber']) sub.on(event, () => this.recheck())
-    const bus = Array.from({ length: BUS_CHANNELS }, (_, n) => `${prefix}bus:{${n}}`)
-    this.ready = Promise.all(bus.map((c) => this.#subscribe(c)))
+    for (const event of ['ready', '+subscriber']) sub.on(event, () => this.#heal())
+    this.#busChannels = Array.from({ length: BUS_CHANNELS }, (_, n) => `${prefix}bus:{${n}}`)
+    this.ready = Promise.all(this.#busChannels.map((c) => this.#subscribe(c)))
     this.ready.catch(() => undefined)
-    this.#sweep = setInterval(() => this.recheck(), sweepMs).unref()
+    this.#sweep = setInterval(() => this.#heal(), sweepMs).unref()
+  }
+
+  /**
+   * Look again for everything; on a cluster, subscribe again to every channel: after a failover
+   * ioredis (6.0) opens a subscriber on the promoted replica but does not move the shard's channels
+   * to it. SSUBSCRIBE of a channel already subscribed is a no-op; a message may then come twice
+   * for a while (from the old node, now a replica, and the new primary), which every listener bears.
+   */
+  #heal(): void {
+    if (this.#sharded) for (const c of [...this.#busChannels, ...this.#listening.keys()]) this.#sub.ssubscribe(c).catch(() => undefined)
+    this.recheck()
   }
 
   #subscribe(channel: string): Promise<unknown> {

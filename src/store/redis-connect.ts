@@ -97,7 +97,15 @@ export function connect(target: RedisTarget): RedisConnections {
     const options: ClusterOptions = { enableAutoPipelining, retryDelayOnFailover: 200, retryDelayOnClusterDown: 200, ...target.cluster }
     return {
       client: new Cluster(nodes, { ...options, redisOptions }),
-      sub: new Cluster(nodes, { ...options, redisOptions: { ...redisOptions, maxRetriesPerRequest: null }, shardedSubscribers: true }),
+      // The subscriber sends no command that a MOVED could correct: it polls the slots instead, and
+      // re-subscribes a shard's channels on the replica that took over.
+      sub: new Cluster(nodes, {
+        ...options,
+        redisOptions: { ...redisOptions, maxRetriesPerRequest: null },
+        shardedSubscribers: true,
+        slotsRefreshInterval: 2000,
+        ...target.cluster
+      }),
       sharded: true
     }
   }
