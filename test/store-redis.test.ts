@@ -199,11 +199,48 @@ t.test('MCP_REDIS_*: one of three forms, with their options', async (t) => {
   t.throws(() => new RedisStore({ clusterNodes: ['a:99999'] }), /Not a host:port: "a:99999"/)
   // TLS options reach ioredis (these connect nowhere: closed at once).
   for (const tls of [true, { rejectUnauthorized: true }]) {
-    const s = new RedisStore({ sentinels: ['[::1]:1'], sentinelMaster: 'm', tls, redis: { sentinelRetryStrategy: () => null } })
+    const s = new RedisStore({ sentinels: ['[::1]:1'], sentinelMaster: 'm', tls, password: 'p', sentinelPassword: 's', redis: { sentinelRetryStrategy: () => null } })
     t.ok((s.client as Redis).options.tls)
     await s.close()
   }
   const plain = new RedisStore({ url: redis.url, tls: false, username: 'default' })
   await plain.ping()
   await plain.close()
+})
+
+t.test('waiters of one connection share its wake-up channel; stray wake-ups are ignored', async (t) => {
+  const store = open({ prefix: `s${randomUUID().slice(0, 8)}:` })
+  t.teardown(() => store.close())
+  const peer = open({ prefix: store.prefix })
+  t.teardown(() => peer.close())
+  await peer.ping()
+  for (const id of ['r1', 'r2', 'r3']) await store.enqueueRequest('alice', id, { method: 'roots/list' })
+  const first = store.awaitAnswer('alice', 'r1', new AbortController().signal, 5000)
+  const second = store.awaitAnswer('alice', 'r2', new AbortController().signal, 5000)
+  await sleep(50)
+  t.equal(await peer.completeRequest('alice', 'r3', { result: { n: 3 } }), true, 'nobody here waits for r3')
+  await peer.completeRequest('alice', 'r1', { result: { n: 1 } })
+  t.same(await first, { result: { n: 1 } })
+  await peer.completeRequest('alice', 'r2', { result: { n: 2 } })
+  t.same(await second, { result: { n: 2 } })
+})
+
+t.test('MCP_REDIS_WAIT_REPLICAS on a Redis without replicas: the write is refused with 503', async (t) => {
+  const prefix = `d${randomUUID().slice(0, 8)}:`
+  const store = new RedisStore({ url: redis.url, prefix, waitReplicas: 1, waitTimeoutMs: 50 })
+  t.teardown(() => store.close())
+  await t.rejects(store.setLogLevel('alice', 'info'), { status: 503, message: 'The store did not confirm the write on 1 replica(s) within 50 ms', headers: { 'retry-after': '1' } })
+  t.equal(await store.getLogLevel('alice'), 'info', 'written on the primary all the same')
+  const raw = new Redis(redis.url)
+  t.teardown(() => raw.quit())
+  await raw.set(`${prefix}c:{${sha1('bob')}}`, 'not a hash')
+  await t.rejects(store.setLogLevel('bob', 'info'), /WRONGTYPE/, 'a script error comes through')
+  const defaults = new RedisStore({ url: redis.url, prefix, waitReplicas: 0 })
+  t.teardown(() => defaults.close())
+  await defaults.setLogLevel('carol', 'info')
+  t.same(redisFromConfig({ MCP_REDIS_URL: redis.url, MCP_REDIS_WAIT_REPLICAS: 2 }), { url: redis.url, prefix: 'mcp:', waitReplicas: 2, waitTimeoutMs: 1000 })
+  t.throws(() => loadConfig({ MCP_REDIS_PREFIX: 'a:' }), /MCP_REDIS_PREFIX is set without/)
+  // A primary demoted to a replica answers READONLY: that (alone) reconnects and retries.
+  const reconnect = (store.client as Redis).options.reconnectOnError!
+  t.same([reconnect(new Error('READONLY You can\'t write against a read only replica.')), reconnect(new Error('ERR other'))], [2, false])
 })
