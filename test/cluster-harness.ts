@@ -62,7 +62,7 @@ ${upstreams.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=30s;`
 }
 
 async function waitFor(url: string, what: string, proc: ChildProcess, log: () => string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 600; i++) {
     if (proc.exitCode !== null) throw new Error(`${what} exited with ${proc.exitCode}:\n${log()}`)
     const ok = await fetch(url).then(
       (r) => r.ok,
@@ -71,7 +71,7 @@ async function waitFor(url: string, what: string, proc: ChildProcess, log: () =>
     if (ok) return
     await sleep(50)
   }
-  throw new Error(`${what} did not become healthy within 10 s:\n${log()}`)
+  throw new Error(`${what} did not become healthy within 30 s:\n${log()}`)
 }
 
 /**
