@@ -25,6 +25,7 @@ import { svg } from './chart.js'
 import { checks, table, verdicts, type Measurement, type Results } from './report.js'
 import { Files } from './requests.js'
 import { PENDING, phases, processOf, type Phase, type Workload } from './workloads.js'
+import { startRedisCluster, type RedisCluster } from '../test/redis-cluster.js'
 
 const dist = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const root = resolve(dist, '..')
@@ -131,6 +132,8 @@ async function runPhase(phase: Phase, results: Results): Promise<void> {
   }
   const running = new Map<string, Running>()
   let redis: Awaited<ReturnType<typeof startRedis>> | undefined
+  // The cluster's six redis-server processes are not pinned: they share both cores with the rest.
+  let cluster: RedisCluster | undefined
   try {
     if (phase.redis === true) {
       try {
@@ -140,11 +143,21 @@ async function runPhase(phase: Phase, results: Results): Promise<void> {
         return
       }
     }
+    if (phase.redisCluster === true) {
+      try {
+        cluster = await startRedisCluster()
+      } catch (err) {
+        results.skipped.push({ workload: `phase ${phase.id}`, reason: (err as Error).message })
+        return
+      }
+    }
     for (const spec of phase.servers) {
-      const env = redis !== undefined && spec.id === 'ours' ? { ...spec.env, MCP_REDIS_URL: redis.url } : spec.env
+      const shared = { ...(redis === undefined ? {} : { MCP_REDIS_URL: redis.url }), ...(cluster === undefined ? {} : { MCP_REDIS_CLUSTER_NODES: cluster.seeds }) }
+      const env = spec.id === 'ours' ? { ...spec.env, ...shared, ...phase.oursEnv } : spec.env
       running.set(spec.id, await startServer({ ...spec, ...(env === undefined ? {} : { env }) }))
     }
-    const pids = [...[...running.values()].map((s) => s.pid), ...(redis === undefined ? [] : [redis.pid])]
+    const redisPids = [...(redis === undefined ? [] : [redis.pid]), ...(cluster?.nodes.map((n) => n.process.pid!) ?? [])]
+    const pids = [...[...running.values()].map((s) => s.pid), ...redisPids]
     for (const workload of phase.workloads) {
       if (selected(phase, workload)) results.measurements.push(...(await measure(phase, workload, running, pids, results)))
     }
@@ -152,6 +165,7 @@ async function runPhase(phase: Phase, results: Results): Promise<void> {
   } finally {
     await Promise.all([...running.values()].map((s) => s.stop()))
     await redis?.stop()
+    await cluster?.stop()
   }
 }
 

@@ -21,6 +21,10 @@ export interface Phase {
   id: string
   /** Start a redis-server for the phase and give this project's server its URL (MCP_REDIS_URL). */
   redis?: boolean
+  /** Start a Redis Cluster (3 masters, 3 replicas) and give this project's server its seeds (MCP_REDIS_CLUSTER_NODES). */
+  redisCluster?: boolean
+  /** More environment for this project's server (e.g. MCP_REDIS_WAIT_REPLICAS). */
+  oursEnv?: Record<string, string>
   /** Server processes by id; a target `sdk-v2-modern` runs on the process `sdk-v2`. */
   servers: ServerSpec[]
   workloads: Workload[]
@@ -125,8 +129,31 @@ export function phases(dist: string): Phase[] {
       ]
     })),
     // The same workloads with every connection, queue and task in Redis (on the servers' core).
-    ...[core, list200, notifications, notifications1000].map(withRedis)
+    ...[core, list200, notifications, notifications1000].map(withRedis),
+    // On a Redis Cluster, and with every acknowledged write confirmed by a replica (WAIT 1).
+    ...[core, notifications].map((p) => withRedisCluster(p, false)),
+    withRedisCluster(notifications, true)
   ]
+}
+
+/**
+ * A phase's twin on a Redis Cluster of 3 masters and 3 replicas (this project's server only); with
+ * `wait`, MCP_REDIS_WAIT_REPLICAS=1: what confirming each acknowledged write on a replica costs.
+ */
+function withRedisCluster(phase: Phase, wait: boolean): Phase {
+  const label = wait ? 'Redis Cluster, WAIT 1' : 'Redis Cluster'
+  return {
+    id: `redis-cluster-${wait ? 'wait-' : ''}${phase.id}`,
+    redisCluster: true,
+    ...(wait ? { oursEnv: { MCP_REDIS_WAIT_REPLICAS: '1' } } : {}),
+    servers: phase.servers.filter((s) => s.id === 'ours'),
+    workloads: phase.workloads
+      .filter((w) => 'ours' in w.requests)
+      .map((w) => ({
+        id: w.id.endsWith(')') ? `${w.id.slice(0, -1)}, ${label})` : `${w.id} (${label})`,
+        requests: { ours: w.requests.ours! }
+      }))
+  }
 }
 
 /**

@@ -4,10 +4,12 @@ import type { OAuthOptions } from './auth/oauth.js'
 import { isLoopbackHost, loopbackOnly, type HostOriginOptions } from './auth/origin.js'
 import { ConfigurationError } from './errors.js'
 import { SUPPORTED_VERSIONS } from './protocol.js'
+import { redisProblems } from './store/redis-config.js'
 
 const Int = (min: number, max: number, def: number, description: string) =>
   Type.Integer({ minimum: min, maximum: max, default: def, description })
 const Str = (description: string) => Type.Optional(Type.String({ minLength: 1, description }))
+const HOST_PORTS = '^\\s*[^\\s,:]+:\\d{1,5}(\\s*,\\s*[^\\s,:]+:\\d{1,5})*\\s*$'
 
 /** Environment configuration of the server, validated once at start-up. */
 export const ConfigSchema = Type.Object({
@@ -49,8 +51,22 @@ export const ConfigSchema = Type.Object({
     Type.String({ pattern: '^rediss?://', description: 'Shared state in Redis (redis:// or rediss://); default: in this process only.' })
   ),
   MCP_REDIS_PREFIX: Type.Optional(
-    Type.String({ minLength: 1, maxLength: 64, description: 'Prefix of every Redis key and channel (default mcp:).' })
+    Type.String({ minLength: 1, maxLength: 64, pattern: '^[^{}]+$', description: 'Prefix of every Redis key and channel (default mcp:; no braces).' })
   ),
+  MCP_REDIS_CLUSTER_NODES: Type.Optional(
+    Type.String({ pattern: HOST_PORTS, description: 'Shared state in Redis Cluster: seed nodes, host:port comma-separated (instead of MCP_REDIS_URL).' })
+  ),
+  MCP_REDIS_SENTINELS: Type.Optional(
+    Type.String({ pattern: HOST_PORTS, description: 'Shared state in Redis under Sentinel: the Sentinels, host:port comma-separated.' })
+  ),
+  MCP_REDIS_SENTINEL_MASTER: Str('The name of the primary the Sentinels monitor (with MCP_REDIS_SENTINELS).'),
+  MCP_REDIS_SENTINEL_PASSWORD: Str("The Sentinels' own password, when they require one."),
+  MCP_REDIS_USERNAME: Str('ACL user of the Redis nodes (cluster and Sentinel forms; a URL carries its own).'),
+  MCP_REDIS_PASSWORD: Str('Password of the Redis nodes (cluster and Sentinel forms; a URL carries its own).'),
+  MCP_REDIS_TLS: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')], { description: 'TLS to the Redis nodes and Sentinels (a URL says rediss://).' })),
+  MCP_REDIS_TLS_CA_FILE: Str('PEM file of the CAs trusted for TLS to Redis (turns TLS on).'),
+  MCP_REDIS_WAIT_REPLICAS: Int(0, 16, 0, 'Replicas that must have a write before the client is answered (Redis WAIT); 0: none.'),
+  MCP_REDIS_WAIT_TIMEOUT_MS: Int(1, 60_000, 1000, 'How long a write waits for MCP_REDIS_WAIT_REPLICAS; beyond, the request fails with 503.'),
   MCP_IDEMPOTENCY_TTL_MS: Int(0, 86_400_000, 600_000, 'How long a tool call with an Mcp-Request-Id is replayed to retries (0: off).'),
   MCP_IDEMPOTENCY_LEASE_MS: Int(1000, 3_600_000, 30_000, 'How long a running idempotent call holds its id unrenewed: a retry after its instance died waits at most this.'),
   MCP_RATE_LIMIT_MAX: Int(0, 1_000_000, 0, 'Requests per principal (anonymous: per IP) per window; 0: no limit.'),
@@ -78,7 +94,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     (e) => `${e.path.slice(1)}=${JSON.stringify(e.value)}: ${e.message}`
   )
   problems.push(...oauthProblems(config))
-  if (config.MCP_REDIS_PREFIX !== undefined && config.MCP_REDIS_URL === undefined) problems.push('MCP_REDIS_PREFIX is set without MCP_REDIS_URL')
+  problems.push(...redisProblems(config))
   if (problems.length > 0) throw new ConfigurationError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
   return config
 }

@@ -1,4 +1,4 @@
-import { StoreLimitError } from './store/store-errors.js'
+import { StoreError } from './store/store-errors.js'
 
 /**
  * The one error catalogue. A {@link McpError} is a wire error: it carries the JSON-RPC code, the HTTP
@@ -93,7 +93,7 @@ export class ConfigurationError extends Error {
  */
 export function wireErrorOf(err: unknown): McpError | undefined {
   if (err instanceof McpError) return err
-  if (!(err instanceof StoreLimitError)) return undefined
+  if (!(err instanceof StoreError)) return undefined
   switch (err.code) {
     case 'ERR_STORE_TOO_MANY_SUBSCRIPTIONS':
       // A quota, not a rate: waiting does not help, unsubscribing does.
@@ -101,5 +101,7 @@ export function wireErrorOf(err: unknown): McpError | undefined {
     case 'ERR_STORE_QUEUE_FULL':
     case 'ERR_STORE_TOO_MANY_TASKS':
       return new McpError(ErrorCode.internalError, err.message, 503, undefined, { 'retry-after': '5' })
+    case 'ERR_STORE_NOT_REPLICATED':
+      return new McpError(ErrorCode.internalError, err.message, 503, undefined, { 'retry-after': '1' })
   }
 }

@@ -4,7 +4,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { requireBinary, reservePort, startRedis, type RedisServer } from './redis-server.js'
+import { startRedisCluster } from './redis-cluster.js'
+import { requireBinary, reservePort, startRedis } from './redis-server.js'
 
 const main = fileURLToPath(new URL('../dist/src/main.js', import.meta.url))
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -18,7 +19,8 @@ export interface Instance {
 
 export interface Cluster {
   url: string
-  redis: RedisServer
+  /** What the instances share: one redis-server, or a Redis Cluster. */
+  redis: { stop(): Promise<void> }
   instances: Instance[]
   nginx: ChildProcess
   stop(): Promise<void>
@@ -60,7 +62,7 @@ ${upstreams.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=30s;`
 }
 
 async function waitFor(url: string, what: string, proc: ChildProcess, log: () => string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 600; i++) {
     if (proc.exitCode !== null) throw new Error(`${what} exited with ${proc.exitCode}:\n${log()}`)
     const ok = await fetch(url).then(
       (r) => r.ok,
@@ -69,16 +71,20 @@ async function waitFor(url: string, what: string, proc: ChildProcess, log: () =>
     if (ok) return
     await sleep(50)
   }
-  throw new Error(`${what} did not become healthy within 10 s:\n${log()}`)
+  throw new Error(`${what} did not become healthy within 30 s:\n${log()}`)
 }
 
 /**
- * A real redis-server, three `node dist/src/main.js` sharing it (and one MCP_STATE_KEYS), and nginx
- * round-robin in front, all on free loopback ports. Fails loudly when redis-server or nginx is missing.
+ * A real redis-server (or a Redis Cluster of six), three `node dist/src/main.js` sharing it (and one
+ * MCP_STATE_KEYS), and nginx round-robin in front, all on free loopback ports. Fails loudly when
+ * redis-server or nginx is missing.
  */
-export async function startCluster(count = 3): Promise<Cluster> {
+export async function startCluster(count = 3, store: 'redis' | 'redis-cluster' = 'redis'): Promise<Cluster> {
   const nginxBin = requireBinary('nginx', 'nginx')
-  const redis = await startRedis()
+  const single = store === 'redis' ? await startRedis() : undefined
+  const multi = single === undefined ? await startRedisCluster() : undefined
+  const redis = (single ?? multi)!
+  const shared = single !== undefined ? { MCP_REDIS_URL: single.url } : { MCP_REDIS_CLUSTER_NODES: multi!.seeds }
   const dir = mkdtempSync(join(tmpdir(), 'mcp-cluster-'))
   // Every port is held from the start, so all are distinct, and each is let go just before its
   // server binds it (nginx's after the instances are up).
@@ -116,7 +122,7 @@ export async function startCluster(count = 3): Promise<Cluster> {
           HOST: '127.0.0.1',
           PORT: String(port),
           LOG_LEVEL: 'warn',
-          MCP_REDIS_URL: redis.url,
+          ...shared,
           MCP_REDIS_PREFIX: 'cluster:',
           MCP_STATE_KEYS: ring,
           // Clients reach the instances through nginx: that is the Host they send.

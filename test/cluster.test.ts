@@ -3,7 +3,8 @@ import { startCluster } from './cluster-harness.js'
 
 // Three instances behind nginx, sharing one Redis: every flow below crosses instances. Needs the
 // redis-server and nginx binaries (Debian packages of the same names); without them it fails.
-const cluster = await startCluster(3)
+// MCP_TEST_REDIS=redis-cluster (test/cluster-redis-cluster.test.ts): the same, on a Redis Cluster.
+const cluster = await startCluster(3, process.env.MCP_TEST_REDIS === 'redis-cluster' ? 'redis-cluster' : 'redis')
 t.teardown(() => cluster.stop())
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))

@@ -33,7 +33,7 @@ t.test('the contract', async (t) => {
   })
 })
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const sha1 = (s: string) => createHash('sha1').update(s).digest('hex')
 
 t.test('createStore: Redis when MCP_REDIS_URL is set, memory otherwise', async (t) => {
@@ -73,13 +73,13 @@ t.test('every key is under the prefix, and everything but the small indexes expi
   const keys = (await raw.keys('*')).filter((k) => !k.startsWith('t') || k.startsWith(prefix))
   const mine = keys.filter((k) => k.startsWith(prefix))
   t.same(keys.filter((k) => !k.startsWith(prefix) && k.startsWith('k')), [], 'nothing outside the prefix')
-  const indexes = ['conns', 'sess', 'tasks', 'idem', 'clock', 'sub:x:1'].map((k) => prefix + k)
+  const indexes = ['conns', 'sess', 'tasks', 'idem', 'clock'].map((k) => `${prefix}{g}:${k}`)
   for (const key of mine) {
     const ttl = await raw.pttl(key)
     if (indexes.includes(key)) continue
     t.ok(ttl > 0, `${key.slice(prefix.length)} expires (${ttl} ms)`)
   }
-  t.ok(await raw.pttl(`${prefix}sub:x:1`) > 0, 'the per-URI subscriber set too')
+  t.ok(await raw.pttl(`${prefix}u:{${sha1('x:1')}}`) > 0, 'the per-URI subscriber set too')
   t.ok(mine.length >= 12, `${mine.length} keys`)
 })
 
@@ -108,7 +108,7 @@ t.test('a lost wake-up is found by the sweep; a dropped subscriber reconnects', 
   const waiting = store.awaitAnswer('alice', 'r1', new AbortController().signal, 5000)
   await sleep(20)
   // The answer lands without its PUBLISH, as when the subscriber connection was down.
-  await raw.set(`${prefix}a:${sha1('alice')}:r1`, JSON.stringify({ result: { roots: [] } }))
+  await raw.set(`${prefix}a:{${sha1('alice')}}:r1`, JSON.stringify({ result: { roots: [] } }))
   t.same(await waiting, { result: { roots: [] } })
 
   const quiet = open({ prefix, sweepMs: 60_000 })
@@ -154,4 +154,21 @@ t.test('close rejects task runners too; an unreachable Redis fails fast and says
   await t.rejects(down.ping())
   await t.rejects(down.awaitAnswer('alice', 'r', new AbortController().signal, 1000))
   t.equal(down.client.status === 'ready', false)
+})
+
+t.test('waiters of one connection share its wake-up channel; stray wake-ups are ignored', async (t) => {
+  const store = open({ prefix: `s${randomUUID().slice(0, 8)}:` })
+  t.teardown(() => store.close())
+  const peer = open({ prefix: store.prefix })
+  t.teardown(() => peer.close())
+  await peer.ping()
+  for (const id of ['r1', 'r2', 'r3']) await store.enqueueRequest('alice', id, { method: 'roots/list' })
+  const first = store.awaitAnswer('alice', 'r1', new AbortController().signal, 5000)
+  const second = store.awaitAnswer('alice', 'r2', new AbortController().signal, 5000)
+  await sleep(50)
+  t.equal(await peer.completeRequest('alice', 'r3', { result: { n: 3 } }), true, 'nobody here waits for r3')
+  await peer.completeRequest('alice', 'r1', { result: { n: 1 } })
+  t.same(await first, { result: { n: 1 } })
+  await peer.completeRequest('alice', 'r2', { result: { n: 2 } })
+  t.same(await second, { result: { n: 2 } })
 })

@@ -3,20 +3,39 @@
  * protocol core maps these to wire errors in one place (see `wireErrorOf` in src/errors.ts); a
  * store never speaks JSON-RPC codes or HTTP statuses.
  */
-export class StoreLimitError extends Error {
-  override readonly name: string = 'StoreLimitError'
+export class StoreError extends Error {
+  override readonly name: string = 'StoreError'
   constructor(
     /** Stable name, for logs and tests. */
     readonly code: StoreErrorCode,
-    message: string,
-    /** The limit that was reached. */
-    readonly limit: number
+    message: string
   ) {
     super(message)
   }
 }
 
-export type StoreErrorCode = 'ERR_STORE_QUEUE_FULL' | 'ERR_STORE_TOO_MANY_SUBSCRIPTIONS' | 'ERR_STORE_TOO_MANY_TASKS'
+export type StoreErrorCode = 'ERR_STORE_QUEUE_FULL' | 'ERR_STORE_TOO_MANY_SUBSCRIPTIONS' | 'ERR_STORE_TOO_MANY_TASKS' | 'ERR_STORE_NOT_REPLICATED'
+
+/** A limit of the store was reached. */
+export class StoreLimitError extends StoreError {
+  override readonly name: string = 'StoreLimitError'
+  constructor(
+    code: StoreErrorCode,
+    message: string,
+    /** The limit that was reached. */
+    readonly limit: number
+  ) {
+    super(code, message)
+  }
+}
+
+/** A write was made but not confirmed by the replicas it must reach (`waitReplicas`): try again shortly. */
+export class NotReplicated extends StoreError {
+  override readonly name = 'NotReplicated'
+  constructor(message: string) {
+    super('ERR_STORE_NOT_REPLICATED', message)
+  }
+}
 
 /** The request queue of a connection is full (SEP-1612: reject new requests with a clear error). */
 export class QueueFull extends StoreLimitError {

@@ -1,0 +1,43 @@
+import type { ServerMessage, TaskRecord } from './types.js'
+
+type TaskPatch = Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>
+
+/** Each value as JSON, flat `[key, json, key, json...]`. */
+const pairs = (o: Record<string, unknown>) => Object.entries(o).flatMap(([k, v]) => [k, JSON.stringify(v)])
+
+/** The arguments of `mcpCreateTask` after the ttl: has-inputs flag, pair count, the fields, the inputs. */
+export function createArgs(task: TaskRecord): (string | number)[] {
+  const fields: string[] = []
+  for (const [k, v] of Object.entries(task)) if (k !== 'inputRequests' && v !== undefined) fields.push(k, JSON.stringify(v))
+  return [task.inputRequests === undefined ? 0 : 1, fields.length / 2, ...fields, ...pairs(task.inputRequests ?? {})]
+}
+
+/** The arguments of `mcpUpdateTask` after the stamp: inputs mode, fields to set, fields to delete, inputs. */
+export function patchArgs(patch: TaskPatch): (string | number)[] {
+  const set: string[] = []
+  const del: string[] = []
+  for (const [k, v] of Object.entries(patch)) {
+    if (k === 'inputRequests' || k === 'taskId' || k === 'createdAt') continue
+    if (v === undefined) del.push(k)
+    else set.push(k, JSON.stringify(v))
+  }
+  const ir = !('inputRequests' in patch) ? 'keep' : patch.inputRequests === undefined ? 'del' : 'set'
+  return [ir, set.length / 2, ...set, del.length, ...del, ...pairs(patch.inputRequests ?? {})]
+}
+
+/** Answers as `mcpAnswerTask` takes them. */
+export const answerArgs = pairs
+
+/** A task from its hash fields (JSON values) and its outstanding input requests. */
+export function toTask([fields, inputs]: [string[], string[]]): TaskRecord {
+  const task: Record<string, unknown> = {}
+  for (let i = 0; i < fields.length; i += 2) {
+    if (fields[i] !== 'inputRequests') task[fields[i]!] = JSON.parse(fields[i + 1]!)
+  }
+  if (fields.some((f, i) => i % 2 === 0 && f === 'inputRequests')) {
+    const requests: Record<string, ServerMessage> = {}
+    for (let i = 0; i < inputs.length; i += 2) requests[inputs[i]!] = JSON.parse(inputs[i + 1]!) as ServerMessage
+    task.inputRequests = requests
+  }
+  return task as unknown as TaskRecord
+}

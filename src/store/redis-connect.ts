@@ -1,0 +1,125 @@
+import type { ConnectionOptions } from 'node:tls'
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
+import type { StoreLimits } from './types.js'
+
+/**
+ * Where the Redis of a {@link RedisStore} is: exactly one of `url` (one server), `clusterNodes`
+ * (Redis Cluster) or `sentinels` with `sentinelMaster` (a primary and replicas under Sentinel).
+ */
+export interface RedisTarget {
+  /** `redis://[[user]:password@]host:port[/db]`, or `rediss://` for TLS. */
+  url?: string
+  /** Redis Cluster seed nodes, `host:port` each (any few nodes: the rest are discovered). */
+  clusterNodes?: string[]
+  /** Sentinels, `host:port` each. */
+  sentinels?: string[]
+  /** The name of the primary the Sentinels monitor. */
+  sentinelMaster?: string
+  /** ACL user and password of the data nodes (cluster and Sentinel forms; the URL carries its own). */
+  username?: string
+  password?: string
+  /** The Sentinels' own password, when they require one. */
+  sentinelPassword?: string
+  /** TLS to the data nodes (and to the Sentinels): `true`, or Node's TLS options (CA, client certificate). */
+  tls?: boolean | ConnectionOptions
+  /** Extra ioredis options of every connection (timeouts, ...). */
+  redis?: RedisOptions
+  /** Extra ioredis Cluster options (cluster form only). */
+  cluster?: ClusterOptions
+}
+
+export interface RedisStoreOptions extends RedisTarget {
+  /** Prefix of every key and channel, so that several servers can share one Redis (default `mcp:`; no braces). */
+  prefix?: string
+  limits?: Partial<StoreLimits>
+  /** A logical connection unused this long is forgotten (default 24 hours). */
+  connectionTtlMs?: number
+  /** How long a client's answer waits for the handler that asked (default 10 minutes). */
+  answerTtlMs?: number
+  /**
+   * Waiting handlers also look for their answers this often, in case a wake-up was lost while the
+   * subscriber connection was down (default 5 s).
+   */
+  sweepMs?: number
+  /**
+   * Durability: a write that the client is told about (a queued request or notification, an answer,
+   * a task, a replay record, a session) is answered only once this many replicas have it (Redis
+   * WAIT); default 0, Redis' asynchronous replication. See docs/redis.md for what each survives.
+   */
+  waitReplicas?: number
+  /** How long WAIT waits for them (default 1000 ms); beyond, the request fails with 503. */
+  waitTimeoutMs?: number
+}
+
+/** A command client and a subscriber over the same target. */
+export interface RedisConnections {
+  client: Redis | Cluster
+  sub: Redis | Cluster
+  /** Redis Cluster: sharded pub/sub (SPUBLISH/SSUBSCRIBE); otherwise classic PUBLISH/SUBSCRIBE. */
+  sharded: boolean
+}
+
+/** `host:port` to ioredis' `{ host, port }`. */
+export function hostPort(s: string): { host: string; port: number } {
+  const m = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(s.trim())
+  if (m === null || Number(m[2]) > 65535) throw new Error(`Not a host:port: ${JSON.stringify(s)}`)
+  return { host: m[1]!, port: Number(m[2]) }
+}
+
+/**
+ * Open the connections of a store. Commands fail after 2 retries and 10 s (a request then answers
+ * 500/503 rather than hanging); the subscriber retries forever. Both reconnect by themselves, on a
+ * cluster to the replica promoted after a failover (ioredis follows MOVED and refreshes the slots),
+ * under Sentinel to the new primary (asked from the Sentinels, which also announce a switch).
+ */
+export function connect(target: RedisTarget): RedisConnections {
+  const forms = [target.url !== undefined, target.clusterNodes !== undefined, target.sentinels !== undefined].filter(Boolean).length
+  if (forms !== 1) throw new Error('RedisStore: give exactly one of url, clusterNodes or sentinels')
+  const tls = target.tls === true ? {} : target.tls === false ? undefined : target.tls
+  const auth: RedisOptions = {
+    ...(target.username === undefined ? {} : { username: target.username }),
+    ...(target.password === undefined ? {} : { password: target.password }),
+    ...(tls === undefined ? {} : { tls })
+  }
+  const base: RedisOptions = {
+    maxRetriesPerRequest: 2,
+    commandTimeout: 10_000,
+    enableAutoPipelining: true,
+    // A primary demoted to replica answers writes with READONLY: reconnect (to the new primary) and retry.
+    reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 2 : false),
+    ...auth,
+    ...target.redis
+  }
+  const subOptions = { ...base, maxRetriesPerRequest: null }
+  if (target.clusterNodes !== undefined) {
+    const nodes = target.clusterNodes.map(hostPort)
+    const { enableAutoPipelining, ...redisOptions } = base
+    const options: ClusterOptions = { enableAutoPipelining, retryDelayOnFailover: 200, retryDelayOnClusterDown: 200, ...target.cluster }
+    return {
+      client: new Cluster(nodes, { ...options, redisOptions }),
+      // The subscriber sends no command that a MOVED could correct: it polls the slots instead, and
+      // re-subscribes a shard's channels on the replica that took over.
+      sub: new Cluster(nodes, {
+        ...options,
+        redisOptions: { ...redisOptions, maxRetriesPerRequest: null },
+        shardedSubscribers: true,
+        slotsRefreshInterval: 2000,
+        ...target.cluster
+      }),
+      sharded: true
+    }
+  }
+  if (target.sentinels !== undefined) {
+    if (target.sentinelMaster === undefined) throw new Error('RedisStore: sentinels need sentinelMaster, the name of the primary')
+    const sentinel: RedisOptions = {
+      sentinels: target.sentinels.map(hostPort),
+      name: target.sentinelMaster,
+      // Hear +switch-master from the Sentinels rather than wait for the old primary's socket to fail.
+      failoverDetector: true,
+      ...(target.sentinelPassword === undefined ? {} : { sentinelPassword: target.sentinelPassword }),
+      ...(tls === undefined ? {} : { enableTLSForSentinelMode: true, sentinelTLS: tls })
+    }
+    return { client: new Redis({ ...base, ...sentinel }), sub: new Redis({ ...subOptions, ...sentinel }), sharded: false }
+  }
+  return { client: new Redis(target.url!, base), sub: new Redis(target.url!, subOptions), sharded: false }
+}

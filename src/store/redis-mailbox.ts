@@ -1,0 +1,84 @@
+import { randomUUID } from 'node:crypto'
+import { DISCARDED, QueueFull } from './store-errors.js'
+import { sha1, type RedisCore } from './redis-core.js'
+import type { ClientAnswer, NotificationGroup, QueuedRequest, ServerMessage } from './types.js'
+
+/** A {@link RedisStore}'s mailbox: notifications to each connection, and server-to-client requests with their answers. */
+export class RedisMailbox {
+  readonly #r: RedisCore
+
+  constructor(core: RedisCore) {
+    this.#r = core
+  }
+
+  async pushNotification(owner: string, notification: ServerMessage): Promise<void> {
+    const { maxNotifications, notificationTtlMs } = this.#r.limits
+    const push = this.#r.write('mcpPush', this.#r.conn(owner), JSON.stringify(notification), maxNotifications, notificationTtlMs, 1)
+    await Promise.all([this.#r.use(owner), push])
+  }
+
+  /**
+   * One read of the registry for the live connections, then one push per connection on its own
+   * slot (pipelined per node): O(connections) commands, the price of a queue per connection.
+   */
+  async broadcast(notification: ServerMessage): Promise<void> {
+    const { maxNotifications, notificationTtlMs } = this.#r.limits
+    const json = JSON.stringify(notification)
+    const owners = (await this.#r.run('mcpLive', this.#r.registry('conns'))) as string[]
+    await Promise.all(owners.map((o) => this.#r.write('mcpPush', this.#r.conn(o), json, maxNotifications, notificationTtlMs, 0)))
+  }
+
+  async takeNotifications(owner: string): Promise<NotificationGroup | undefined> {
+    const { notificationBatch, notificationTtlMs } = this.#r.limits
+    const json = (await this.#r.run('mcpTake', this.#r.conn(owner), randomUUID(), notificationBatch, notificationTtlMs)) as string | null
+    return json === null ? undefined : (JSON.parse(json) as NotificationGroup)
+  }
+
+  async ackNotifications(owner: string, groupId: string): Promise<boolean> {
+    return (await this.#r.write('mcpAck', this.#r.conn(owner), groupId)) === 1
+  }
+
+  async enqueueRequest(owner: string, id: string, request: ServerMessage): Promise<void> {
+    const discarded = JSON.stringify(DISCARDED)
+    const { maxRequests, discardOldestRequests } = this.#r.limits
+    const args = [id, JSON.stringify(request), maxRequests, discardOldestRequests ? 1 : 0, this.#r.answerTtlMs, discarded]
+    const [, outcome] = await Promise.all([this.#r.use(owner), this.#r.write('mcpEnqueue', this.#r.conn(owner), ...args)])
+    if (outcome === 'FULL') throw new QueueFull(maxRequests)
+  }
+
+  async claimRequest(owner: string): Promise<QueuedRequest | undefined> {
+    const r = (await this.#r.run('mcpClaim', this.#r.conn(owner), this.#r.limits.redeliveryMs)) as [string, string, string, string, string] | null
+    if (r === null) return undefined
+    return { id: r[0], request: JSON.parse(r[1]) as ServerMessage, createdAt: Number(r[2]), deliveredAt: Number(r[3]), deliveries: Number(r[4]) }
+  }
+
+  async getRequest(owner: string, id: string): Promise<QueuedRequest | undefined> {
+    const c = this.#r.conn(owner)
+    const [[, json], [, state]] = (await this.#r.client.multi().hget(`${c}:rm`, id).hget(`${c}:rs`, id).exec()) as [unknown, string | null][]
+    if (json === null || state === null) return undefined
+    const [createdAt, deliveredAt, deliveries] = state!.split(' ')
+    const out: QueuedRequest = { id, request: JSON.parse(json!) as ServerMessage, createdAt: Number(createdAt), deliveries: Number(deliveries) }
+    if (deliveredAt !== '-') out.deliveredAt = Number(deliveredAt)
+    return out
+  }
+
+  async completeRequest(owner: string, id: string, answer: ClientAnswer): Promise<boolean> {
+    return (await this.#r.write('mcpComplete', this.#r.conn(owner), id, JSON.stringify(answer), this.#r.answerTtlMs)) === 1
+  }
+
+  /** Waits on the connection's wake-up channel for the answer key `P a:{h}:<id>` (see `mcpComplete`). */
+  awaitAnswer(owner: string, id: string, signal: AbortSignal, timeoutMs: number): Promise<ClientAnswer> {
+    const h = sha1(owner)
+    const name = `${this.#r.prefix}a:{${h}}:${id}`
+    return this.#r.bus
+      .wait<ClientAnswer>(`${this.#r.prefix}w:{${h}}`, name, signal, timeoutMs, async () => {
+        const json = await this.#r.client.getdel(name)
+        return json === null ? undefined : { value: JSON.parse(json) as ClientAnswer }
+      })
+      .catch(async (err: unknown) => {
+        // Nobody waits any more: the client must not be asked (or answer) in vain.
+        await this.#r.run('mcpWithdraw', this.#r.conn(owner), id).catch(() => undefined)
+        throw err
+      })
+  }
+}

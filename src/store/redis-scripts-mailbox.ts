@@ -1,0 +1,118 @@
+import { KEEPALIVE, lua } from './redis-lua.js'
+
+/** The key of the answer to request `id` (on the connection's slot). */
+const ANSWER = `local function answerKey(id) return P .. 'a:' .. TAG .. ':' .. id end`
+
+/**
+ * Scripts on one logical connection's slot (K is its hash `P c:{h}`): its notification queue and
+ * groups, and its server-to-client requests (active, pending, complete) with their answers.
+ */
+export const MAILBOX_SCRIPTS = {
+  /**
+   * K connection, A(1) JSON, A(2) max queued, A(3) notification TTL, A(4) 1 when it is a use of the
+   * connection (0 for a broadcast). Stored as "<ms> <json>": never decoded here, so it comes back verbatim.
+   */
+  mcpPush: lua(`${KEEPALIVE}
+local q = K .. ':nq'
+local now = nowms()
+redis.call('RPUSH', q, now .. ' ' .. A(1))
+if redis.call('LLEN', q) > tonumber(A(2)) then redis.call('LPOP', q) end
+redis.call('PEXPIRE', q, tonumber(A(3)))
+if A(4) == '1' then keepalive() end
+`),
+
+  /** K connection, A(1) id for a new group, A(2) batch size, A(3) notification TTL: the group's JSON or nil. */
+  mcpTake: lua(`
+local g = redis.call('HGET', K, 'group')
+if g then return g end
+local q = K .. ':nq'
+-- Nothing queued (the usual poll): one command, no clock read.
+local head = redis.call('LINDEX', q, 0)
+if not head then return nil end
+local fresh = nowms() - tonumber(A(3))
+while head and tonumber(string.match(head, '^(%d+) ')) < fresh do
+  redis.call('LPOP', q)
+  head = redis.call('LINDEX', q, 0)
+end
+local items = redis.call('LRANGE', q, 0, tonumber(A(2)) - 1)
+if #items == 0 then return nil end
+redis.call('LTRIM', q, #items, -1)
+local parts = {}
+for i, item in ipairs(items) do parts[i] = string.sub(item, string.find(item, ' ', 1, true) + 1) end
+g = '{"id":' .. cjson.encode(A(1)) .. ',"notifications":[' .. table.concat(parts, ',') .. ']}'
+redis.call('HSET', K, 'group', g, 'gid', A(1))
+redis.call('PEXPIRE', K, CONN_TTL)
+return g
+`),
+
+  /** K connection, A(1) group id: 1 when it was the current group (or the one acknowledged last). */
+  mcpAck: lua(`
+if redis.call('HGET', K, 'gid') == A(1) then
+  redis.call('HDEL', K, 'group', 'gid')
+  redis.call('HSET', K, 'acked', A(1))
+  return 1
+end
+if redis.call('HGET', K, 'acked') == A(1) then return 1 end
+return 0
+`),
+
+  /**
+   * K connection, A(1) id, A(2) request JSON, A(3) max requests, A(4) 1 to discard the oldest active
+   * one when full, A(5) answer TTL, A(6) the discarded one's answer: 'FULL' or 'OK'.
+   */
+  mcpEnqueue: lua(`${KEEPALIVE}${ANSWER}
+local now = nowms()
+local rq, rm, rs = K .. ':rq', K .. ':rm', K .. ':rs'
+if redis.call('LLEN', rq) >= tonumber(A(3)) then
+  if A(4) ~= '1' then return 'FULL' end
+  local victim
+  for _, id in ipairs(redis.call('LRANGE', rq, 0, -1)) do
+    if string.match(redis.call('HGET', rs, id) or '', '^%d+ %-') then victim = id break end
+  end
+  if not victim then return 'FULL' end
+  redis.call('LREM', rq, 1, victim)
+  redis.call('HDEL', rm, victim)
+  redis.call('HDEL', rs, victim)
+  redis.call('SET', answerKey(victim), A(6), 'PX', tonumber(A(5)))
+  wake(answerKey(victim))
+end
+redis.call('RPUSH', rq, A(1))
+redis.call('HSET', rm, A(1), A(2))
+redis.call('HSET', rs, A(1), now .. ' - 0')
+keepalive()
+return 'OK'
+`),
+
+  /** K connection, A(1) redelivery ms: {id, JSON, createdAt, deliveredAt, deliveries} of the oldest active one, or nil. */
+  mcpClaim: lua(`
+local now = nowms()
+local rs = K .. ':rs'
+for _, id in ipairs(redis.call('LRANGE', K .. ':rq', 0, -1)) do
+  local created, delivered, n = string.match(redis.call('HGET', rs, id) or '', '^(%d+) (%S+) (%d+)$')
+  if created and (delivered == '-' or now - tonumber(delivered) >= tonumber(A(1))) then
+    n = tonumber(n) + 1
+    redis.call('HSET', rs, id, created .. ' ' .. now .. ' ' .. n)
+    return { id, redis.call('HGET', K .. ':rm', id), created, tostring(now), tostring(n) }
+  end
+end
+return nil
+`),
+
+  /** K connection, A(1) id, A(2) answer JSON, A(3) answer TTL: 1 once, 0 when unknown or already complete. */
+  mcpComplete: lua(`${ANSWER}
+if redis.call('HDEL', K .. ':rm', A(1)) == 0 then return 0 end
+redis.call('HDEL', K .. ':rs', A(1))
+redis.call('LREM', K .. ':rq', 1, A(1))
+redis.call('SET', answerKey(A(1)), A(2), 'PX', tonumber(A(3)))
+wake(answerKey(A(1)))
+return 1
+`),
+
+  /** K connection, A(1) id: withdraw a request nobody waits for any more (and a late answer). */
+  mcpWithdraw: lua(`${ANSWER}
+redis.call('HDEL', K .. ':rm', A(1))
+redis.call('HDEL', K .. ':rs', A(1))
+redis.call('LREM', K .. ':rq', 1, A(1))
+redis.call('DEL', answerKey(A(1)))
+`)
+} as const

@@ -1,0 +1,126 @@
+import { lua } from './redis-lua.js'
+
+const TERMINAL = `local TERMINAL = { ['"completed"'] = true, ['"failed"'] = true, ['"cancelled"'] = true }`
+
+/**
+ * Scripts on one task's slot (K is its hash `P t:{h:<taskId>}`, with `:in` its outstanding input
+ * requests and `:ans` their answers) and on one idempotency record's (K is `P i:{h:<requestId>}`).
+ * The indexes that bound them over all owners are in `redis-scripts-registry.ts`.
+ */
+export const TASK_SCRIPTS = {
+  /**
+   * K task, A(1) ttl ms, A(2) 1 when inputRequests is set, A(3) number of field/value pairs, then
+   * the pairs, then the inputRequests pairs.
+   */
+  mcpCreateTask: lua(`
+local ttl, n = tonumber(A(1)), tonumber(A(3))
+redis.call('DEL', K, K .. ':in', K .. ':ans')
+for i = 0, n - 1 do redis.call('HSET', K, A(4 + 2 * i), A(5 + 2 * i)) end
+if A(2) == '1' then
+  redis.call('HSET', K, 'inputRequests', '1')
+  for i = 4 + 2 * n, #ARGV - 4, 2 do redis.call('HSET', K .. ':in', A(i), A(i + 1)) end
+  redis.call('PEXPIRE', K .. ':in', ttl)
+end
+redis.call('PEXPIRE', K, ttl)
+`),
+
+  /** K task: {fields, inputRequests} or nil. */
+  mcpGetTask: lua(`
+local fields = redis.call('HGETALL', K)
+if #fields == 0 then return nil end
+return { fields, redis.call('HGETALL', K .. ':in') }
+`),
+
+  /**
+   * K task, A(1) lastUpdatedAt JSON, A(2) 'keep' | 'set' | 'del' for inputRequests, A(3) number of
+   * fields to set, the pairs, the number of fields to delete, their names, then the inputRequests
+   * pairs: the task as {fields, inputRequests}, or nil when unknown or terminal.
+   */
+  mcpUpdateTask: lua(`${TERMINAL}
+local status = redis.call('HGET', K, 'status')
+if not status or TERMINAL[status] then return nil end
+local i = 4
+for _ = 1, tonumber(A(3)) do redis.call('HSET', K, A(i), A(i + 1)) i = i + 2 end
+local dels = tonumber(A(i))
+i = i + 1
+for _ = 1, dels do redis.call('HDEL', K, A(i)) i = i + 1 end
+local ir = K .. ':in'
+if A(2) ~= 'keep' then redis.call('DEL', ir) redis.call('HDEL', K, 'inputRequests') end
+if A(2) == 'set' then
+  redis.call('HSET', K, 'inputRequests', '1')
+  for j = i, #ARGV - 4, 2 do redis.call('HSET', ir, A(j), A(j + 1)) end
+  redis.call('PEXPIRE', ir, redis.call('PTTL', K))
+end
+redis.call('HSET', K, 'lastUpdatedAt', A(1))
+return { redis.call('HGETALL', K), redis.call('HGETALL', ir) }
+`),
+
+  /**
+   * K task, A(1) lastUpdatedAt JSON, then key/answer pairs: the keys taken (outstanding ones only),
+   * or nil when the task is unknown. Wakes the task's runner (waiting on the name K).
+   */
+  mcpAnswerTask: lua(`${TERMINAL}
+if redis.call('EXISTS', K) == 0 then return nil end
+local ir, ans = K .. ':in', K .. ':ans'
+local taken = {}
+for i = 2, #ARGV - 4, 2 do
+  if redis.call('HDEL', ir, A(i)) == 1 then
+    redis.call('HSET', ans, A(i), A(i + 1))
+    taken[#taken + 1] = A(i)
+  end
+end
+if #taken == 0 then return taken end
+redis.call('PEXPIRE', ans, redis.call('PTTL', K))
+if not TERMINAL[redis.call('HGET', K, 'status')] then
+  if redis.call('HLEN', ir) == 0 then
+    redis.call('HDEL', K, 'inputRequests')
+    redis.call('HSET', K, 'status', '"working"')
+  end
+  redis.call('HSET', K, 'lastUpdatedAt', A(1))
+end
+wake(K)
+return taken
+`),
+
+  /** K task, then the keys: their answers (taken), 0 while some are missing, -1 when the task is gone. */
+  mcpTakeTaskAnswers: lua(`
+if redis.call('EXISTS', K) == 0 then return -1 end
+local ans = K .. ':ans'
+local keys = {}
+for i = 1, #ARGV - 4 do
+  if redis.call('HEXISTS', ans, A(i)) == 0 then return 0 end
+  keys[#keys + 1] = A(i)
+end
+local values = redis.call('HMGET', ans, unpack(keys))
+redis.call('HDEL', ans, unpack(keys))
+return values
+`),
+
+  /** K record, A(1) digest, A(2) lease ms: {'new'} (claimed), {'in_progress'}, {'done', response} or {'conflict'}. */
+  mcpBeginIdempotent: lua(`
+local digest, state, response = unpack(redis.call('HMGET', K, 'd', 's', 'r'))
+if digest then
+  if digest ~= A(1) then return { 'conflict' } end
+  if state == 'done' then return { 'done', response } end
+  return { 'in_progress' }
+end
+redis.call('HSET', K, 'd', A(1), 's', 'running')
+redis.call('PEXPIRE', K, tonumber(A(2)))
+return { 'new' }
+`),
+
+  /** K record, A(1) ms: extend a running claim; 1 when it still was one. */
+  mcpRenewIdempotent: lua(`
+if redis.call('HGET', K, 's') ~= 'running' then return 0 end
+redis.call('PEXPIRE', K, tonumber(A(1)))
+return 1
+`),
+
+  /** K record, A(1) response, A(2) retention ms: the outcome, kept for replays; 1 when there was a claim. */
+  mcpFinishIdempotent: lua(`
+if not redis.call('HGET', K, 'd') then return 0 end
+redis.call('HSET', K, 's', 'done', 'r', A(1))
+redis.call('PEXPIRE', K, tonumber(A(2)))
+return 1
+`)
+} as const

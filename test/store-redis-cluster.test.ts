@@ -1,0 +1,71 @@
+import t from 'tap'
+import { createHash, randomUUID } from 'node:crypto'
+import { Cluster, Redis } from 'ioredis'
+import { RedisStore, type RedisStoreOptions } from '../src/store/redis.js'
+import { SCRIPTS } from '../src/store/redis-scripts.js'
+import { loadConfig } from '../src/config.js'
+import { createStore } from '../src/store/index.js'
+import { storeContract } from './store-contract.js'
+import { cli, startRedisCluster } from './redis-cluster.js'
+
+// A real Redis Cluster (3 masters, 3 replicas), started once for this file; without the
+// redis-server binary this fails (never skips).
+const cluster = await startRedisCluster()
+t.teardown(() => cluster.stop())
+const seeds = cluster.seeds.split(',')
+
+const prefixes = new WeakMap<RedisStore, string>()
+const open = (options: Partial<RedisStoreOptions> = {}) => new RedisStore({ clusterNodes: seeds, ...options })
+
+t.test('the contract, on Redis Cluster', async (t) => {
+  storeContract(t, {
+    create: async (limits) => {
+      const prefix = `t${randomUUID().slice(0, 8)}:`
+      const store = open({ prefix, limits })
+      prefixes.set(store, prefix)
+      return store
+    },
+    peer: async (store) => {
+      const s = store as RedisStore
+      const peer = open({ prefix: prefixes.get(s)!, limits: s.limits })
+      prefixes.set(peer, prefixes.get(s)!)
+      await peer.ping()
+      return peer
+    }
+  })
+})
+
+t.test('every script ran on the cluster, each on one slot', async (t) => {
+  // A script is loaded on a node only by running there (EVALSHA, then EVAL on NOSCRIPT): after the
+  // contract, every script's SHA-1 is known to some master. A script that touched two slots would
+  // have failed its contract test with "Script attempted to access keys that do not hash to the same slot".
+  const masters = cluster.nodes.filter((n) => cli(n.port, 'role').startsWith('master')).map((n) => new Redis(n.port, '127.0.0.1'))
+  t.teardown(() => Promise.all(masters.map((m) => m.quit())))
+  t.equal(masters.length, 3)
+  const shas = Object.values(SCRIPTS).map((lua) => createHash('sha1').update(lua).digest('hex'))
+  const exists = (await Promise.all(masters.map((m) => m.script('EXISTS', ...shas)))) as number[][]
+  for (const [i, name] of Object.keys(SCRIPTS).entries()) {
+    const on = masters.filter((_m, j) => exists[j]![i] === 1).map((m) => m.options.port)
+    t.ok(on.length > 0, `${name} ran on ${on.join(', ')}`)
+  }
+})
+
+t.test('the rate limiter shares the cluster client', async (t) => {
+  const store = open({ prefix: `r${randomUUID().slice(0, 8)}:` })
+  t.teardown(() => store.close())
+  t.ok(store.client instanceof Cluster)
+  // What @fastify/rate-limit does with the client: defineCommand, then call it with its key.
+  store.client.defineCommand('rlProbe', { numberOfKeys: 1, lua: "return redis.call('INCR', KEYS[1])" })
+  const probe = store.client as unknown as { rlProbe(key: string): Promise<number> }
+  const counts = await Promise.all(['a', 'b', 'c', 'd'].map((k) => probe.rlProbe(`${store.prefix}rl:${k}`)))
+  t.same(counts, [1, 1, 1, 1], 'keys on different slots, each routed to its node')
+})
+
+t.test('createStore: MCP_REDIS_CLUSTER_NODES', async (t) => {
+  const store = createStore(loadConfig({ MCP_REDIS_CLUSTER_NODES: cluster.seeds, MCP_REDIS_PREFIX: `e${randomUUID().slice(0, 8)}:` }))
+  t.teardown(() => store.close())
+  t.ok(store instanceof RedisStore)
+  await store.ping()
+  await store.pushNotification('alice', { method: 'n' })
+  t.same((await store.takeNotifications('alice'))?.notifications, [{ method: 'n' }])
+})

@@ -1,0 +1,85 @@
+import t from 'tap'
+import { createHash, randomUUID } from 'node:crypto'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Redis } from 'ioredis'
+import { loadConfig } from '../src/config.js'
+import { wireErrorOf } from '../src/errors.js'
+import { RedisStore } from '../src/store/redis.js'
+import { redisFromConfig } from '../src/store/redis-config.js'
+import { startRedis } from './redis-server.js'
+
+// The Redis settings and options of the store, against a real redis-server where they connect.
+const redis = await startRedis()
+t.teardown(() => redis.stop())
+const sha1 = (s: string) => createHash('sha1').update(s).digest('hex')
+
+t.test('MCP_REDIS_*: one of three forms, with their options', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'mcp-ca-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const ca = join(dir, 'ca.pem')
+  writeFileSync(ca, '-----BEGIN CERTIFICATE-----\n')
+  const cluster = loadConfig({ MCP_REDIS_CLUSTER_NODES: '10.0.0.1:7000, 10.0.0.2:7000', MCP_REDIS_PASSWORD: 'pw', MCP_REDIS_USERNAME: 'mcp', MCP_REDIS_TLS: 'true' })
+  t.same(redisFromConfig(cluster), { clusterNodes: ['10.0.0.1:7000', '10.0.0.2:7000'], username: 'mcp', password: 'pw', tls: true, prefix: 'mcp:' })
+  const sentinel = loadConfig({
+    MCP_REDIS_SENTINELS: 's1:26379,s2:26379',
+    MCP_REDIS_SENTINEL_MASTER: 'main',
+    MCP_REDIS_SENTINEL_PASSWORD: 'spw',
+    MCP_REDIS_TLS_CA_FILE: ca,
+    MCP_REDIS_WAIT_REPLICAS: '1',
+    MCP_REDIS_WAIT_TIMEOUT_MS: '500',
+    MCP_REDIS_PREFIX: 'blue:'
+  })
+  t.same(redisFromConfig(sentinel), {
+    sentinels: ['s1:26379', 's2:26379'],
+    sentinelMaster: 'main',
+    sentinelPassword: 'spw',
+    tls: { ca: readFileSync(ca) },
+    prefix: 'blue:',
+    waitReplicas: 1,
+    waitTimeoutMs: 500
+  })
+  t.equal(redisFromConfig(loadConfig({})), undefined)
+  t.throws(() => loadConfig({ MCP_REDIS_URL: redis.url, MCP_REDIS_CLUSTER_NODES: 'a:1' }), /Set only one of MCP_REDIS_URL, MCP_REDIS_CLUSTER_NODES/)
+  t.throws(() => loadConfig({ MCP_REDIS_SENTINELS: 'a:1' }), /MCP_REDIS_SENTINELS and MCP_REDIS_SENTINEL_MASTER go together/)
+  t.throws(() => loadConfig({ MCP_REDIS_PASSWORD: 'x', MCP_REDIS_TLS: 'true' }), /MCP_REDIS_PASSWORD, MCP_REDIS_TLS are set without/)
+  t.throws(() => loadConfig({ MCP_REDIS_URL: redis.url, MCP_REDIS_TLS_CA_FILE: join(dir, 'none') }), /MCP_REDIS_TLS_CA_FILE cannot be read/)
+  t.throws(() => loadConfig({ MCP_REDIS_CLUSTER_NODES: 'nohost' }), /MCP_REDIS_CLUSTER_NODES="nohost"/)
+  t.throws(() => loadConfig({ MCP_REDIS_URL: redis.url, MCP_REDIS_PREFIX: 'a{b}:' }), /MCP_REDIS_PREFIX/)
+  t.throws(() => new RedisStore({ url: redis.url, prefix: '{x}' }), /must not contain \{ or \}/)
+  t.throws(() => new RedisStore({ url: redis.url, clusterNodes: ['a:1'] }), /exactly one of url, clusterNodes or sentinels/)
+  t.throws(() => new RedisStore({ sentinels: ['a:1'] }), /sentinels need sentinelMaster/)
+  t.throws(() => new RedisStore({ clusterNodes: ['a:99999'] }), /Not a host:port: "a:99999"/)
+  // TLS options reach ioredis (these connect nowhere: closed at once).
+  for (const tls of [true, { rejectUnauthorized: true }]) {
+    const s = new RedisStore({ sentinels: ['[::1]:1'], sentinelMaster: 'm', tls, password: 'p', sentinelPassword: 's', redis: { sentinelRetryStrategy: () => null } })
+    t.ok((s.client as Redis).options.tls)
+    await s.close()
+  }
+  const plain = new RedisStore({ url: redis.url, tls: false, username: 'default' })
+  await plain.ping()
+  await plain.close()
+})
+
+t.test('MCP_REDIS_WAIT_REPLICAS on a Redis without replicas: the write is refused with 503', async (t) => {
+  const prefix = `d${randomUUID().slice(0, 8)}:`
+  const store = new RedisStore({ url: redis.url, prefix, waitReplicas: 1, waitTimeoutMs: 50 })
+  t.teardown(() => store.close())
+  const err = await store.setLogLevel('alice', 'info').then(() => undefined, (e: unknown) => e)
+  t.match(err, { code: 'ERR_STORE_NOT_REPLICATED', message: 'The store did not confirm the write on 1 replica(s) within 50 ms' })
+  t.match(wireErrorOf(err), { status: 503, message: 'The store did not confirm the write on 1 replica(s) within 50 ms', headers: { 'retry-after': '1' } })
+  t.equal(await store.getLogLevel('alice'), 'info', 'written on the primary all the same')
+  const raw = new Redis(redis.url)
+  t.teardown(() => raw.quit())
+  await raw.set(`${prefix}c:{${sha1('bob')}}`, 'not a hash')
+  await t.rejects(store.setLogLevel('bob', 'info'), /WRONGTYPE/, 'a script error comes through')
+  const defaults = new RedisStore({ url: redis.url, prefix, waitReplicas: 0 })
+  t.teardown(() => defaults.close())
+  await defaults.setLogLevel('carol', 'info')
+  t.same(redisFromConfig({ MCP_REDIS_URL: redis.url, MCP_REDIS_WAIT_REPLICAS: 2 }), { url: redis.url, prefix: 'mcp:', waitReplicas: 2, waitTimeoutMs: 1000 })
+  t.throws(() => loadConfig({ MCP_REDIS_PREFIX: 'a:' }), /MCP_REDIS_PREFIX is set without/)
+  // A primary demoted to a replica answers READONLY: that (alone) reconnects and retries.
+  const reconnect = (store.client as Redis).options.reconnectOnError!
+  t.same([reconnect(new Error('READONLY You can\'t write against a read only replica.')), reconnect(new Error('ERR other'))], [2, false])
+})

@@ -1,0 +1,71 @@
+import t from 'tap'
+import { randomUUID } from 'node:crypto'
+import { RedisStore, type RedisStoreOptions } from '../src/store/redis.js'
+import { loadConfig } from '../src/config.js'
+import { createStore } from '../src/store/index.js'
+import { storeContract } from './store-contract.js'
+import { until } from './redis-cluster.js'
+import { startSentinelSet } from './redis-sentinel.js'
+
+// A primary, its replica and three Sentinels, started once for this file.
+const set = await startSentinelSet()
+t.teardown(() => set.stop())
+
+const prefixes = new WeakMap<RedisStore, string>()
+const open = (options: Partial<RedisStoreOptions> = {}) =>
+  new RedisStore({ sentinels: set.sentinels.split(','), sentinelMaster: set.name, ...options })
+
+t.test('the contract, under Sentinel', async (t) => {
+  storeContract(t, {
+    create: async (limits) => {
+      const prefix = `t${randomUUID().slice(0, 8)}:`
+      const store = open({ prefix, limits })
+      prefixes.set(store, prefix)
+      return store
+    },
+    peer: async (store) => {
+      const s = store as RedisStore
+      const peer = open({ prefix: prefixes.get(s)!, limits: s.limits })
+      prefixes.set(peer, prefixes.get(s)!)
+      await peer.ping()
+      return peer
+    }
+  })
+})
+
+t.test('createStore: MCP_REDIS_SENTINELS and MCP_REDIS_SENTINEL_MASTER', async (t) => {
+  const store = createStore(loadConfig({ MCP_REDIS_SENTINELS: set.sentinels, MCP_REDIS_SENTINEL_MASTER: set.name, MCP_REDIS_PREFIX: `e${randomUUID().slice(0, 8)}:` }))
+  t.teardown(() => store.close())
+  t.ok(store instanceof RedisStore)
+  await store.ping()
+  await store.setLogLevel('alice', 'debug')
+  t.equal(await store.getLogLevel('alice'), 'debug')
+})
+
+t.test('kill -9 of the primary: a replica takes over, the stores follow by themselves, nothing acknowledged with WAIT is lost', async (t) => {
+  const prefix = `f${randomUUID().slice(0, 8)}:`
+  const durable = open({ prefix, waitReplicas: 1, sweepMs: 500 })
+  const plain = open({ prefix, sweepMs: 500 })
+  t.teardown(() => Promise.all([durable.close(), plain.close()]))
+  await Promise.all([durable.ping(), plain.ping()])
+  for (let i = 0; i < 50; i++) await durable.pushNotification(`o${i % 5}`, { method: 'n', params: { i } })
+  await set.master.crash()
+  // Reads through the store that wrote: it asks the Sentinels for the new primary by itself.
+  let got: number[] = []
+  await until(async () => {
+    got = []
+    for (let o = 0; o < 5; o++) {
+      const g = await durable.takeNotifications(`o${o}`)
+      got.push(...(g?.notifications ?? []).map((n) => (n.params as { i: number }).i))
+    }
+    return got.length > 0
+  }, 'the replica to take over')
+  t.equal(got.length, 50, 'all 50 acknowledged notifications survived')
+  await plain.enqueueRequest('alice', 'after', { method: 'roots/list' })
+  const answer = plain.awaitAnswer('alice', 'after', new AbortController().signal, 20_000)
+  await until(async () => (await plain.getRequest('alice', 'after')) !== undefined, 'the request to be readable')
+  const other = open({ prefix })
+  t.teardown(() => other.close())
+  await other.completeRequest('alice', 'after', { result: { roots: [] } })
+  t.same(await answer, { result: { roots: [] } }, 'a wake-up after the failover')
+})
