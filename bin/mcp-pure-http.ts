@@ -1,0 +1,15 @@
+#!/usr/bin/env node
+import { failed, main } from '../src/main.js'
+import { USAGE, parseGatewayArgs } from '../src/gateway/options.js'
+
+/** `mcp-pure-http demo` and `mcp-pure-http gateway ...`: servers, configured by HOST, PORT and MCP_*. */
+const [command, ...rest] = process.argv.slice(2)
+if (command === 'demo') {
+  main().catch(failed)
+} else if (command === 'gateway') {
+  // The gateway loads the MCP SDK (an optional peer dependency) only when it is asked for.
+  import('../src/gateway/serve.js').then(({ serveGateway }) => serveGateway(parseGatewayArgs(rest))).catch(failed)
+} else {
+  console.error(USAGE)
+  process.exit(command === undefined || command === '-h' || command === '--help' ? 0 : 2)
+}
