@@ -6,6 +6,7 @@ import type { ListKind } from '../core/registry.js'
 import { inputRequired } from '../mrtr/run.js'
 import type { InputRequest } from '../schema/mrtr.js'
 import type { Outcome, RoundRef, UpstreamCall } from './call.js'
+import type { Progress } from './upstream.js'
 
 /** What a catalogue entry's handler needs of the gateway: the rounds of an upstream request. */
 export interface Forwarder {
@@ -67,7 +68,7 @@ export function handlerReturn(outcome: Exclude<Outcome, { kind: 'error' }>): unk
 }
 
 /** Progress of the upstream request, reported to whoever waits on the call now. */
-export function progressOf(call: UpstreamCall): (p: { progress: number; total?: number; message?: string }) => void {
+export function progressOf(call: UpstreamCall): (p: Progress) => void {
   return (p) => void call.ctx.progress(p.progress, p.total, p.message).catch(() => undefined)
 }
 

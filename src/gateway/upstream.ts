@@ -11,6 +11,12 @@ export type UpstreamSpec =
   | { command: string; args?: string[]; env?: Record<string, string>; cwd?: string }
   | { url: string; headers?: Record<string, string> }
 
+export interface Progress {
+  progress: number
+  total?: number
+  message?: string
+}
+
 export type UpstreamState = 'starting' | 'up' | 'down' | 'closed'
 
 export interface UpstreamOptions {
@@ -65,6 +71,8 @@ export class Upstream {
   #retryAt = 0
   #timer: NodeJS.Timeout | undefined
   #pid: number | undefined
+  readonly #progress = new Map<string, (p: Progress) => void>()
+  #tokens = 0
 
   constructor(spec: UpstreamSpec, options: UpstreamOptions, events: UpstreamEvents) {
     this.#spec = spec
@@ -92,6 +100,11 @@ export class Upstream {
     for (const schema of NOTIFICATIONS) {
       client.setNotificationHandler(sdk.types[schema], (n: ServerMessage) => this.#events.notified({ method: n.method, params: n.params! }))
     }
+    // Progress by our own tokens: the SDK's onprogress drops a progress notification that arrives
+    // just before its response (its handler runs a microtask late, after the response removed it).
+    client.setNotificationHandler(sdk.types.ProgressNotificationSchema, (n: { params: Progress & { progressToken: unknown } }) =>
+      this.#progress.get(String(n.params.progressToken))?.(n.params)
+    )
     for (const schema of REQUESTS) {
       client.setRequestHandler(sdk.types[schema], (r: ServerMessage, extra: { signal: AbortSignal }) =>
         this.#events.asked({ method: r.method, params: r.params! }, extra.signal) as never
@@ -159,7 +172,7 @@ export class Upstream {
   async request(
     method: string,
     params: Record<string, unknown>,
-    options: { signal?: AbortSignal; onprogress?: (p: { progress: number; total?: number; message?: string }) => void } = {}
+    options: { signal?: AbortSignal; onprogress?: (p: Progress) => void } = {}
   ): Promise<Record<string, unknown>> {
     const client = this.client
     if (client === undefined) {
@@ -167,13 +180,21 @@ export class Upstream {
       throw errors.unavailable(`The upstream server ${this.#opts.name} is ${this.state === 'closed' ? 'stopped' : 'down'}; try again later`, wait)
     }
     const sdk = await loadSdk()
+    const { onprogress, signal } = options
+    const token = onprogress === undefined ? undefined : `gw-${this.#tokens++}`
+    if (token !== undefined) {
+      this.#progress.set(token, onprogress!)
+      params = { ...params, _meta: { progressToken: token } }
+    }
     try {
       return (await client.request({ method, params } as never, sdk.types.ResultSchema, {
         timeout: this.#opts.requestTimeoutMs,
-        ...options
+        ...(signal === undefined ? {} : { signal })
       })) as Record<string, unknown>
     } catch (err) {
-      throw upstreamError(err, this.#opts.name, options.signal)
+      throw upstreamError(err, this.#opts.name, signal)
+    } finally {
+      if (token !== undefined) this.#progress.delete(token)
     }
   }
 
