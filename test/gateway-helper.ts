@@ -84,3 +84,11 @@ export async function until(check: () => boolean | Promise<boolean>, what: strin
   }
   throw new Error(`timed out waiting for ${what}`)
 }
+
+/** Take and acknowledge the connection's current group of notifications. */
+export async function drain(app: FastifyInstance, headers: Record<string, string> = {}): Promise<{ method: string; params?: Record<string, unknown> }[]> {
+  const got = await app.inject({ url: '/notifications', headers })
+  const group = got.headers['mcp-message-group']
+  if (group !== undefined) await app.inject({ method: 'POST', url: '/notifications', headers: { ...headers, 'mcp-message-group': group as string } })
+  return got.json()
+}

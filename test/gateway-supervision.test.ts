@@ -1,6 +1,6 @@
 import t from 'tap'
 import { call, json } from './helper.js'
-import { everythingStdio, serveUpstream, until } from './gateway-helper.js'
+import { drain, everythingStdio, serveUpstream, until } from './gateway-helper.js'
 
 t.test('a stdio child killed mid-call: a clear 502, 503 while down, /ready 503, then it is back', async (t) => {
   const { app, gw } = await serveUpstream(t, everythingStdio, { restartMinMs: 1500 })
@@ -15,7 +15,7 @@ t.test('a stdio child killed mid-call: a clear 502, 503 while down, /ready 503, 
     ...json({ arguments: { duration: 30, steps: 30 }, _meta: { progressToken: 'p' } })
   })
   // Once the upstream reports progress, the call is running there.
-  await until(async () => (await call(app, { url: '/notifications' })).body.some((n: { method: string }) => n.method === 'notifications/progress'), 'progress')
+  await until(async () => (await drain(app)).some((n) => n.method === 'notifications/progress'), 'progress')
   process.kill(firstPid, 'SIGKILL')
   const failed = await running
   t.equal(failed.status, 502)

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { call, json } from './helper.js'
-import { caps, everythingStdio, serveUpstream, until } from './gateway-helper.js'
+import { caps, drain, everythingStdio, serveUpstream, until } from './gateway-helper.js'
 
 // One gateway to server-everything (stdio) for the whole file: its child starts once.
 t.test('server-everything over stdio, served over Pure HTTP', async (t) => {
@@ -176,16 +176,10 @@ t.test('server-everything over stdio, served over Pure HTTP', async (t) => {
     const uri = (await call(app, { url: '/resources' })).body.resources[0].uri
     const sub = await app.inject({ method: 'POST', url: '/resources/subscribe', ...json({ uri }) })
     t.equal(sub.statusCode, 202)
-    const drain = async () => {
-      const got = await app.inject({ url: '/notifications' })
-      const group = got.headers['mcp-message-group']
-      if (group !== undefined) await app.inject({ method: 'POST', url: '/notifications', headers: { 'mcp-message-group': group as string } })
-      return got.json() as { method: string; params?: { uri?: string } }[]
-    }
-    await drain()
+    await drain(app)
     await call(app, { method: 'POST', url: '/tools/toggle-subscriber-updates/calls', ...json({ arguments: {} }) })
     let seen = false
-    await until(async () => (seen ||= (await drain()).some((n) => n.method === 'notifications/resources/updated' && n.params?.uri === uri)), 'resources/updated')
+    await until(async () => (seen ||= (await drain(app)).some((n) => n.method === 'notifications/resources/updated' && n.params?.uri === uri)), 'resources/updated')
     t.ok(seen)
     await call(app, { method: 'POST', url: '/tools/toggle-subscriber-updates/calls', ...json({ arguments: {} }) })
     const unsub = await app.inject({ method: 'POST', url: '/resources/unsubscribe', ...json({ uri }) })
@@ -194,7 +188,7 @@ t.test('server-everything over stdio, served over Pure HTTP', async (t) => {
 
   t.test('list_changed upstream: the list is fetched again and clients hear their own list_changed', async (t) => {
     const before = await call(app, { url: '/resources' })
-    await call(app, { url: '/notifications' }).then((g) => g.headers['mcp-message-group'] && app.inject({ method: 'POST', url: '/notifications', headers: { 'mcp-message-group': g.headers['mcp-message-group'] as string } }))
+    await drain(app)
     const made = await call(app, {
       method: 'POST',
       url: '/tools/gzip-file-as-resource/calls',
