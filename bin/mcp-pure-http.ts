@@ -8,8 +8,11 @@ if (command === 'demo') {
   main().catch(failed)
 } else if (command === 'gateway') {
   // The gateway loads the MCP SDK (an optional peer dependency) only when it is asked for.
-  import('../src/gateway/serve.js').then(({ serveGateway }) => serveGateway(parseGatewayArgs(rest))).catch(failed)
+  Promise.resolve()
+    .then(() => parseGatewayArgs(rest))
+    .then(async (served) => (await import('../src/gateway/serve.js')).serveGateway(served))
+    .catch(failed)
 } else {
   console.error(USAGE)
-  process.exit(command === undefined || command === '-h' || command === '--help' ? 0 : 2)
+  process.exit(command === '-h' || command === '--help' ? 0 : 2)
 }

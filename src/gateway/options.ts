@@ -39,7 +39,10 @@ const Entry = Type.Union([
     required: Type.Optional(Type.Boolean())
   })
 ])
-const ConfigFile = Type.Object({ mcpServers: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }), Entry) })
+// Names become a path segment: a name outside the pattern is refused, not served under an odd URL.
+const ConfigFile = Type.Object({
+  mcpServers: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }), Entry, { additionalProperties: false })
+})
 
 const fail = (message: string): never => {
   throw new ConfigurationError(`${message}\n\n${USAGE}`)
