@@ -131,7 +131,7 @@ t.test('server-everything over stdio, served over Pure HTTP', async (t) => {
 
   t.test('legacy era: the upstream question goes to /requests while the call waits', async (t) => {
     const legacy = { 'mcp-protocol-version': '2025-11-25' }
-    await app.inject({ method: 'POST', url: '/initialize', headers: legacy, ...json({ protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'l', version: '1' } }) })
+    await app.inject({ method: 'POST', url: '/initialize', headers: legacy, payload: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'l', version: '1' } } })
     const pending = call(app, { method: 'POST', url: '/tools/trigger-elicitation-request/calls', payload: { arguments: {} }, headers: legacy })
     let asked
     await until(async () => (asked = await app.inject({ method: 'POST', url: '/requests', headers: legacy })).statusCode === 200, 'the question')
