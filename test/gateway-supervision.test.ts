@@ -58,3 +58,26 @@ t.test('an upstream that is not required does not make /ready fail', async (t) =
   const res = await call(app, { method: 'POST', url: '/completions', ...json({ ref: { type: 'ref/prompt', name: 'x' }, argument: { name: 'a', value: '' } }) })
   t.equal(res.status, 404, 'nothing listed, nothing to complete')
 })
+
+t.test("the caller's cancellation cancels the upstream request", async (t) => {
+  const { app, gw } = await serveUpstream(t, everythingStdio)
+  const running = call(app, {
+    method: 'POST',
+    url: '/tools/trigger-long-running-operation/calls',
+    headers: { 'mcp-request-id': 'long-1', 'content-type': 'application/json' },
+    payload: { arguments: { duration: 60, steps: 60 }, _meta: { progressToken: 'c' } }
+  })
+  await until(async () => (await drain(app)).some((n) => n.method === 'notifications/progress'), 'progress')
+  const sent: unknown[] = []
+  const transport = gw.upstream.client!.transport!
+  const send = transport.send.bind(transport)
+  transport.send = async (message, options) => {
+    sent.push(message)
+    return send(message, options)
+  }
+  await app.inject({ method: 'POST', url: '/notifications', payload: [{ method: 'notifications/cancelled', params: { requestId: 'long-1', reason: 'stop' } }] })
+  const res = await running
+  t.equal(res.body.isError, true)
+  t.match(res.body.content[0].text, /^Cancelled: stop/)
+  t.match(sent, [{ method: 'notifications/cancelled', params: { reason: /stop/ } }], 'the upstream is told')
+})

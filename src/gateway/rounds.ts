@@ -73,21 +73,23 @@ export class Rounds {
   /**
    * An upstream server-to-client request: it belongs to the call in flight. An upstream's request
    * names no request of ours, so with calls of several principals in flight it cannot be told whose
-   * it is, and is refused rather than shown to the wrong user; `roots/list` outside any call is an
-   * empty list (the gateway has no roots of its own).
+   * it is, and is refused rather than shown to the wrong user. `roots/list` is often asked outside
+   * any call (at start, or on a timer): unless the caller declared roots, the gateway answers it
+   * itself with no roots, rather than fail a call that never asked for them.
    */
   asked(request: ServerMessage, signal: AbortSignal): Promise<Record<string, unknown>> {
     const running = [...this.#calls.values()].filter((c) => c.settled === undefined)
     const principals = new Set(running.map((c) => c.principal))
-    if (principals.size === 1) return running.at(-1)!.ask(request, signal)
-    if (running.length === 0 && request.method === 'roots/list') return Promise.resolve({ roots: [] })
+    const call = principals.size === 1 ? running.at(-1)! : undefined
+    if (request.method === 'roots/list' && call?.ctx.clientCapabilities?.roots === undefined) return Promise.resolve({ roots: [] })
+    if (call !== undefined) return call.ask(request, signal)
     this.log.warn({ method: request.method, callsInFlight: running.length }, 'upstream request outside a single caller\'s calls refused')
     return Promise.reject(
       new McpError(-32603, running.length === 0 ? `${request.method} outside a request` : `${request.method}: the gateway cannot tell which caller this is for`, 500)
     )
   }
 
-  /** The calls in flight for `principal` (where upstream log messages go). */
+  /** The request whose caller hears the upstream's log messages now: the single caller in flight, if one. */
   callers(): RequestContext[] {
     const running = [...this.#calls.values()].filter((c) => c.settled === undefined)
     return new Set(running.map((c) => c.principal)).size === 1 ? [running.at(-1)!.ctx] : []

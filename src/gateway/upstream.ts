@@ -210,11 +210,17 @@ export class Upstream {
 
 const STATUS: Record<number, number> = { [-32600]: 400, [-32601]: 404, [-32602]: 400, [-32002]: 404 }
 
+/** The upstream request was cancelled because our caller cancelled (not a wire error of its own). */
+export class Cancelled extends Error {
+  override readonly name = 'Cancelled'
+}
+
 /** An upstream failure as the error our client gets. */
-export function upstreamError(err: unknown, name: string, signal?: AbortSignal): McpError {
+export function upstreamError(err: unknown, name: string, signal?: AbortSignal): McpError | Cancelled {
   if (err instanceof McpError) return err
   const code = (err as { code?: unknown }).code
-  if (signal?.aborted === true) return new McpError(-32603, `Cancelled: ${messageOf(signal.reason)}`, 499)
+  // Cancelled by our caller: a tool's result says so (the caller asked for it; nothing failed here).
+  if (signal?.aborted === true) return new Cancelled(`Cancelled: ${messageOf(signal.reason)}`)
   if (code === -32000) return new McpError(-32603, `The upstream server ${name} closed the connection during the request`, 502)
   if (code === -32001) return new McpError(-32603, `The upstream server ${name} did not answer in time`, 504)
   if (typeof code === 'number' && Number.isInteger(code) && code !== -32603) {
