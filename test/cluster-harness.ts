@@ -59,8 +59,10 @@ ${upstreams.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=30s;`
 `
 }
 
+// 30 s: a gateway instance starts its upstream child and fetches its lists before it listens, on a
+// machine shared with other test files.
 async function waitFor(url: string, what: string, proc: ChildProcess, log: () => string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 600; i++) {
     if (proc.exitCode !== null) throw new Error(`${what} exited with ${proc.exitCode}:\n${log()}`)
     const ok = await fetch(url).then(
       (r) => r.ok,
@@ -69,14 +71,14 @@ async function waitFor(url: string, what: string, proc: ChildProcess, log: () =>
     if (ok) return
     await sleep(50)
   }
-  throw new Error(`${what} did not become healthy within 10 s:\n${log()}`)
+  throw new Error(`${what} did not become healthy within 30 s:\n${log()}`)
 }
 
 /**
- * A real redis-server, three `node dist/src/main.js` sharing it (and one MCP_STATE_KEYS), and nginx
- * round-robin in front, all on free loopback ports. Fails loudly when redis-server or nginx is missing.
+ * A real redis-server, three `node dist/src/main.js` (or `node <args>`) sharing it (and one
+ * MCP_STATE_KEYS), and nginx round-robin in front, all on free loopback ports. Fails loudly when redis-server or nginx is missing.
  */
-export async function startCluster(count = 3): Promise<Cluster> {
+export async function startCluster(count = 3, args: readonly string[] = [main]): Promise<Cluster> {
   const nginxBin = requireBinary('nginx', 'nginx')
   const redis = await startRedis()
   const dir = mkdtempSync(join(tmpdir(), 'mcp-cluster-'))
@@ -110,7 +112,7 @@ export async function startCluster(count = 3): Promise<Cluster> {
     for (const { port, release } of reserved) {
       await release()
       let out = ''
-      const child = spawn(process.execPath, [main], {
+      const child = spawn(process.execPath, args, {
         env: {
           ...process.env,
           HOST: '127.0.0.1',

@@ -8,7 +8,8 @@ import { Gateway } from './gateway.js'
 import type { Served } from './options.js'
 import { MemoryRelay, RedisRelay, type RoundRelay } from './relay.js'
 
-const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal']
+// pino's numbers, so that these lines read like the app's own.
+const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity }
 
 /**
  * A log for the time before the app exists (connecting to the upstreams happens first): JSON lines
@@ -19,8 +20,8 @@ class LateLogger implements Logger {
   constructor(readonly level: string) {}
   #write(level: string, obj: unknown, msg?: string): void {
     if (this.target !== undefined) return this.target[level as keyof Logger](obj, msg)
-    if (LEVELS.indexOf(level) < LEVELS.indexOf(this.level)) return
-    process.stderr.write(JSON.stringify({ level, time: Date.now(), ...(obj as object), msg }) + '\n')
+    if (LEVELS[level]! < LEVELS[this.level]!) return
+    process.stderr.write(JSON.stringify({ level: LEVELS[level], time: Date.now(), ...(obj as object), msg }) + '\n')
   }
   debug(obj: unknown, msg?: string): void {
     this.#write('debug', obj, msg)
