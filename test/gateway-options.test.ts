@@ -46,4 +46,6 @@ t.test('--config: the mcpServers file, checked, with ${VAR} from the environment
   t.throws(() => parseGatewayArgs(['--config', file('empty.json', '{"mcpServers":{}}')]), /mcpServers is empty/)
   t.throws(() => parseGatewayArgs(['--config', file('name.json', '{"mcpServers":{"a/b":{"command":"x"}}}')]), /name\.json: \/mcpServers/)
   t.throws(() => parseGatewayArgs(['--config', file('shape.json', '{"servers":{}}')]), /shape\.json: \//)
+  t.throws(() => parseGatewayArgs(['--config', file('root.json', '[]')]), /root\.json: \/: /)
+  t.throws(() => parseGatewayArgs(['--url', 'ftp://x']), /not an http\(s\) URL/)
 })

@@ -127,6 +127,14 @@ t.test('server-everything over stdio, served over Pure HTTP', async (t) => {
     t.match(done.body.content[0].text, /test-model/)
     const refused = await call(app, { method: 'POST', url: '/tools/trigger-sampling-request/calls', ...json({ arguments: { prompt: 'x' } }) })
     t.same([refused.status, refused.body.code, refused.body.data.requiredCapabilities], [400, -32021, { sampling: {} }])
+    // A retry on this instance that cannot be asked the open question: the same refusal.
+    const open = await call(app, { method: 'POST', url: '/tools/trigger-sampling-request/calls', ...json(body) })
+    const retry = await call(app, {
+      method: 'POST',
+      url: '/tools/trigger-sampling-request/calls',
+      ...json({ ...body, _meta: caps({}), requestState: open.body.requestState, inputResponses: {} })
+    })
+    t.same([retry.status, retry.body.code], [400, -32021])
   })
 
   t.test('legacy era: the upstream question goes to /requests while the call waits', async (t) => {

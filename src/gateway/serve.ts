@@ -15,7 +15,7 @@ const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 4
  * A log for the time before the app exists (connecting to the upstreams happens first): JSON lines
  * on stderr at LOG_LEVEL, then the app's own logger once it is built.
  */
-class LateLogger implements Logger {
+export class LateLogger implements Logger {
   target: Logger | undefined
   constructor(readonly level: string) {}
   #write(level: string, obj: unknown, msg?: string): void {
