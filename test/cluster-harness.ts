@@ -59,10 +59,10 @@ ${upstreams.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=30s;`
 `
 }
 
-// 30 s: a gateway instance starts its upstream child and fetches its lists before it listens, on a
+// 60 s: a gateway instance starts its upstream child and fetches its lists before it listens, on a
 // machine shared with other test files.
 async function waitFor(url: string, what: string, proc: ChildProcess, log: () => string): Promise<void> {
-  for (let i = 0; i < 600; i++) {
+  for (let i = 0; i < 1200; i++) {
     if (proc.exitCode !== null) throw new Error(`${what} exited with ${proc.exitCode}:\n${log()}`)
     const ok = await fetch(url).then(
       (r) => r.ok,
@@ -71,7 +71,7 @@ async function waitFor(url: string, what: string, proc: ChildProcess, log: () =>
     if (ok) return
     await sleep(50)
   }
-  throw new Error(`${what} did not become healthy within 30 s:\n${log()}`)
+  throw new Error(`${what} did not become healthy within 60 s:\n${log()}`)
 }
 
 /**

@@ -3,12 +3,13 @@ import type { Logger } from '../core/context.js'
 import type { Completer, Registration, RetryableContext } from '../core/definitions.js'
 import { McpServer, type McpServerOptions } from '../core/mcp-server.js'
 import { ListKind } from '../core/registry.js'
-import { errors, messageOf } from '../errors.js'
+import { messageOf } from '../errors.js'
 import type { ServerMessage, Store } from '../store/types.js'
 import type { RoundRef } from './call.js'
 import { handlerReturn, progressOf, register, relayLog, type Forwarder } from './catalogue.js'
 import type { RoundRelay } from './relay.js'
 import { Rounds } from './rounds.js'
+import { gatewayStore } from './store.js'
 import { Upstream, type UpstreamOptions, type UpstreamSpec } from './upstream.js'
 
 export interface GatewayOptions extends Omit<UpstreamOptions, 'log'> {
@@ -159,36 +160,25 @@ export class Gateway implements Forwarder {
 
   /**
    * The store as the routes see it: a subscription also subscribes the upstream (once per URI), and
-   * the readiness ping fails while a required upstream of `all` is down.
+   * the readiness ping fails while a required upstream of `all` is down (see {@link gatewayStore}).
    */
   wrapStore(store: Store, all: readonly Gateway[] = [this]): Store {
-    return new Proxy(store, {
-      get: (target, key) => {
-        if (key === 'subscribe') return (owner: string, uri: string) => this.#subscribe(target, owner, uri)
-        if (key === 'unsubscribe') return (owner: string, uri: string) => this.#unsubscribe(target, owner, uri)
-        if (key === 'ping') return () => ping(target, all)
-        const value = Reflect.get(target, key, target) as unknown
-        return typeof value === 'function' ? value.bind(target) : value
-      }
-    })
+    return gatewayStore(store, this, all)
   }
 
-  async #subscribe(store: Store, owner: string, uri: string): Promise<boolean> {
-    if (!this.#subscribed.has(uri) && this.upstream.client?.getServerCapabilities()?.resources?.subscribe === true) {
-      await this.upstream.request('resources/subscribe', { uri })
-      this.#subscribed.add(uri)
-    }
-    return store.subscribe(owner, uri)
+  /** Subscribe the upstream to `uri` once, when it offers subscriptions. */
+  async subscribeUpstream(uri: string): Promise<void> {
+    if (this.#subscribed.has(uri) || this.upstream.client?.getServerCapabilities()?.resources?.subscribe !== true) return
+    await this.upstream.request('resources/subscribe', { uri })
+    this.#subscribed.add(uri)
   }
 
-  async #unsubscribe(store: Store, owner: string, uri: string): Promise<boolean> {
-    const was = await store.unsubscribe(owner, uri)
-    if (this.#subscribed.has(uri) && (await store.subscribers(uri)).length === 0) {
-      this.#subscribed.delete(uri)
-      // Ours is gone already; an upstream that cannot be told keeps sending updates nobody receives.
-      await this.upstream.request('resources/unsubscribe', { uri }).catch((err: unknown) => this.#opts.log.warn({ err }, 'upstream unsubscribe failed'))
-    }
-    return was
+  /** Unsubscribe the upstream from `uri` when nobody is subscribed any more. */
+  async unsubscribeUpstream(uri: string, remaining: number): Promise<void> {
+    if (!this.#subscribed.has(uri) || remaining > 0) return
+    this.#subscribed.delete(uri)
+    // Ours is gone already; an upstream that cannot be told keeps sending updates nobody receives.
+    await this.upstream.request('resources/unsubscribe', { uri }).catch((err: unknown) => this.#opts.log.warn({ err }, 'upstream unsubscribe failed'))
   }
 
   /** Stop relaying, cancel the calls in flight, end the upstream (its child process). */
@@ -198,9 +188,3 @@ export class Gateway implements Forwarder {
   }
 }
 
-/** Readiness: the store answers, and every required upstream is up. */
-async function ping(store: Store, all: readonly Gateway[]): Promise<void> {
-  await store.ping()
-  const down = all.find((g) => g.required && g.upstream.state !== 'up')
-  if (down !== undefined) throw errors.unavailable(`An upstream server is ${down.upstream.state}`, 5)
-}
