@@ -1,37 +1,65 @@
 import closeWithGrace from 'close-with-grace'
-import { hostOriginFromConfig, loadConfig, loggerFromConfig, oauthFromConfig, trustProxyFromConfig } from './config.js'
+import { realpathSync } from 'node:fs'
+import { pathToFileURL } from 'node:url'
+import type { FastifyInstance } from 'fastify'
+import { mcpPlugin } from './app.js'
+import { hostOriginFromConfig, loadConfig, loggerFromConfig, oauthFromConfig, trustProxyFromConfig, type Config } from './config.js'
+import type { McpServer, McpServerOptions } from './core/mcp-server.js'
 import { createDemoServer } from './demo/catalogue.js'
 import { ConfigurationError } from './errors.js'
 import { buildServer } from './server.js'
 import { createStore } from './store/index.js'
+import type { Store } from './store/types.js'
 
-/** `npm start`: the demo server on HOST:PORT (default 127.0.0.1:3000). */
-async function main(): Promise<void> {
-  const config = loadConfig()
-  const store = createStore(config)
-  const mcp = createDemoServer({
+/** A catalogue to serve, its store, and where (default: the root). */
+export interface Mount {
+  mcp: McpServer
+  store: Store
+  prefix?: string
+}
+
+/** The {@link McpServer} options the `MCP_*` settings give. */
+export function serverOptionsFromConfig(config: Config): Omit<McpServerOptions, 'name' | 'version'> {
+  return {
     pageSize: config.MCP_PAGE_SIZE,
     cacheHints: { ttlMs: config.MCP_CACHE_TTL_MS, cacheScope: config.MCP_CACHE_SCOPE },
     stateTtlMs: config.MCP_STATE_TTL_MS,
     maxRequestMs: config.MCP_MAX_REQUEST_MS,
     ...(config.MCP_STATE_KEYS === undefined ? {} : { stateKeys: config.MCP_STATE_KEYS })
-  })
-  const app = await buildServer({
-    mcp,
-    store,
-    logger: loggerFromConfig(config),
-    bodyLimit: config.MCP_BODY_LIMIT,
+  }
+}
+
+/**
+ * Serve the mounts `make` builds from the configuration on HOST:PORT, with every `MCP_*` setting:
+ * `npm start` (the demo) and `mcp-pure-http gateway` both start here. `setup` adds to the app
+ * before it listens (routes, hooks that stop what `make` started).
+ */
+export async function serve(
+  make: (config: Config) => Mount[] | Promise<Mount[]>,
+  setup?: (app: FastifyInstance, config: Config) => void | Promise<void>
+): Promise<FastifyInstance> {
+  const config = loadConfig()
+  const [first, ...others] = await make(config)
+  const plugin = {
     defaultProtocolVersion: config.MCP_DEFAULT_PROTOCOL_VERSION,
     oauth: oauthFromConfig(config),
     idempotencyTtlMs: config.MCP_IDEMPOTENCY_TTL_MS,
     idempotencyLeaseMs: config.MCP_IDEMPOTENCY_LEASE_MS,
     rateLimit: { max: config.MCP_RATE_LIMIT_MAX, timeWindowMs: config.MCP_RATE_LIMIT_WINDOW_MS },
-    loadShedding: { maxEventLoopDelayMs: config.MCP_MAX_EVENT_LOOP_DELAY_MS, maxHeapUsedBytes: config.MCP_MAX_HEAP_USED_BYTES },
-    trustProxy: trustProxyFromConfig(config),
     ...hostOriginFromConfig(config)
+  }
+  const app = await buildServer({
+    ...plugin,
+    ...first!,
+    logger: loggerFromConfig(config),
+    bodyLimit: config.MCP_BODY_LIMIT,
+    loadShedding: { maxEventLoopDelayMs: config.MCP_MAX_EVENT_LOOP_DELAY_MS, maxHeapUsedBytes: config.MCP_MAX_HEAP_USED_BYTES },
+    trustProxy: trustProxyFromConfig(config)
   })
+  for (const mount of others) await app.register(mcpPlugin, { ...plugin, ...mount })
   // After the last in-flight request: onClose runs once the server has stopped.
-  app.addHook('onClose', () => store.close())
+  for (const { store } of [first!, ...others]) app.addHook('onClose', () => store.close())
+  await setup?.(app, config)
   // SIGTERM/SIGINT: stop accepting (keep-alive requests get 503), let in-flight requests finish for
   // up to the grace period, then exit. Shared state stays in the store for the other instances.
   closeWithGrace({ delay: config.MCP_SHUTDOWN_GRACE_MS, logger: app.log }, async ({ signal, err }) => {
@@ -39,9 +67,19 @@ async function main(): Promise<void> {
     await app.close()
   })
   await app.listen({ host: config.HOST, port: config.PORT })
+  return app
 }
 
-main().catch((err: unknown) => {
+/** `npm start` (and `mcp-pure-http demo`): the demo server on HOST:PORT (default 127.0.0.1:3000). */
+export async function main(): Promise<void> {
+  await serve((config) => [{ mcp: createDemoServer(serverOptionsFromConfig(config)), store: createStore(config) }])
+}
+
+/** A start-up failure: a configuration mistake in one line, anything else with its stack. */
+export function failed(err: unknown): never {
   console.error(err instanceof ConfigurationError ? err.message : err)
   process.exit(1)
-})
+}
+
+// Run when started as `node dist/src/main.js`; not when the bin imports it.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) main().catch(failed)

@@ -61,8 +61,10 @@ ${upstreams.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=30s;`
 `
 }
 
+// 60 s: a gateway instance starts its upstream child and fetches its lists before it listens, on a
+// machine shared with other test files.
 async function waitFor(url: string, what: string, proc: ChildProcess, log: () => string): Promise<void> {
-  for (let i = 0; i < 600; i++) {
+  for (let i = 0; i < 1200; i++) {
     if (proc.exitCode !== null) throw new Error(`${what} exited with ${proc.exitCode}:\n${log()}`)
     const ok = await fetch(url).then(
       (r) => r.ok,
@@ -71,15 +73,15 @@ async function waitFor(url: string, what: string, proc: ChildProcess, log: () =>
     if (ok) return
     await sleep(50)
   }
-  throw new Error(`${what} did not become healthy within 30 s:\n${log()}`)
+  throw new Error(`${what} did not become healthy within 60 s:\n${log()}`)
 }
 
 /**
- * A real redis-server (or a Redis Cluster of six), three `node dist/src/main.js` sharing it (and one
- * MCP_STATE_KEYS), and nginx round-robin in front, all on free loopback ports. Fails loudly when
- * redis-server or nginx is missing.
+ * A real redis-server (or a Redis Cluster of six), `count` instances of `node dist/src/main.js` (or
+ * `node <args>`) sharing it (and one MCP_STATE_KEYS), and nginx round-robin in front, all on free
+ * loopback ports. Fails loudly when redis-server or nginx is missing.
  */
-export async function startCluster(count = 3, store: 'redis' | 'redis-cluster' = 'redis'): Promise<Cluster> {
+export async function startCluster(count = 3, store: 'redis' | 'redis-cluster' = 'redis', args: readonly string[] = [main]): Promise<Cluster> {
   const nginxBin = requireBinary('nginx', 'nginx')
   const single = store === 'redis' ? await startRedis() : undefined
   const multi = single === undefined ? await startRedisCluster() : undefined
@@ -116,7 +118,7 @@ export async function startCluster(count = 3, store: 'redis' | 'redis-cluster' =
     for (const { port, release } of reserved) {
       await release()
       let out = ''
-      const child = spawn(process.execPath, [main], {
+      const child = spawn(process.execPath, args, {
         env: {
           ...process.env,
           HOST: '127.0.0.1',

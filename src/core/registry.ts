@@ -74,6 +74,8 @@ export class Registry {
   readonly templates = new Map<string, TemplateEntry>()
   readonly ajv: Ajv = createValidator()
   readonly #listeners = new Set<(kind: ListKind) => void>()
+  // Lists changed while a batch runs: announced once each when it ends.
+  #batched: Set<ListKind> | undefined
 
   /** Subscribe to catalogue changes; returns the unsubscribe function. */
   onChange(listener: (kind: ListKind) => void): () => void {
@@ -82,7 +84,26 @@ export class Registry {
   }
 
   protected changed(kind: ListKind): void {
+    if (this.#batched !== undefined) {
+      this.#batched.add(kind)
+      return
+    }
     for (const l of this.#listeners) l(kind)
+  }
+
+  /**
+   * Make several registrations and removals as one change: each list touched is announced once,
+   * when `fn` returns; not nested (a gateway replacing a whole list when its upstream says `list_changed`).
+   * @example mcp.batch(() => { for (const r of old) r.remove(); for (const t of tools) mcp.tool(t, handler) })
+   */
+  batch(fn: () => void): void {
+    const batched = (this.#batched = new Set())
+    try {
+      fn()
+    } finally {
+      this.#batched = undefined
+      for (const kind of batched) this.changed(kind)
+    }
   }
 
   /**

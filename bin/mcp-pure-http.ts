@@ -1,0 +1,18 @@
+#!/usr/bin/env node
+import { failed, main } from '../src/main.js'
+import { USAGE, parseGatewayArgs } from '../src/gateway/options.js'
+
+/** `mcp-pure-http demo` and `mcp-pure-http gateway ...`: servers, configured by HOST, PORT and MCP_*. */
+const [command, ...rest] = process.argv.slice(2)
+if (command === 'demo') {
+  main().catch(failed)
+} else if (command === 'gateway') {
+  // The gateway loads the MCP SDK (an optional peer dependency) only when it is asked for.
+  Promise.resolve()
+    .then(() => parseGatewayArgs(rest))
+    .then(async (served) => (await import('../src/gateway/serve.js')).serveGateway(served))
+    .catch(failed)
+} else {
+  console.error(USAGE)
+  process.exit(command === '-h' || command === '--help' ? 0 : 2)
+}

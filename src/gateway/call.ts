@@ -1,0 +1,153 @@
+import { randomUUID } from 'node:crypto'
+import type { RequestContext } from '../core/request-context.js'
+import { McpError, errors } from '../errors.js'
+import { missingCapabilities, questionFor } from '../mrtr/questions.js'
+import type { InputRequest } from '../schema/mrtr.js'
+import type { ServerMessage } from '../store/types.js'
+
+/** Where a round waits: the instance holding the upstream request, the call, and the round's number. */
+export interface RoundRef {
+  i: string
+  r: string
+  n: number
+}
+
+/** A wire error as it crosses between instances. */
+export interface WireError {
+  code: number
+  message: string
+  status: number
+  data?: unknown
+  headers?: Record<string, string>
+}
+
+/** How a round of an upstream call ends: its result, questions for the client, or an error. */
+export type Outcome =
+  | { kind: 'done'; result: Record<string, unknown> }
+  | { kind: 'ask'; requests: Record<string, ServerMessage>; ref: RoundRef }
+  | { kind: 'error'; error: WireError }
+
+interface Question {
+  request: ServerMessage
+  resolve(result: Record<string, unknown>): void
+  reject(err: Error): void
+}
+
+/**
+ * One upstream request (tools/call, prompts/get, resources/read) in flight, with the questions the
+ * upstream asked during it. The upstream request stays open across the client's rounds: each round
+ * answers the questions asked and waits for the next ones or the result.
+ */
+export class UpstreamCall {
+  readonly id = randomUUID()
+  readonly abort = new AbortController()
+  /** Rounds handed to the client so far; a retry must name the latest. */
+  round = 0
+  /** The request whose progress and log messages this call reports to (the latest local round's). */
+  ctx: RequestContext
+  settled: { ok: true; result: Record<string, unknown> } | { ok: false; error: unknown } | undefined
+  readonly #questions = new Map<string, Question>()
+  #seq = 0
+  #wake: (() => void) | undefined
+  #expiry: NodeJS.Timeout | undefined
+
+  constructor(
+    readonly instance: string,
+    ctx: RequestContext,
+    /** How long the client has to answer a round before the upstream is told `cancel`. */
+    readonly ttlMs: number,
+    readonly onEnd: (call: UpstreamCall) => void
+  ) {
+    this.ctx = ctx
+  }
+
+  get principal(): string {
+    return this.ctx.principal.id
+  }
+
+  /** Run the upstream request; `send` gets the call's signal. */
+  run(send: (signal: AbortSignal) => Promise<Record<string, unknown>>): void {
+    send(this.abort.signal).then(
+      (result) => this.#settle({ ok: true, result }),
+      (error: unknown) => this.#settle({ ok: false, error })
+    )
+  }
+
+  #settle(s: NonNullable<UpstreamCall['settled']>): void {
+    this.settled = s
+    this.#poke()
+  }
+
+  #poke(): void {
+    const wake = this.#wake
+    this.#wake = undefined
+    wake?.()
+  }
+
+  /** An upstream server-to-client request made during this call: resolved with the client's answer. */
+  ask(request: ServerMessage, signal: AbortSignal): Promise<Record<string, unknown>> {
+    return new Promise((resolve, reject) => {
+      const key = `q${this.#seq++}`
+      this.#questions.set(key, { request, resolve, reject })
+      // The upstream withdrew its request (it was cancelled): nothing to ask any more.
+      signal.addEventListener('abort', () => this.#questions.delete(key) && reject(signal.reason as Error), { once: true })
+      this.#poke()
+    })
+  }
+
+  /** Give the upstream the client's answers to the questions of the round. */
+  answer(responses: Readonly<Record<string, Record<string, unknown>>>): void {
+    for (const [key, response] of Object.entries(responses)) {
+      const q = this.#questions.get(key)
+      if (q === undefined) continue
+      this.#questions.delete(key)
+      q.resolve(response)
+    }
+  }
+
+  /**
+   * Wait for the result or the next questions. `signal` (the waiting client's request) cancels the
+   * upstream request when it aborts; questions the client cannot be asked (its capabilities) end
+   * the call with 400 -32021, as for our own tools.
+   */
+  async next(signal: AbortSignal | undefined, caps: Readonly<Record<string, unknown>> | undefined): Promise<Outcome> {
+    clearTimeout(this.#expiry)
+    const onAbort = () => this.abort.abort(signal!.reason)
+    signal?.addEventListener('abort', onAbort, { once: true })
+    try {
+      while (this.settled === undefined && this.#questions.size === 0) await new Promise<void>((resolve) => (this.#wake = resolve))
+      // Questions asked together arrive a few ticks apart: let them join one round.
+      if (this.settled === undefined) await new Promise((resolve) => setImmediate(resolve))
+    } finally {
+      signal?.removeEventListener('abort', onAbort)
+    }
+    const settled = this.settled
+    if (settled !== undefined) {
+      this.onEnd(this)
+      if (settled.ok) return { kind: 'done', result: settled.result }
+      throw settled.error
+    }
+    const requests = Object.fromEntries([...this.#questions].map(([key, q]) => [key, q.request]))
+    const missing = missingCapabilities(Object.values(requests).map((r) => questionFor(r as InputRequest)), caps)
+    if (missing !== undefined) {
+      this.cancel('The client cannot answer the upstream server\'s questions')
+      throw errors.missingCapability(missing, `This request needs the client capabilities: ${Object.keys(missing).join(', ')}`)
+    }
+    this.round++
+    this.#expiry = setTimeout(() => this.cancel('The client did not answer in time'), this.ttlMs)
+    this.#expiry.unref()
+    return { kind: 'ask', requests, ref: { i: this.instance, r: this.id, n: this.round } }
+  }
+
+  /** Abandon the call: open elicitations are answered `cancel`, other questions fail, the request is cancelled. */
+  cancel(reason: string): void {
+    clearTimeout(this.#expiry)
+    for (const q of this.#questions.values()) {
+      if (q.request.method === 'elicitation/create') q.resolve({ action: 'cancel' })
+      else q.reject(new McpError(-32603, reason, 500))
+    }
+    this.#questions.clear()
+    this.abort.abort(new Error(reason))
+    this.onEnd(this)
+  }
+}

@@ -1,0 +1,79 @@
+import type { TSchema } from '@sinclair/typebox'
+import type { RequestContext } from '../core/request-context.js'
+import type { Completer, PromptArgumentDefinition, Registration, RetryableContext } from '../core/definitions.js'
+import type { McpServer } from '../core/mcp-server.js'
+import type { ListKind } from '../core/registry.js'
+import { inputRequired } from '../mrtr/rounds.js'
+import type { InputRequest } from '../schema/mrtr.js'
+import type { Outcome, RoundRef, UpstreamCall } from './call.js'
+import type { Progress } from './upstream.js'
+
+/** What a catalogue entry's handler needs of the gateway: the rounds of an upstream request. */
+export interface Forwarder {
+  /** Run `method` upstream for `ctx` (a first call, or a retry naming its round) to its next outcome. */
+  forward(ctx: RetryableContext, method: string, params: Record<string, unknown>): Promise<unknown>
+  /** `completion/complete` upstream; undefined when the upstream does not complete. */
+  completer(ref: Record<string, string>, argument: string): Completer | undefined
+}
+
+type Item = Record<string, unknown> & { name?: string; uri?: string; uriTemplate?: string }
+
+/**
+ * Register one upstream list entry into `mcp` with a handler that forwards to the upstream; what
+ * this library cannot serve (a name it refuses, a schema that does not compile, a URI template
+ * beyond `{var}`/`{+var}`) is left out with the reason, never half-registered.
+ */
+export function register(mcp: McpServer, kind: ListKind, item: Item, fw: Forwarder): Registration {
+  switch (kind) {
+    case 'tools': {
+      const { name, inputSchema, outputSchema, execution: _execution, ...rest } = item as Item & { name: string }
+      return mcp.tool(
+        { ...rest, name, input: inputSchema as TSchema, output: outputSchema as TSchema | undefined },
+        (args, ctx) => fw.forward(ctx, 'tools/call', { name, arguments: args }) as never
+      )
+    }
+    case 'prompts': {
+      const { name, arguments: declared, ...rest } = item as Item & { name: string; arguments?: (PromptArgumentDefinition & { name: string })[] }
+      const args: Record<string, PromptArgumentDefinition> = {}
+      for (const { name: arg, ...a } of declared ?? []) {
+        const complete = fw.completer({ type: 'ref/prompt', name }, arg)
+        args[arg] = complete === undefined ? a : { ...a, complete }
+      }
+      return mcp.prompt({ ...rest, name, arguments: args }, (given, ctx) => {
+        const present = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined))
+        return fw.forward(ctx, 'prompts/get', { name, arguments: present }) as never
+      })
+    }
+    case 'resources':
+      return mcp.resource(item as Item & { uri: string; name: string }, (uri, ctx) => fw.forward(ctx, 'resources/read', { uri }) as never)
+    case 'templates': {
+      const def = item as Item & { uriTemplate: string; name: string }
+      const complete: Record<string, Completer> = {}
+      for (const m of def.uriTemplate.matchAll(/\{\+?([A-Za-z0-9_.%]+)\}/g)) {
+        const c = fw.completer({ type: 'ref/resource', uri: def.uriTemplate }, m[1]!)
+        if (c !== undefined) complete[m[1]!] = c
+      }
+      return mcp.resourceTemplate({ ...def, complete }, (uri, _vars, ctx) => fw.forward(ctx, 'resources/read', { uri }) as never)
+    }
+  }
+}
+
+/**
+ * A handler's answer from an outcome: the upstream's result as is, or the questions of the round
+ * as `input_required`, the round's reference carried (sealed by the core) to the retry.
+ */
+export function handlerReturn(outcome: Exclude<Outcome, { kind: 'error' }>): unknown {
+  if (outcome.kind === 'done') return outcome.result
+  return inputRequired<RoundRef>({ inputRequests: outcome.requests as Record<string, InputRequest>, state: outcome.ref })
+}
+
+/** Progress of the upstream request, reported to whoever waits on the call now. */
+export function progressOf(call: UpstreamCall): (p: Progress) => void {
+  return (p) => void call.ctx.progress(p.progress, p.total, p.message).catch(() => undefined)
+}
+
+/** The `notifications/message` of an upstream, to the caller it belongs to. */
+export function relayLog(ctx: RequestContext, params: Record<string, unknown>): void {
+  const logger = typeof params.logger === 'string' ? params.logger : undefined
+  void ctx.sendLog(params.level as never, params.data, logger).catch(() => undefined)
+}

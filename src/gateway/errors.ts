@@ -1,0 +1,25 @@
+import { McpError, messageOf } from '../errors.js'
+
+const STATUS: Record<number, number> = { [-32600]: 400, [-32601]: 404, [-32602]: 400, [-32002]: 404 }
+
+/** The upstream request was cancelled because our caller cancelled (not a wire error of its own). */
+export class Cancelled extends Error {
+  override readonly name = 'Cancelled'
+}
+
+/** An upstream failure as the error our client gets. */
+export function upstreamError(err: unknown, name: string, signal?: AbortSignal): McpError | Cancelled {
+  if (err instanceof McpError) return err
+  const code = (err as { code?: unknown }).code
+  // Cancelled by our caller: a tool's result says so (the caller asked for it; nothing failed here).
+  if (signal?.aborted === true) return new Cancelled(`Cancelled: ${messageOf(signal.reason)}`)
+  if (code === -32000) return new McpError(-32603, `The upstream server ${name} closed the connection during the request`, 502)
+  if (code === -32001) return new McpError(-32603, `The upstream server ${name} did not answer in time`, 504)
+  if (typeof code === 'number' && Number.isInteger(code) && code !== -32603) {
+    const data = (err as { data?: unknown }).data
+    // The SDK prefixes "MCP error <code>: "; the client gets the upstream's own words.
+    const message = messageOf(err).replace(/^MCP error -?\d+: /, '')
+    return new McpError(code, message, STATUS[code] ?? 502, data)
+  }
+  return new McpError(-32603, `The upstream server ${name} failed: ${messageOf(err).replace(/^MCP error -?\d+: /, '')}`, 502)
+}

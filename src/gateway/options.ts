@@ -1,0 +1,115 @@
+import { readFileSync } from 'node:fs'
+import { Type } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
+import { ConfigurationError } from '../errors.js'
+import type { UpstreamSpec } from './upstream.js'
+
+/** One upstream to serve: where it is mounted (`''`: the root) and how to reach it. */
+export interface Served {
+  name: string
+  /** `/{name}` with `--config`; the root otherwise. */
+  prefix: string | undefined
+  spec: UpstreamSpec
+  /** `/ready` is 503 while it is down (default true; `"required": false` in the config). */
+  required: boolean
+}
+
+export const USAGE = `Usage:
+  mcp-pure-http demo                                  the demo server (what npm start runs)
+  mcp-pure-http gateway -- <command> [args...]        serve a stdio MCP server
+  mcp-pure-http gateway --url <http(s)://host/mcp> [--header 'Name: value']...
+                                                      serve a Streamable HTTP MCP server
+  mcp-pure-http gateway --config <file.json>          serve each of { "mcpServers": { name: ... } } under /name
+HOST, PORT and every MCP_* variable apply as for the demo.`
+
+const Env = Type.Record(Type.String(), Type.String())
+const Entry = Type.Union([
+  Type.Object({
+    command: Type.String({ minLength: 1 }),
+    args: Type.Optional(Type.Array(Type.String())),
+    env: Type.Optional(Env),
+    cwd: Type.Optional(Type.String()),
+    type: Type.Optional(Type.Literal('stdio')),
+    required: Type.Optional(Type.Boolean())
+  }),
+  Type.Object({
+    url: Type.String({ pattern: '^https?://' }),
+    headers: Type.Optional(Env),
+    type: Type.Optional(Type.Union([Type.Literal('http'), Type.Literal('streamable-http')])),
+    required: Type.Optional(Type.Boolean())
+  })
+])
+// Names become a path segment: a name outside the pattern is refused, not served under an odd URL.
+const ConfigFile = Type.Object({
+  mcpServers: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }), Entry, { additionalProperties: false })
+})
+
+const fail = (message: string): never => {
+  throw new ConfigurationError(`${message}\n\n${USAGE}`)
+}
+
+/**
+ * The upstreams `mcp-pure-http gateway <args>` names. `${VAR}` in a config file's `env` and
+ * `headers` values is taken from the gateway's environment, so that secrets stay out of the file.
+ */
+export function parseGatewayArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Served[] {
+  const dash = argv.indexOf('--')
+  const flags = dash === -1 ? argv : argv.slice(0, dash)
+  const command = dash === -1 ? [] : argv.slice(dash + 1)
+  let url: string | undefined
+  let config: string | undefined
+  const headers: Record<string, string> = {}
+  for (let i = 0; i < flags.length; i++) {
+    const flag = flags[i]!
+    const value = flags[++i] ?? fail(`${flag} needs a value`)
+    if (flag === '--url') url = value
+    else if (flag === '--config') config = value
+    else if (flag === '--header') {
+      const colon = value.indexOf(':')
+      if (colon < 1) fail(`--header "${value}" is not "Name: value"`)
+      headers[value.slice(0, colon).trim()] = value.slice(colon + 1).trim()
+    } else fail(`Unknown option ${flag}`)
+  }
+  const given = [command.length > 0, url !== undefined, config !== undefined].filter(Boolean).length
+  if (given !== 1) fail('Give exactly one of: -- <command> [args...], --url <url>, --config <file>')
+  if (config !== undefined) return fromConfig(config, env)
+  if (url !== undefined) {
+    if (!/^https?:\/\//.test(url)) fail(`--url ${url} is not an http(s) URL`)
+    return [{ name: new URL(url).host, prefix: undefined, spec: { url, headers }, required: true }]
+  }
+  return [{ name: command[0]!, prefix: undefined, spec: { command: command[0]!, args: command.slice(1) }, required: true }]
+}
+
+function fromConfig(path: string, env: NodeJS.ProcessEnv): Served[] {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'))
+  } catch (err) {
+    fail(`--config ${path}: ${(err as Error).message}`)
+  }
+  const problem = Value.Errors(ConfigFile, parsed).First()
+  if (problem !== undefined) fail(`--config ${path}: ${problem.path || '/'}: ${problem.message}`)
+  const servers = Object.entries((parsed as { mcpServers: Record<string, Record<string, unknown>> }).mcpServers)
+  if (servers.length === 0) fail(`--config ${path}: mcpServers is empty`)
+  return servers.map(([name, entry]) => {
+    const required = entry.required !== false
+    const spec: UpstreamSpec =
+      typeof entry.url === 'string'
+        ? { url: entry.url, headers: expand(entry.headers as Record<string, string> | undefined, env, `${name}.headers`) }
+        : {
+            command: entry.command as string,
+            args: (entry.args as string[] | undefined) ?? [],
+            env: expand(entry.env as Record<string, string> | undefined, env, `${name}.env`),
+            ...(entry.cwd === undefined ? {} : { cwd: entry.cwd as string })
+          }
+    return { name, prefix: `/${name}`, spec, required }
+  })
+}
+
+function expand(values: Record<string, string> | undefined, env: NodeJS.ProcessEnv, where: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [k, v] of Object.entries(values ?? {})) {
+    out[k] = v.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => env[name] ?? fail(`${where}.${k}: \${${name}} is not set`))
+  }
+  return out
+}

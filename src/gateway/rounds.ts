@@ -1,0 +1,113 @@
+import type { Logger, RequestContext } from '../core/request-context.js'
+import { McpError, errors, messageOf } from '../errors.js'
+import type { ServerMessage } from '../store/types.js'
+import { UpstreamCall, type Outcome, type RoundRef, type WireError } from './call.js'
+import type { RelayedRound, RoundRelay } from './relay.js'
+
+/**
+ * The upstream calls in flight on this instance, and the rounds their questions make. A round that
+ * the load balancer sends to another instance comes here through the {@link RoundRelay}: the
+ * upstream request lives where it was made.
+ */
+export class Rounds {
+  readonly #calls = new Map<string, UpstreamCall>()
+  #stop: (() => Promise<void>) | undefined
+
+  constructor(
+    /** This instance's name in sealed states and on the relay. */
+    readonly instance: string,
+    readonly relay: RoundRelay,
+    readonly ttlMs: number,
+    readonly log: Logger
+  ) {}
+
+  /** Take the rounds other instances relay here. */
+  async listen(): Promise<void> {
+    this.#stop = await this.relay.serve(this.instance, (m) => this.#local(m, undefined))
+  }
+
+  /** Start an upstream request for `ctx` and run it to its first outcome (result or questions). */
+  start(ctx: RequestContext, send: (signal: AbortSignal, call: UpstreamCall) => Promise<Record<string, unknown>>): Promise<Outcome> {
+    const call = new UpstreamCall(this.instance, ctx, this.ttlMs, (c) => this.#calls.delete(c.id))
+    this.#calls.set(call.id, call)
+    call.run((signal) => send(signal, call))
+    return call.next(ctx.signal, ctx.clientCapabilities)
+  }
+
+  /** A retry: answer the round's questions where its call waits (here or, relayed, elsewhere) and run on. */
+  async resume(ref: RoundRef, responses: Record<string, Record<string, unknown>>, ctx: RequestContext): Promise<Outcome> {
+    const message: RelayedRound = { ref, responses, caps: ctx.clientCapabilities, principal: ctx.principal.id }
+    if (ref.i === this.instance) return this.#local(message, ctx)
+    let outcome: Outcome
+    try {
+      outcome = await this.relay.send(ref.i, message, ctx.signal)
+    } catch (err) {
+      ctx.log.warn({ err, instance: ref.i }, 'gateway round could not be relayed to the instance holding it')
+      throw err instanceof McpError ? err : errors.invalidParams('Invalid or expired requestState')
+    }
+    if (outcome.kind === 'error') {
+      const e = outcome.error
+      throw new McpError(e.code, e.message, e.status, e.data, e.headers)
+    }
+    return outcome
+  }
+
+  async #local(m: RelayedRound, ctx: RequestContext | undefined): Promise<Outcome> {
+    const call = this.#calls.get(m.ref.r)
+    // The state is sealed for its principal; a call that ended, or an older round, is gone.
+    if (call === undefined || call.round !== m.ref.n || call.principal !== m.principal) {
+      this.log.warn({ call: m.ref.r, round: m.ref.n }, 'gateway round unknown here (ended, expired or answered already)')
+      throw errors.invalidParams('Invalid or expired requestState')
+    }
+    if (ctx !== undefined) call.ctx = ctx
+    call.answer(m.responses)
+    try {
+      return await call.next(ctx?.signal, m.caps)
+    } catch (err) {
+      // Relayed: the error crosses to the asking instance as data.
+      if (ctx === undefined) return { kind: 'error', error: toWire(err) }
+      throw err
+    }
+  }
+
+  /**
+   * An upstream server-to-client request: it belongs to the call in flight. An upstream's request
+   * names no request of ours, so with calls of several principals in flight it cannot be told whose
+   * it is, and is refused rather than shown to the wrong user. `roots/list` is often asked outside
+   * any call (at start, or on a timer): unless the caller declared roots, the gateway answers it
+   * itself with no roots, rather than fail a call that never asked for them.
+   */
+  asked(request: ServerMessage, signal: AbortSignal): Promise<Record<string, unknown>> {
+    const running = [...this.#calls.values()].filter((c) => c.settled === undefined)
+    const principals = new Set(running.map((c) => c.principal))
+    const call = principals.size === 1 ? running.at(-1)! : undefined
+    if (request.method === 'roots/list' && call?.ctx.clientCapabilities?.roots === undefined) return Promise.resolve({ roots: [] })
+    if (call !== undefined) return call.ask(request, signal)
+    this.log.warn({ method: request.method, callsInFlight: running.length }, 'upstream request outside a single caller\'s calls refused')
+    return Promise.reject(
+      new McpError(-32603, running.length === 0 ? `${request.method} outside a request` : `${request.method}: the gateway cannot tell which caller this is for`, 500)
+    )
+  }
+
+  /** The request whose caller hears the upstream's log messages now: the single caller in flight, if one. */
+  callers(): RequestContext[] {
+    const running = [...this.#calls.values()].filter((c) => c.settled === undefined)
+    return new Set(running.map((c) => c.principal)).size === 1 ? [running.at(-1)!.ctx] : []
+  }
+
+  /** Stop taking relayed rounds; every call still waiting is cancelled. */
+  async close(): Promise<void> {
+    await this.#stop?.()
+    for (const call of [...this.#calls.values()]) call.cancel('The gateway is shutting down')
+  }
+}
+
+export function toWire(err: unknown): WireError {
+  if (err instanceof McpError) {
+    const wire: WireError = { code: err.code, message: err.message, status: err.status }
+    if (err.data !== undefined) wire.data = err.data
+    if (err.headers !== undefined) wire.headers = err.headers
+    return wire
+  }
+  return { code: -32603, message: messageOf(err), status: 502 }
+}

@@ -1,0 +1,87 @@
+import { randomUUID } from 'node:crypto'
+import type { FastifyInstance } from 'fastify'
+import type { Config } from '../config.js'
+import type { Logger } from '../core/request-context.js'
+import { serve, serverOptionsFromConfig, type Mount } from '../main.js'
+import { RedisStore, createStore } from '../store/index.js'
+import { Gateway } from './gateway.js'
+import type { Served } from './options.js'
+import { MemoryRelay, RedisRelay, type RoundRelay } from './relay.js'
+
+// pino's numbers, so that these lines read like the app's own.
+const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity }
+
+/**
+ * A log for the time before the app exists (connecting to the upstreams happens first): JSON lines
+ * on stderr at LOG_LEVEL, then the app's own logger once it is built.
+ */
+export class LateLogger implements Logger {
+  target: Logger | undefined
+  constructor(readonly level: string) {}
+  #write(level: string, obj: unknown, msg?: string): void {
+    if (this.target !== undefined) return this.target[level as keyof Logger](obj, msg)
+    if (LEVELS[level]! < LEVELS[this.level]!) return
+    process.stderr.write(JSON.stringify({ level: LEVELS[level], time: Date.now(), ...(obj as object), msg }) + '\n')
+  }
+  debug(obj: unknown, msg?: string): void {
+    this.#write('debug', obj, msg)
+  }
+  info(obj: unknown, msg?: string): void {
+    this.#write('info', obj, msg)
+  }
+  warn(obj: unknown, msg?: string): void {
+    this.#write('warn', obj, msg)
+  }
+  error(obj: unknown, msg?: string): void {
+    this.#write('error', obj, msg)
+  }
+}
+
+/**
+ * `mcp-pure-http gateway`: each upstream as a catalogue of its own (with its own store, so that one
+ * mount's clients never see another's queues), on HOST:PORT with every `MCP_*` setting.
+ */
+export async function serveGateway(served: readonly Served[]): Promise<FastifyInstance> {
+  const gateways: Gateway[] = []
+  let relay: RoundRelay | undefined
+  const log = new LateLogger(process.env.LOG_LEVEL ?? 'info')
+  const instance = randomUUID()
+  const make = async (config: Config): Promise<Mount[]> => {
+    const mounts: Mount[] = []
+    for (const s of served) {
+      const prefix = config.MCP_REDIS_PREFIX ?? 'mcp:'
+      const store = createStore(s.prefix === undefined ? config : { ...config, MCP_REDIS_PREFIX: `${prefix}${s.name}:` })
+      relay ??= store instanceof RedisStore ? new RedisRelay(store.client, prefix) : new MemoryRelay()
+      const gw = await Gateway.start({
+        name: s.name,
+        spec: s.spec,
+        required: s.required,
+        log,
+        server: serverOptionsFromConfig(config),
+        relay,
+        instance: `${instance}${s.prefix ?? ''}`
+      })
+      gateways.push(gw)
+      mounts.push({ mcp: gw.mcp, store: gw.wrapStore(store, gateways), ...(s.prefix === undefined ? {} : { prefix: s.prefix }) })
+    }
+    return mounts
+  }
+  return serve(make, (app) => {
+    log.target = app.log
+    app.addHook('onClose', async () => {
+      await Promise.all(gateways.map((g) => g.close()))
+      await (relay as { close?: () => Promise<void> }).close?.()
+    })
+    if (served[0]!.prefix === undefined) return
+    // With several mounts, the root lists them and their state.
+    app.get('/', { schema: { hide: true } }, async () => ({
+      servers: served.map((s, i) => ({
+        name: s.name,
+        path: s.prefix,
+        state: gateways[i]!.upstream.state,
+        required: s.required,
+        serverInfo: gateways[i]!.mcp.serverInfo
+      }))
+    }))
+  })
+}

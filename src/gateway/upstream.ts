@@ -1,0 +1,210 @@
+import { createInterface } from 'node:readline'
+import type { Readable } from 'node:stream'
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import type { Logger } from '../core/request-context.js'
+import { errors, messageOf } from '../errors.js'
+import { upstreamError } from './errors.js'
+import type { ServerMessage } from '../store/types.js'
+import { loadSdk, type Sdk } from './sdk.js'
+
+/** One MCP server behind the gateway: a command to run (stdio) or a Streamable HTTP URL. */
+export type UpstreamSpec =
+  | { command: string; args?: string[]; env?: Record<string, string>; cwd?: string }
+  | { url: string; headers?: Record<string, string> }
+
+export interface Progress {
+  progress: number
+  total?: number
+  message?: string
+}
+
+export type UpstreamState = 'starting' | 'up' | 'down' | 'closed'
+
+export interface UpstreamOptions {
+  /** A name for the logs (the `mcpServers` key, or the command). */
+  name: string
+  log: Logger
+  /** First restart delay after the connection is lost (default 500 ms); doubled each failure. */
+  restartMinMs?: number
+  /** Longest restart delay (default 30 s). */
+  restartMaxMs?: number
+  /** How long one upstream request may take (default 1 hour: tools run long; cancellation ends it sooner). */
+  requestTimeoutMs?: number
+}
+
+/** Everything the gateway hears from an upstream, besides the answers to its requests. */
+export interface UpstreamEvents {
+  /** A connection (first or after a restart) is ready: fetch the lists again. */
+  connected(client: Client): void
+  /** A server notification (list_changed, resources/updated, message). */
+  notified(message: ServerMessage): void
+  /** A server-to-client request (elicitation, sampling, roots): resolve its result or throw. */
+  asked(request: ServerMessage, signal: AbortSignal): Promise<Record<string, unknown>>
+}
+
+const NOTIFICATIONS = [
+  'ToolListChangedNotificationSchema',
+  'PromptListChangedNotificationSchema',
+  'ResourceListChangedNotificationSchema',
+  'ResourceUpdatedNotificationSchema',
+  'LoggingMessageNotificationSchema'
+] as const
+const REQUESTS = ['ElicitRequestSchema', 'CreateMessageRequestSchema', 'ListRootsRequestSchema'] as const
+// A connection that lasted this long was healthy: the next failure starts the backoff again.
+const STABLE_MS = 10_000
+
+/**
+ * A supervised connection to an upstream MCP server through the official SDK's `Client`. A stdio
+ * child that exits (or an HTTP server that cannot be reached at start) is restarted with
+ * exponential backoff; meanwhile requests fail at once with 503 and `Retry-After`, never hang.
+ * The child's stderr goes to the log, line by line.
+ */
+export class Upstream {
+  state: UpstreamState = 'starting'
+  /** The current connection's client, while `up`. */
+  client: Client | undefined
+  /** Why the last connection failed or ended. */
+  lastError: string | undefined
+  readonly #spec: UpstreamSpec
+  readonly #opts: Required<Omit<UpstreamOptions, 'log' | 'name'>> & Pick<UpstreamOptions, 'log' | 'name'>
+  readonly #events: UpstreamEvents
+  #failures = 0
+  #retryAt = 0
+  #timer: NodeJS.Timeout | undefined
+  #pid: number | undefined
+  readonly #progress = new Map<string, (p: Progress) => void>()
+  #tokens = 0
+
+  constructor(spec: UpstreamSpec, options: UpstreamOptions, events: UpstreamEvents) {
+    this.#spec = spec
+    this.#opts = { restartMinMs: 500, restartMaxMs: 30_000, requestTimeoutMs: 3_600_000, ...options }
+    this.#events = events
+  }
+
+  /** The stdio child's process id while it runs. */
+  get pid(): number | undefined {
+    return this.#pid
+  }
+
+  /** Connect; resolves once the first attempt succeeded or failed (failures are retried in the background). */
+  async start(): Promise<boolean> {
+    return this.#connect(await loadSdk())
+  }
+
+  async #connect(sdk: Sdk): Promise<boolean> {
+    if (this.state === 'closed') return false
+    this.state = 'starting'
+    const client = new sdk.Client(
+      { name: 'mcp-pure-http-gateway', version: '0.1.0' },
+      { capabilities: { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} } }
+    )
+    for (const schema of NOTIFICATIONS) {
+      client.setNotificationHandler(sdk.types[schema], (n: ServerMessage) => this.#events.notified({ method: n.method, params: n.params! }))
+    }
+    // Progress by our own tokens: the SDK's onprogress drops a progress notification that arrives
+    // just before its response (its handler runs a microtask late, after the response removed it).
+    client.setNotificationHandler(sdk.types.ProgressNotificationSchema, (n: { params: Progress & { progressToken: unknown } }) =>
+      this.#progress.get(String(n.params.progressToken))?.(n.params)
+    )
+    for (const schema of REQUESTS) {
+      client.setRequestHandler(sdk.types[schema], (r: ServerMessage, extra: { signal: AbortSignal }) =>
+        this.#events.asked({ method: r.method, params: r.params! }, extra.signal) as never
+      )
+    }
+    const transport = this.#transport(sdk)
+    const started = Date.now()
+    client.onclose = () => {
+      if (this.client !== client) return
+      this.client = undefined
+      this.#pid = undefined
+      if (Date.now() - started >= STABLE_MS) this.#failures = 0
+      this.#lost('the connection closed')
+    }
+    try {
+      await client.connect(transport as never)
+    } catch (err) {
+      await client.close().catch(() => undefined)
+      this.#lost(messageOf(err))
+      return false
+    }
+    // Closed while connecting (the gateway stopped during its start).
+    if ((this.state as UpstreamState) === 'closed') {
+      await client.close()
+      return false
+    }
+    this.#pid = (transport as { pid?: number | null }).pid ?? undefined
+    this.client = client
+    this.state = 'up'
+    this.#opts.log.info({ upstream: this.#opts.name, server: client.getServerVersion() }, 'upstream connected')
+    this.#events.connected(client)
+    return true
+  }
+
+  #transport(sdk: Sdk): unknown {
+    const spec = this.#spec
+    if ('url' in spec) return new sdk.StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers: spec.headers ?? {} } })
+    const transport = new sdk.StdioClientTransport({
+      command: spec.command,
+      args: spec.args ?? [],
+      env: { ...sdk.getDefaultEnvironment(), ...spec.env },
+      stderr: 'pipe',
+      ...(spec.cwd === undefined ? {} : { cwd: spec.cwd })
+    })
+    const lines = createInterface({ input: transport.stderr as Readable })
+    lines.on('line', (line) => this.#opts.log.warn({ upstream: this.#opts.name, stderr: line }, 'upstream stderr'))
+    return transport
+  }
+
+  #lost(why: string): void {
+    this.lastError = why
+    if (this.state === 'closed') return
+    this.state = 'down'
+    const delay = Math.min(this.#opts.restartMaxMs, this.#opts.restartMinMs * 2 ** this.#failures++)
+    this.#retryAt = Date.now() + delay
+    this.#opts.log.warn({ upstream: this.#opts.name, reason: why, retryInMs: delay }, 'upstream down')
+    this.#timer = setTimeout(() => void loadSdk().then((sdk) => this.#connect(sdk)), delay)
+    this.#timer.unref()
+  }
+
+  /**
+   * Send a request upstream. Down: 503 with `Retry-After` at once. The connection lost meanwhile:
+   * 502. The upstream's own JSON-RPC errors keep their code, with the status the binding gives it.
+   */
+  async request(
+    method: string,
+    params: Record<string, unknown>,
+    options: { signal?: AbortSignal; onprogress?: (p: Progress) => void } = {}
+  ): Promise<Record<string, unknown>> {
+    const client = this.client
+    if (client === undefined) {
+      const wait = Math.max(1, Math.ceil((this.#retryAt - Date.now()) / 1000))
+      throw errors.unavailable(`The upstream server ${this.#opts.name} is ${this.state === 'closed' ? 'stopped' : 'down'}; try again later`, wait)
+    }
+    const sdk = await loadSdk()
+    const { onprogress, signal } = options
+    const token = onprogress === undefined ? undefined : `gw-${this.#tokens++}`
+    if (token !== undefined) {
+      this.#progress.set(token, onprogress!)
+      params = { ...params, _meta: { progressToken: token } }
+    }
+    try {
+      return (await client.request({ method, params } as never, sdk.types.ResultSchema, {
+        timeout: this.#opts.requestTimeoutMs,
+        ...(signal === undefined ? {} : { signal })
+      })) as Record<string, unknown>
+    } catch (err) {
+      throw upstreamError(err, this.#opts.name, signal)
+    } finally {
+      if (token !== undefined) this.#progress.delete(token)
+    }
+  }
+
+  /** Stop: no more restarts; the child is ended (the SDK sends SIGTERM, then SIGKILL). */
+  async close(): Promise<void> {
+    this.state = 'closed'
+    clearTimeout(this.#timer)
+    const client = this.client
+    this.client = undefined
+    await client?.close()
+  }
+}

@@ -1,0 +1,64 @@
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { EVERYTHING, FILESYSTEM, GATEWAY_BIN } from './gateway-helper.js'
+import { post, start } from './gateway-cli-helper.js'
+
+t.test('gateway --config: each server under /{name}, GET / lists them with their state', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-config-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  writeFileSync(join(dir, 'note.txt'), 'a note')
+  const config = join(dir, 'mcp.json')
+  writeFileSync(
+    config,
+    JSON.stringify({
+      mcpServers: {
+        everything: { command: process.execPath, args: [EVERYTHING, 'stdio'], env: { GREETING: '${TEST_GREETING}' } },
+        files: { command: process.execPath, args: [FILESYSTEM, dir] },
+        broken: { url: 'http://127.0.0.1:1/mcp', required: false }
+      }
+    })
+  )
+  const gw = await start(t, ['gateway', '--config', config], { TEST_GREETING: 'hello-from-env' })
+  const root = (await fetch(`${gw.base}/`).then((r) => r.json())) as { servers: { name: string; path: string; state: string }[] }
+  t.same(
+    root.servers.map((s) => [s.name, s.path, s.state]),
+    [
+      ['everything', '/everything', 'up'],
+      ['files', '/files', 'up'],
+      ['broken', '/broken', 'down']
+    ]
+  )
+  const echo = await post(`${gw.base}/everything/tools/echo/calls`, { arguments: { message: 'mounted' } })
+  t.equal(echo.body.content[0].text, 'Echo: mounted')
+  const env = await post(`${gw.base}/everything/tools/get-env/calls`, { arguments: {} })
+  t.match(env.body.content[0].text, /hello-from-env/, 'env from the config, ${VAR} from the environment')
+  const note = await post(`${gw.base}/files/tools/read_text_file/calls`, { arguments: { path: join(dir, 'note.txt') } })
+  t.equal(note.body.content[0].text, 'a note')
+  t.equal((await post(`${gw.base}/files/tools/echo/calls`, { arguments: {} })).status, 404, 'each mount has its own catalogue')
+  const doc = (await fetch(`${gw.base}/files/openapi.json`).then((r) => r.json())) as { paths: Record<string, unknown> }
+  t.ok(doc.paths['/files/tools/read_text_file/calls'], 'an OpenAPI document per mount')
+  t.equal((await fetch(`${gw.base}/ready`)).status, 200, 'the broken one is not required')
+})
+
+t.test('demo runs what npm start runs; bad arguments say how to use it', async (t) => {
+  const demo = await start(t, ['demo'])
+  const tools = (await fetch(`${demo.base}/tools`).then((r) => r.json())) as { tools: { name: string }[] }
+  t.ok(tools.tools.some((x) => x.name === 'get_weather'))
+  for (const [args, code, pattern] of [
+    [[], 2, /Usage:/],
+    [['--help'], 0, /mcp-pure-http gateway --config/],
+    [['gateway', '--url', 'ftp://x'], 1, /not an http\(s\) URL/]
+  ] as const) {
+    const child = spawn(process.execPath, [GATEWAY_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let err = ''
+    child.stderr!.on('data', (d: Buffer) => (err += String(d)))
+    const [exit] = await once(child, 'exit')
+    t.equal(exit, code, args.join(' '))
+    t.match(err, pattern)
+  }
+})
+
