@@ -3,6 +3,12 @@ import type { HttpExchange } from './exchange.js'
 import type { CallToolResult, CreateTaskResult, Task } from './results.js'
 import { McpHttpError, type CallToolOptions, type InputRequest, type Json } from './types.js'
 
+/** What polling a task needs of the client (declared here, so this module imports no client class). */
+export interface TaskClient extends HttpExchange {
+  updateTask(taskId: string, inputResponses: Json, options?: { signal?: AbortSignal }): Promise<void>
+  cancelTask(taskId: string): Promise<void>
+}
+
 /** Answers a set of keyed input requests (the client's handlers). */
 export type AnswerAll = (requests: Record<string, InputRequest>, context: { signal?: AbortSignal }) => Promise<Json>
 
@@ -31,16 +37,16 @@ export async function resumed<T extends Json>(key: 'content' | 'contents', run: 
 }
 
 /** Poll the task to its end; aborted, the task is cancelled on the server before this rejects. */
-export async function awaitTask(x: HttpExchange, answerAll: AnswerAll, task: Task, headers: Headers, options: CallToolOptions): Promise<CallToolResult> {
+export async function awaitTask(x: TaskClient, answerAll: AnswerAll, task: Task, headers: Headers, options: CallToolOptions): Promise<CallToolResult> {
   try {
     return await pollTask(x, answerAll, task, headers, options)
   } catch (err) {
-    if (options.signal?.aborted === true) await x.post(`/tasks/${encodeURIComponent(task.taskId)}/cancel`, {}).catch(() => undefined)
+    if (options.signal?.aborted === true) await x.cancelTask(task.taskId).catch(() => undefined)
     throw err
   }
 }
 
-async function pollTask(x: HttpExchange, answerAll: AnswerAll, task: Task, headers: Headers, options: CallToolOptions): Promise<CallToolResult> {
+async function pollTask(x: TaskClient, answerAll: AnswerAll, task: Task, headers: Headers, options: CallToolOptions): Promise<CallToolResult> {
   const { signal } = options
   let etag: string | null = null
   const asked = new Set<string>()
@@ -53,8 +59,7 @@ async function pollTask(x: HttpExchange, answerAll: AnswerAll, task: Task, heade
     const open = Object.entries(task.inputRequests ?? {}).filter(([key]) => !asked.has(key))
     if (open.length > 0) {
       for (const [key] of open) asked.add(key)
-      const inputResponses = await answerAll(Object.fromEntries(open), { signal })
-      await x.post(`${path}/update`, { inputResponses }, { signal })
+      await x.updateTask(task.taskId, await answerAll(Object.fromEntries(open), { signal }), { signal })
     }
     await x.pause(pollDelay(task, headers), signal)
     const res = await x.get(path, { signal, headers: etag === null ? {} : { 'if-none-match': etag } })
