@@ -36,11 +36,11 @@ async function until(check: () => boolean | Promise<boolean>): Promise<void> {
 }
 
 /** `node dist/bin/dev.js [file]` on a free port; stopped (SIGTERM, as Ctrl-C would) when the test ends. */
-async function start(t: Test, file?: string): Promise<{ port: number; out: () => string; err: () => string; stop: () => Promise<void> }> {
+async function start(t: Test, file?: string, env: NodeJS.ProcessEnv = {}): Promise<{ port: number; out: () => string; err: () => string; stop: () => Promise<void> }> {
   const port = await freePort()
   const child = spawn(process.execPath, [entry, ...(file === undefined ? [] : [file])], {
     // Without tap's NODE_OPTIONS (its loader and process tracking): a plain node, as a user runs it.
-    env: { ...process.env, NODE_OPTIONS: '', PORT: String(port), LOG_LEVEL: 'info' },
+    env: { ...process.env, NODE_OPTIONS: '', PORT: String(port), LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   const stop = async () => {
@@ -77,5 +77,18 @@ t.test('without a file it serves the demo', async (t) => {
   const { port, stop } = await start(t)
   await until(async () => (await tools(port)).length > 0)
   t.ok((await tools(port)).includes('echo'))
+  await stop()
+})
+
+t.test('without pino-pretty the logs stay JSON lines, with a hint', async (t) => {
+  // A resolve hook that makes pino-pretty missing, as it is for a user who did not install it.
+  const dir = t.testdir({
+    'hook.mjs': "export async function resolve(spec, ctx, next) { if (spec === 'pino-pretty') throw new Error('not installed'); return next(spec, ctx) }\n",
+    'register.mjs': "import { register } from 'node:module'\nregister('./hook.mjs', import.meta.url)\n"
+  })
+  const { port, out, err, stop } = await start(t, undefined, { NODE_OPTIONS: `--import ${join(dir, 'register.mjs')}` })
+  await until(async () => (await tools(port)).length > 0)
+  t.match(err(), 'dev: logs stay JSON lines; npm install --save-dev pino-pretty for readable ones')
+  t.match(out(), /^\{"level":30,.*"msg":"Server listening at http:\/\/127\.0\.0\.1:/m)
   await stop()
 })
