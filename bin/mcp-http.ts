@@ -1,14 +1,17 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util'
 import { McpHttpError, PureHttpClient, type ClientHandlers, type Json } from '../src/client/client.js'
-import { askInTerminal, contentText, interrupt, progress, sampleInTerminal } from './terminal.js'
+import { UsageError, hint, keyValues, need } from './args.js'
+import { askInTerminal } from './form.js'
+import { contentText, interrupt, progress, sampleInTerminal } from './terminal.js'
 
 const USAGE = `Usage: mcp-http [options] <command>
 
 Commands:
   tools                          list the tools
   call <tool> [--arg k=v]... [--json '{...}']
-                                 call a tool (values of --arg are JSON when they parse, else strings)
+                                 call a tool (--arg values typed by its input schema: text for a
+                                 string field, else JSON when they parse)
   prompts                        list the prompts
   prompt <name> [--arg k=v]...   get a prompt
   resources                      list the resources and templates
@@ -27,9 +30,6 @@ Options:
   --roots <uri,uri...>           the roots this client shares (answers roots/list)
   --json                         machine output (JSON); --json followed by an object gives call arguments
   -h, --help`
-
-/** Thrown for usage errors: exit code 2. */
-class UsageError extends Error {}
 
 /** Thrown once Ctrl-C cancelled the command's request on the server: exit code 130. */
 class Interrupted extends Error {}
@@ -96,7 +96,9 @@ async function main(argv: string[]): Promise<number> {
     case 'call': {
       const name = need(rest[0], 'call <tool>')
       const input = JSON.parse(values.input ?? '{}') as Json
-      const callArgs = { ...input, ...keyValues(values.arg, true) }
+      // The tool's input schema says which --arg values are text and which are JSON.
+      const tool = values.arg.length === 0 ? undefined : (await client.listTools()).find((t) => t.name === name)
+      const callArgs = { ...input, ...keyValues(values.arg, tool?.inputSchema ?? {}) }
       const legacyPoll = new AbortController()
       const polling = client.legacy ? client.poll({ signal: legacyPoll.signal, intervalMs: 200 }) : undefined
       const spinner = progress()
@@ -113,7 +115,7 @@ async function main(argv: string[]): Promise<number> {
       }
     }
     case 'prompt': {
-      const result = await interruptible(client.getPrompt(need(rest[0], 'prompt <name>'), keyValues(values.arg, false) as Record<string, string>, { signal }))
+      const result = await interruptible(client.getPrompt(need(rest[0], 'prompt <name>'), keyValues(values.arg) as Record<string, string>, { signal }))
       print(result, () => (result.messages as Json[]).map((m) => `[${m.role}] ${contentText([m.content])}`).join('\n'))
       return 0
     }
@@ -161,31 +163,6 @@ async function interruptible(running: Promise<Json>, what: () => string = () => 
   }
 }
 
-function need(value: string | undefined, what: string): string {
-  if (value === undefined) throw new UsageError(`Missing argument: ${what}`)
-  return value
-}
-
-/** `k=v` pairs; with `typed`, a value that parses as JSON is taken as JSON (`n=5`, `ok=true`). */
-function keyValues(pairs: string[], typed: boolean): Json {
-  const result: Json = {}
-  for (const pair of pairs) {
-    const eq = pair.indexOf('=')
-    if (eq < 1) throw new UsageError(`--arg takes key=value, not ${pair}`)
-    const value = pair.slice(eq + 1)
-    result[pair.slice(0, eq)] = typed ? jsonOr(value) : value
-  }
-  return result
-}
-
-function jsonOr(text: string): unknown {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return text
-  }
-}
-
 main(process.argv.slice(2)).then(
   (code) => (process.exitCode = code),
   (err: unknown) => {
@@ -201,7 +178,7 @@ main(process.argv.slice(2)).then(
     }
     const e = err as Error
     const detail = err instanceof McpHttpError && err.status > 0 ? ` (HTTP ${err.status}, code ${err.code})` : ''
-    process.stderr.write(`mcp-http: ${e.message}${detail}\n`)
+    process.stderr.write(`mcp-http: ${e.message}${detail}${hint(e as McpHttpError)}\n`)
     process.exitCode = 1
   }
 )

@@ -2,7 +2,7 @@
 import { failed, main } from '../src/main.js'
 import { USAGE, parseGatewayArgs } from '../src/gateway/options.js'
 
-/** `mcp-pure-http demo` and `mcp-pure-http gateway ...`: servers, configured by HOST, PORT and MCP_*. */
+/** `mcp-pure-http demo`, `dev [file]` and `gateway ...`: servers, configured by HOST, PORT and MCP_*. */
 const [command, ...rest] = process.argv.slice(2)
 if (command === 'demo') {
   main().catch(failed)
@@ -12,6 +12,8 @@ if (command === 'demo') {
     .then(() => parseGatewayArgs(rest))
     .then(async (served) => (await import('../src/gateway/serve.js')).serveGateway(served))
     .catch(failed)
+} else if (command === 'dev') {
+  import('./dev.js').then((m) => m.main(rest)).catch(failed)
 } else {
   console.error(USAGE)
   process.exit(command === '-h' || command === '--help' ? 0 : 2)

@@ -1,4 +1,4 @@
-/** The terminal side of mcp-http: forms for elicitation, a typed model reply for sampling, a spinner, Ctrl-C. */
+/** The terminal side of mcp-http: a typed model reply for sampling, a spinner, Ctrl-C (forms: form.ts). */
 import { createInterface } from 'node:readline/promises'
 import { McpHttpError, type Json } from '../src/client/client.js'
 
@@ -20,39 +20,8 @@ export function progress(): { update: (task: Json) => void; done: () => void } {
   }
 }
 
-/** Elicitation as a terminal form: one question per property of the requested schema. */
-export async function askInTerminal(params: Json): Promise<Json> {
-  if (process.stdin.isTTY !== true) {
-    throw new McpHttpError(`The server asks: "${params.message}", but stdin is not a terminal; pass the values as arguments or run mcp-http in a terminal`, -32600, 0)
-  }
-  const rl = terminal()
-  try {
-    process.stderr.write(`${params.message}\n`)
-    const schema = params.requestedSchema as { properties: Record<string, Json>; required?: string[] }
-    const content: Json = {}
-    for (const [key, prop] of Object.entries(schema.properties)) {
-      const required = schema.required?.includes(key) === true
-      const hint = [prop.description, prop.enum ? `one of ${(prop.enum as string[]).join(', ')}` : prop.type === 'boolean' ? 'y/n' : undefined].filter(Boolean).join('; ')
-      for (;;) {
-        const raw = (await rl.question(`  ${prop.title ?? key}${hint ? ` (${hint})` : ''}${required ? '' : ' [optional]'}: `, { signal: interrupt.signal })).trim()
-        if (raw === '' && !required) break
-        const value = prop.type === 'boolean' ? /^(y|yes|true)$/i.test(raw) : prop.type === 'integer' || prop.type === 'number' ? Number(raw) : raw
-        if (raw === '' || (typeof value === 'number' && Number.isNaN(value)) || (prop.enum && !(prop.enum as unknown[]).includes(value))) {
-          process.stderr.write('  Please enter a valid value.\n')
-          continue
-        }
-        content[key] = value
-        break
-      }
-    }
-    return { action: 'accept', content }
-  } finally {
-    rl.close()
-  }
-}
-
 /** A readline on the terminal; Ctrl-C there (the terminal is in raw mode) interrupts like SIGINT. */
-function terminal() {
+export function terminal() {
   const rl = createInterface({ input: process.stdin, output: process.stderr })
   rl.on('SIGINT', () => interrupt.abort(new Error('Interrupted')))
   return rl

@@ -1,6 +1,7 @@
 /** The public API of the package. */
 export { McpServer, type McpServerOptions, type Representation } from './core/mcp-server.js'
 export type * from './core/definitions.js'
+export type { AnySchema, Infer, InferInput, StandardJsonSchema } from './core/standard-schema.js'
 export { ANONYMOUS, type Principal, type RequestContext, type Logger } from './core/request-context.js'
 export { mcpPlugin, type McpPluginOptions } from './app.js'
 export type { JsonRpcOptions } from './jsonrpc/endpoint.js'

@@ -1,36 +1,11 @@
-import t, { type Test } from 'tap'
-import { execFileSync } from 'node:child_process'
-import { cli, run } from './cli-run.js'
+import t from 'tap'
+import { run, tmux } from './cli-run.js'
 import { PureHttpClient, sleep } from '../src/client/client.js'
 import { sample } from '../src/mrtr/questions.js'
 import { resolver } from '../src/mrtr/resolvers.js'
 import { createDemoServer } from '../src/demo/catalogue.js'
 import { liveDemo, type Live } from './client-harness.js'
 
-/** A tmux server of this test's own; `start` runs a command in a new window, `wait` polls its screen. */
-function tmux(t: Test) {
-  const socket = `mcp-cli-int-${process.pid}`
-  const cmd = (...args: string[]) => execFileSync('tmux', ['-L', socket, ...args], { encoding: 'utf8' })
-  t.teardown(() => {
-    try {
-      cmd('kill-server')
-    } catch {
-      // already gone
-    }
-  })
-  return {
-    start: (name: string, args: string) => cmd('new-session', '-d', '-s', name, '-x', '160', '-y', '40', `${process.execPath} ${cli} ${args}; echo EXIT=$?; sleep 60`),
-    keys: (name: string, ...keys: string[]) => cmd('send-keys', '-t', name, ...keys),
-    wait: async (name: string, pattern: RegExp) => {
-      let shot = ''
-      for (let i = 0; i < 800 && !pattern.test(shot); i++) {
-        await sleep(25)
-        shot = cmd('capture-pane', '-p', '-t', name)
-      }
-      return shot
-    }
-  }
-}
 
 /** A tool (and a resource) that run until their request is aborted. */
 function addWaiting(live: Live) {
@@ -41,8 +16,8 @@ function addWaiting(live: Live) {
     await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }))
     aborted.push(ctx.requestId)
   }
-  live.mcp.tool({ name: 'wait' }, async (_a, ctx) => ((await wait('tool', ctx), 'stopped')))
-  live.mcp.resource({ uri: 'x:slow', name: 'slow' }, (async (_uri: string, ctx: { signal: AbortSignal; requestId: string }) => ((await wait('read', ctx), 'late'))) as never)
+  live.mcp.tool({ name: 'wait' }, async (_a, ctx) => (await wait('tool', ctx), 'stopped'))
+  live.mcp.resource({ uri: 'x:slow', name: 'slow' }, (async (_uri: string, ctx: { signal: AbortSignal; requestId: string }) => (await wait('read', ctx), 'late')) as never)
   return { aborted, started }
 }
 

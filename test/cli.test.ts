@@ -8,6 +8,7 @@ import { resolver } from '../src/mrtr/resolvers.js'
 import { createDemoServer } from '../src/demo/catalogue.js'
 import { liveDemo } from './client-harness.js'
 import { DEMO_TOOLS } from './helper.js'
+import { prerequisite } from './prerequisites.js'
 
 t.test('the CLI without a terminal: lists, calls, prompts, reads, tasks, JSON output', async (t) => {
   const live = await liveDemo(t, { mcp: createDemoServer({ taskStepMs: 150 }) })
@@ -132,6 +133,7 @@ t.test('interactive elicitation in a real terminal (tmux)', async (t) => {
       )
   })
   live.mcp.tool({ name: 'form', resolvers: { answers } }, (_a, ctx) => JSON.stringify(ctx.resolved.answers))
+  prerequisite('tmux')
   const socket = `mcp-cli-test-${process.pid}`
   const tmux = (...args: string[]) => execFileSync('tmux', ['-L', socket, ...args], { encoding: 'utf8' })
   t.teardown(() => {
@@ -152,7 +154,7 @@ t.test('interactive elicitation in a real terminal (tmux)', async (t) => {
   }
   const command = `${process.execPath} ${cli} --url ${live.url} call get_weather; echo EXIT=$?; sleep 60`
   tmux('new-session', '-d', '-s', 'cli', '-x', '160', '-y', '40', command)
-  t.match(await waitFor(/^ {2}location:/m), /Which location\?\n {2}location:/)
+  t.match(await waitFor(/^ {2}location:/m), /Which location\?\n {2}\(:decline to refuse, :cancel or Ctrl-D to dismiss\)\n {2}location:/)
   tmux('send-keys', '-t', 'cli', 'Oslo', 'Enter')
   const after = await waitFor(/EXIT=\d/)
   t.match(after, /Weather in Oslo: .+°C/)
@@ -172,13 +174,17 @@ t.test('interactive elicitation in a real terminal (tmux)', async (t) => {
   }
   await formWait(/color \(The colour; one of red, blue\):/)
   tmux('send-keys', '-t', 'form', 'green', 'Enter')
-  await formWait(/Please enter a valid value\.\n {2}color/)
+  t.match(await formWait(/color must be one of red, blue\.\n {2}color/), /color must be one of red, blue\.\n {2}color/, 'the refusal says the rule')
   tmux('send-keys', '-t', 'form', 'red', 'Enter')
   await formWait(/count:/)
   tmux('send-keys', '-t', 'form', 'many', 'Enter')
-  await formWait(/Please enter a valid value\.\n {2}count:/)
+  t.match(await formWait(/count must be a number\.\n {2}count:/), /count must be a number\./)
+  tmux('send-keys', '-t', 'form', '3.5', 'Enter')
+  t.match(await formWait(/count must be a whole number\.\n {2}count:/), /count must be a whole number\./)
   tmux('send-keys', '-t', 'form', '3', 'Enter')
   await formWait(/ok \(y\/n\):/)
+  tmux('send-keys', '-t', 'form', 'maybe', 'Enter')
+  t.match(await formWait(/ok answer y or n\.\n {2}ok/), /ok answer y or n\./)
   tmux('send-keys', '-t', 'form', 'y', 'Enter')
   await formWait(/Note \[optional\]:/)
   tmux('send-keys', '-t', 'form', 'Enter')

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { Type } from '@sinclair/typebox'
-import { PureHttpClient, sleep } from '../src/client/client.js'
+import { PureHttpClient, isTask, sleep } from '../src/client/client.js'
 import { elicit } from '../src/mrtr/questions.js'
 import { resolver } from '../src/mrtr/resolvers.js'
 import { liveDemo, stub } from './client-harness.js'
@@ -76,6 +76,8 @@ t.test('an aborted task is cancelled through its cancel route', async (t) => {
   // wait: false answers the task itself; taskResult() waits for it later.
   const created = await client.callTool('slow_compute', { n: 2 }, { wait: false, task: { ttl: 60_000 } })
   t.match(created, { resultType: 'task', status: 'working', ttlMs: 60_000 })
+  t.ok(isTask(created))
+  if (!isTask(created)) return
   t.same((await client.taskResult(created.taskId)).structuredContent, { sum: 3 })
 })
 

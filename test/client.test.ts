@@ -9,6 +9,9 @@ import { MemoryStore } from '../src/store/memory.js'
 import { liveDemo, stub } from './client-harness.js'
 import { DEMO_TOOLS, queuedRequests } from './helper.js'
 
+/** The text of a text block or text contents (the result types are unions of every kind). */
+const text = (c: unknown): string => (c as { text: string }).text
+
 const MODERN_META = 'io.modelcontextprotocol/clientCapabilities'
 
 t.test('lists follow cursors and revalidate by ETag; discover, ping, log level, completions, subscriptions', async (t) => {
@@ -85,15 +88,15 @@ t.test('multi round-trip: two rounds of elicitation, prompts, roots, sampling, d
     }
   })
   const updated = await client.callTool('update_work_item', { workItemId: 4522, fields: { 'System.State': 'Resolved' } })
-  t.equal(updated.content[0].text, 'Bug #4522 resolved as Duplicate of Bug #4301. State set to Resolved and duplicate link created.')
+  t.equal(text(updated.content[0]), 'Bug #4522 resolved as Duplicate of Bug #4301. State set to Resolved and duplicate link created.')
   t.equal(asked.length, 2, 'one question per round')
   const review = await client.getPrompt('code_review', { code: 'x = x + 1' })
-  t.match(review.messages[0].content.text, /in a kind tone/)
+  t.match(text(review.messages[0]!.content), /in a kind tone/)
   const greeting = await client.getPrompt('greeting', { name: 'Zoë' })
-  t.match(greeting.messages[0].content.text, /Zoë/, 'non-ASCII arguments travel base64-encoded')
+  t.match(text(greeting.messages[0]!.content), /Zoë/, 'non-ASCII arguments travel base64-encoded')
   const roots = await client.readResource('demo://roots')
-  t.same(JSON.parse(roots.contents[0].text), [{ uri: 'file:///work', name: 'work' }])
-  t.equal((await client.callTool('llm')).content[0].text, 'model m1')
+  t.same(JSON.parse(text(roots.contents[0])), [{ uri: 'file:///work', name: 'work' }])
+  t.equal(text((await client.callTool('llm')).content[0]), 'model m1')
   const declined = await client.callTool('get_weather', {})
   t.equal(declined.isError, true)
   const forever = await client.callTool('forever').catch((e: unknown) => e)
@@ -107,12 +110,12 @@ t.test('resume tokens are followed: the parts of demo://numbers in one result', 
   const client = new PureHttpClient({ url: live.url })
   const numbers = await client.readResource('demo://numbers')
   t.equal(numbers.contents.length, 5)
-  const lines = numbers.contents.map((c: { text: string }) => c.text).join('\n').split('\n')
+  const lines = numbers.contents.map(text).join('\n').split('\n')
   t.equal(lines.length, 10_000)
   t.equal(lines[9_999], 'line 10000')
   t.notOk(numbers._meta?.nextResumeToken)
   const item = await client.readResource('demo://items/2')
-  t.same(JSON.parse(item.contents[0].text), { id: 2, name: 'banana' })
+  t.same(JSON.parse(text(item.contents[0])), { id: 2, name: 'banana' })
 })
 
 t.test('tasks: polled to the result, input_required answered by the handlers, failed and cancelled', async (t) => {
@@ -128,7 +131,7 @@ t.test('tasks: polled to the result, input_required answered by the handlers, fa
   t.equal(statuses.at(-1), 'completed')
   const created = live.seen.find((s) => s.url === '/tools/slow_compute/calls')
   t.equal(created?.status, 202)
-  t.equal((await client.callTool('needs_input_task')).content[0].text, 'Deployed.')
+  t.equal(text((await client.callTool('needs_input_task')).content[0]), 'Deployed.')
   t.ok(live.seen.some((s) => s.url.endsWith('/update') && s.status === 200), 'answered through POST /tasks/{id}/update')
   await t.rejects(client.callTool('failing_job'), { code: -32602, status: 200, message: 'The job could not find its input data' })
   let cancelling: Promise<void> | undefined
@@ -158,7 +161,7 @@ t.test('retries: 503 and 429 with the same Mcp-Request-Id, network errors, beare
     }
   })
   const client = new PureHttpClient({ url: live.url, token: 's3cret', retry: { attempts: 3, baseMs: 5 } })
-  t.equal((await client.callTool('echo', { text: 'again' })).content[0].text, 'again')
+  t.equal(text((await client.callTool('echo', { text: 'again' })).content[0]), 'again')
   const calls = live.seen.filter((s) => s.url === '/tools/echo/calls')
   t.same(calls.map((c) => c.status), [503, 429, 200])
   t.equal(new Set(calls.map((c) => c.id)).size, 1, 'one Mcp-Request-Id for every attempt')
@@ -227,7 +230,7 @@ t.test('legacy era: initialize, then the poller answers /requests and delivers n
   const stop = new AbortController()
   const polling = client.poll({ signal: stop.signal, intervalMs: 10, onNotification: (n) => void heard.push(n) })
   const weather = await client.callTool('get_weather', {})
-  t.match(weather.content[0].text, /^Weather in Oslo: /)
+  t.match(text(weather.content[0]), /^Weather in Oslo: /)
   t.notOk('resultType' in weather)
   await client.subscribe('demo://items/1')
   await live.mcp.resourceUpdated('demo://items/1')
@@ -278,7 +281,7 @@ t.test('the poller de-duplicates a redelivered request and survives a lost ackno
   await sleep(40)
   t.equal(await client.pollRequests(), true, 'redelivered, answered from memory')
   t.equal(asked, 1, 'the handler ran once')
-  t.match((await pending).content[0].text, /Rome/)
+  t.match(text((await pending).content[0]), /Rome/)
 
   // The answer arrives but its acknowledgement is lost: the retry meets 404 and is content.
   const retrying = new PureHttpClient({ url: live.url, protocolVersion: '2025-11-25', retry: { attempts: 2, baseMs: 1 }, handlers: { elicit: () => ({ action: 'accept', content: { location: 'Pisa' } }) } })
@@ -287,7 +290,7 @@ t.test('the poller de-duplicates a redelivered request and survives a lost ackno
   await untilQueued(2)
   loseAnswer = 1
   t.equal(await retrying.pollRequests(), true)
-  t.match((await second).content[0].text, /Pisa/)
+  t.match(text((await second).content[0]), /Pisa/)
   t.equal(await retrying.pollRequests(), false, 'nothing left')
 
   // A request the client has no handler for is answered with an error.

@@ -1,4 +1,6 @@
-/** A JSON object as it travels: params, results, `_meta`. */
+import type { CreateTaskResult, Task } from './results.js'
+
+/** A JSON object as it travels: params, `_meta`, answers to the server's questions. */
 export type Json = Record<string, any>
 
 /** A server-to-client request: an MRTR or task `inputRequests` value, or one handed out by `POST /requests`. */
@@ -66,7 +68,7 @@ export interface CallOptions {
 
 export interface CallToolOptions extends CallOptions {
   /** Called with the task on creation and on every poll, when the call runs as a task. */
-  onTask?: (task: Json) => void
+  onTask?: (task: Task | CreateTaskResult) => void
   /** The Tasks extension's request parameters (`{ ttl, notify }`), sent as the body's `task`. */
   task?: Json
   /** `false`: a call that becomes a task answers its `CreateTaskResult` (`resultType: 'task'`) instead of waiting for it. */

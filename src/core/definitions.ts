@@ -1,4 +1,5 @@
 import type { Static, TSchema } from '@sinclair/typebox'
+import type { AnySchema, Infer, InferInput } from './standard-schema.js'
 import type { Meta } from '../schema/common.js'
 import type { ContentBlock, ResourceContents } from '../schema/content.js'
 import type { InputResponses } from '../schema/mrtr.js'
@@ -44,13 +45,13 @@ export interface RetryableContext<S = unknown, R = Record<string, unknown>> exte
 export type ToolContext<S = unknown, R = Record<string, unknown>> = RetryableContext<S, R>
 
 /** The static type of an optional schema. */
-export type StateOf<S> = S extends TSchema ? Static<S> : unknown
+export type StateOf<S> = S extends AnySchema ? Infer<S> : unknown
 
 /**
  * How a handler asks for input: hand-rolled, returning {@link inputRequired} with an optional `state`
  * schema, or with `resolvers` that fill `ctx.resolved` first. One or the other, not both.
  */
-export interface RetryableOptions<S extends TSchema | undefined, R extends ResolverMap> {
+export interface RetryableOptions<S extends AnySchema | undefined, R extends ResolverMap> {
   /** Schema of the state a hand-rolled handler carries between rounds (sealed; typed as `ctx.requestState`). */
   state?: S
   /** Resolvers whose values the handler receives as `ctx.resolved`, asked of the client as needed. */
@@ -68,13 +69,16 @@ export type ToolReturn<O, S = unknown> =
   }
   | HandRolledInputRequired<S>
 
-export interface ToolDefinition<I extends TSchema, O extends TSchema | undefined, S extends TSchema | undefined = undefined, R extends ResolverMap = {}>
+export interface ToolDefinition<I extends AnySchema, O extends AnySchema | undefined, S extends AnySchema | undefined = undefined, R extends ResolverMap = {}>
   extends RetryableOptions<S, R> {
   /** 1-128 characters of `A-Z a-z 0-9 _ - .` */
   name: string
   title?: string
   description?: string
-  /** TypeBox (or any JSON Schema wrapped in `Type.Unsafe`) object schema of the arguments. */
+  /**
+   * Object schema of the arguments: TypeBox (or any JSON Schema wrapped in `Type.Unsafe`), or a
+   * Standard JSON Schema such as a zod 4 `z.object({...})`; the handler's arguments are typed from it.
+   */
   input?: I
   /** Schema of `structuredContent`; when given, every non-error result is checked against it. */
   output?: O
@@ -97,10 +101,10 @@ export interface ToolDefinition<I extends TSchema, O extends TSchema | undefined
   scopes?: readonly string[]
 }
 
-export type ToolHandler<I extends TSchema, O extends TSchema | undefined, S extends TSchema | undefined = undefined, R extends ResolverMap = {}> = (
-  args: Static<I>,
+export type ToolHandler<I extends AnySchema, O extends AnySchema | undefined, S extends AnySchema | undefined = undefined, R extends ResolverMap = {}> = (
+  args: Infer<I>,
   ctx: ToolContext<StateOf<S>, Values<R>> & Partial<TaskContext>
-) => MaybePromise<ToolReturn<O extends TSchema ? Static<O> : Record<string, unknown>, StateOf<S>>>
+) => MaybePromise<ToolReturn<O extends AnySchema ? InferInput<O> : Record<string, unknown>, StateOf<S>>>
 
 /** A completion provider: suggestions for the value typed so far. At most 100 are sent. */
 export type Completer = (
@@ -120,7 +124,7 @@ export type PromptArgs<A extends Record<string, PromptArgumentDefinition>> = {
   [K in keyof A]: A[K] extends { required: true } ? string : string | undefined
 }
 
-export interface PromptDefinition<A extends Record<string, PromptArgumentDefinition>, S extends TSchema | undefined = undefined, R extends ResolverMap = {}>
+export interface PromptDefinition<A extends Record<string, PromptArgumentDefinition>, S extends AnySchema | undefined = undefined, R extends ResolverMap = {}>
   extends RetryableOptions<S, R> {
   name: string
   title?: string
@@ -133,7 +137,7 @@ export interface PromptDefinition<A extends Record<string, PromptArgumentDefinit
 
 export type PromptReturn<S = unknown> = string | PromptMessage[] | Omit<GetPromptResult, 'resultType'> | HandRolledInputRequired<S>
 
-export type PromptHandler<A extends Record<string, PromptArgumentDefinition>, S extends TSchema | undefined = undefined, R extends ResolverMap = {}> = (
+export type PromptHandler<A extends Record<string, PromptArgumentDefinition>, S extends AnySchema | undefined = undefined, R extends ResolverMap = {}> = (
   args: PromptArgs<A>,
   ctx: RetryableContext<StateOf<S>, Values<R>>
 ) => MaybePromise<PromptReturn<StateOf<S>>>
@@ -146,23 +150,23 @@ export type ResourceReturn<S = unknown> =
   | HandRolledInputRequired<S>
   | undefined
 
-export interface ResourceDefinition<S extends TSchema | undefined = undefined, R extends ResolverMap = {}>
+export interface ResourceDefinition<S extends AnySchema | undefined = undefined, R extends ResolverMap = {}>
   extends Resource,
   RetryableOptions<S, R> {}
 
-export type ResourceHandler<S extends TSchema | undefined = undefined, R extends ResolverMap = {}> = (
+export type ResourceHandler<S extends AnySchema | undefined = undefined, R extends ResolverMap = {}> = (
   uri: string,
   ctx: RetryableContext<StateOf<S>, Values<R>>
 ) => MaybePromise<ResourceReturn<StateOf<S>>>
 
-export interface ResourceTemplateDefinition<S extends TSchema | undefined = undefined, R extends ResolverMap = {}>
+export interface ResourceTemplateDefinition<S extends AnySchema | undefined = undefined, R extends ResolverMap = {}>
   extends ResourceTemplate,
   RetryableOptions<S, R> {
   /** Completion providers for the template's variables, by variable name. */
   complete?: Record<string, Completer>
 }
 
-export type ResourceTemplateHandler<S extends TSchema | undefined = undefined, R extends ResolverMap = {}> = (
+export type ResourceTemplateHandler<S extends AnySchema | undefined = undefined, R extends ResolverMap = {}> = (
   uri: string,
   variables: Readonly<Record<string, string>>,
   ctx: RetryableContext<StateOf<S>, Values<R>>

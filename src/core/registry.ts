@@ -1,8 +1,7 @@
-import { Type, type TSchema } from '@sinclair/typebox'
-import type { Ajv, ValidateFunction } from 'ajv'
+import { Type } from '@sinclair/typebox'
+import type { Ajv } from 'ajv'
 import { ConfigurationError } from '../errors.js'
 import type { Prompt } from '../schema/prompts.js'
-import type { Resource, ResourceTemplate } from '../schema/resources.js'
 import type { Tool } from '../schema/tools.js'
 import type {
   Completer,
@@ -17,50 +16,19 @@ import type {
   ToolDefinition,
   ToolHandler
 } from './definitions.js'
-import { plan } from '../mrtr/resolvers.js'
-import type { MrtrSpec } from '../mrtr/rounds.js'
+import type { PromptEntry, ResourceEntry, TemplateEntry, ToolEntry } from './entries.js'
 import type { ResolverMap } from '../mrtr/resolvers.js'
+import { assertToolName, assertUri, mrtrSpec, stripUndefined, toolScopes } from './definition-checks.js'
+import { compileSchema, jsonSchemaOf, type AnySchema } from './standard-schema.js'
 import { UriTemplate } from './uri-template.js'
-import { compile, createValidator } from './validation.js'
+import { createValidator } from './validation.js'
+
+export type { PromptEntry, ResourceEntry, TemplateEntry, ToolEntry } from './entries.js'
 
 export const ListKind = { tools: 'tools', prompts: 'prompts', resources: 'resources', templates: 'templates' } as const
 // The value and its type share the name, as STYLE's `as const` enums do.
 // eslint-disable-next-line @typescript-eslint/no-redeclare
 export type ListKind = (typeof ListKind)[keyof typeof ListKind]
-
-export interface ToolEntry {
-  readonly definition: Tool
-  /** OAuth scopes a caller must hold (empty: none). */
-  readonly scopes: readonly string[]
-  readonly validateInput: ValidateFunction
-  readonly validateOutput: ValidateFunction | undefined
-  readonly handler: ToolHandler<TSchema, TSchema | undefined, TSchema | undefined, ResolverMap>
-  readonly mrtr: MrtrSpec
-  readonly task: { mode: 'forbidden' | 'optional' | 'required'; ttlMs: number; pollIntervalMs: number }
-}
-export interface PromptEntry {
-  readonly definition: Prompt
-  readonly required: readonly string[]
-  readonly completers: ReadonlyMap<string, Completer>
-  readonly handler: PromptHandler<Record<string, PromptArgumentDefinition>, TSchema | undefined, ResolverMap>
-  readonly mrtr: MrtrSpec
-}
-export interface ResourceEntry {
-  readonly definition: Resource
-  readonly handler: ResourceHandler<TSchema | undefined, ResolverMap>
-  readonly mrtr: MrtrSpec
-}
-export interface TemplateEntry {
-  readonly definition: ResourceTemplate
-  readonly template: UriTemplate
-  readonly completers: ReadonlyMap<string, Completer>
-  readonly handler: ResourceTemplateHandler<TSchema | undefined, ResolverMap>
-  readonly mrtr: MrtrSpec
-}
-
-const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/
-// RFC 6749 scope-token (NQCHAR): safe inside a quoted WWW-Authenticate parameter.
-const SCOPE = /^[\x21\x23-\x5b\x5d-\x7e]+$/
 
 /**
  * The catalogue: tools, prompts, resources and resource templates. Everything a request needs is
@@ -107,34 +75,35 @@ export class Registry {
   }
 
   /**
-   * Register a tool. Its arguments are typed from the TypeBox `input` schema and validated before the
-   * handler runs; `output`, when given, types and validates `structuredContent`.
+   * Register a tool. Its arguments are typed from the `input` schema (TypeBox, or a Standard JSON
+   * Schema such as zod 4's) and validated before the handler runs; `output`, when given, types and
+   * validates `structuredContent`.
    * @example
    * mcp.tool({ name: 'add', input: Type.Object({ a: Type.Number(), b: Type.Number() }) },
    *   ({ a, b }) => ({ content: [{ type: 'text', text: String(a + b) }] }))
+   * mcp.tool({ name: 'add', input: z.object({ a: z.number(), b: z.number() }) }, ({ a, b }) => String(a + b))
    */
   tool<
-    I extends TSchema = ReturnType<typeof Type.Object<{}>>,
-    O extends TSchema | undefined = undefined,
-    S extends TSchema | undefined = undefined,
+    I extends AnySchema = ReturnType<typeof Type.Object<{}>>,
+    O extends AnySchema | undefined = undefined,
+    S extends AnySchema | undefined = undefined,
     const R extends ResolverMap = {}
   >(def: ToolDefinition<I, O, S, R>, handler: ToolHandler<I, O, S, R>): Registration {
-    if (!TOOL_NAME.test(def.name)) throw new ConfigurationError(`Tool name "${def.name}" must match ${TOOL_NAME}`)
+    assertToolName(def.name)
     if (this.tools.has(def.name)) throw new ConfigurationError(`Tool "${def.name}" is already registered`)
-    const scopes = Object.freeze([...new Set(def.scopes ?? [])])
-    const badScope = scopes.find((s) => !SCOPE.test(s))
-    if (badScope !== undefined) throw new ConfigurationError(`Tool "${def.name}": "${badScope}" is not an OAuth scope token`)
-    const input = (def.input ?? Type.Object({})) as TSchema
-    if (input.type !== 'object') throw new ConfigurationError(`Tool "${def.name}": input must be an object schema`)
-    if (def.output !== undefined && (def.output as TSchema).type !== 'object') {
-      throw new ConfigurationError(`Tool "${def.name}": output must be an object schema`)
-    }
+    const scopes = toolScopes(def.name, def.scopes)
+    const owner = `Tool "${def.name}"`
+    const inputSchema = def.input ?? Type.Object({})
+    const input = jsonSchemaOf(inputSchema, `${owner} input`)
+    if (input.type !== 'object') throw new ConfigurationError(`${owner}: input must be an object schema`)
+    const output = def.output === undefined ? undefined : jsonSchemaOf(def.output, `${owner} output`)
+    if (output !== undefined && output.type !== 'object') throw new ConfigurationError(`${owner}: output must be an object schema`)
     const definition: Tool = stripUndefined({
       name: def.name,
       title: def.title,
       description: def.description,
-      inputSchema: plainSchema(input),
-      outputSchema: def.output === undefined ? undefined : plainSchema(def.output),
+      inputSchema: input,
+      outputSchema: output,
       annotations: def.annotations,
       icons: def.icons,
       _meta: def._meta,
@@ -143,11 +112,10 @@ export class Registry {
     const entry: ToolEntry = {
       definition,
       scopes,
-      validateInput: compile(this.ajv, definition.inputSchema, `Tool "${def.name}" input`),
-      validateOutput:
-        definition.outputSchema === undefined ? undefined : compile(this.ajv, definition.outputSchema, `Tool "${def.name}" output`),
+      validateInput: compileSchema(this.ajv, inputSchema, input, `${owner} input`),
+      validateOutput: output === undefined ? undefined : compileSchema(this.ajv, def.output!, output, `${owner} output`),
       handler: handler as unknown as ToolEntry['handler'],
-      mrtr: this.#mrtr(`Tool "${def.name}"`, def, Object.keys((input as { properties?: object }).properties ?? {})),
+      mrtr: mrtrSpec(this.ajv, owner, def, Object.keys((input.properties as object | undefined) ?? {})),
       task: { mode: def.task ?? 'forbidden', ttlMs: def.taskTtlMs ?? 3_600_000, pollIntervalMs: def.pollIntervalMs ?? 1000 }
     }
     return this.#add(this.tools, def.name, entry, ListKind.tools)
@@ -161,7 +129,7 @@ export class Registry {
    */
   prompt<
     const A extends Record<string, PromptArgumentDefinition> = {},
-    S extends TSchema | undefined = undefined,
+    S extends AnySchema | undefined = undefined,
     const R extends ResolverMap = {}
   >(def: PromptDefinition<A, S, R>, handler: PromptHandler<A, S, R>): Registration {
     if (def.name === '' || def.name.length > 128) throw new ConfigurationError('Prompt name must be 1-128 characters')
@@ -183,13 +151,13 @@ export class Registry {
       required: args.filter(([, a]) => a.required === true).map(([n]) => n),
       completers: new Map(args.flatMap(([n, a]) => (a.complete === undefined ? [] : [[n, a.complete] as const]))),
       handler: handler as unknown as PromptEntry['handler'],
-      mrtr: this.#mrtr(`Prompt "${def.name}"`, def, args.map(([n]) => n))
+      mrtr: mrtrSpec(this.ajv, `Prompt "${def.name}"`, def, args.map(([n]) => n))
     }
     return this.#add(this.prompts, def.name, entry, ListKind.prompts)
   }
 
   /** Register a concrete resource, listed by `GET /resources` and read by `GET /resources/{uri}`. */
-  resource<S extends TSchema | undefined = undefined, const R extends ResolverMap = {}>(
+  resource<S extends AnySchema | undefined = undefined, const R extends ResolverMap = {}>(
     def: ResourceDefinition<S, R>,
     handler: ResourceHandler<S, R>
   ): Registration {
@@ -199,7 +167,7 @@ export class Registry {
     const entry: ResourceEntry = {
       definition: stripUndefined(wire),
       handler: handler as unknown as ResourceEntry['handler'],
-      mrtr: this.#mrtr(`Resource "${def.uri}"`, def, [])
+      mrtr: mrtrSpec(this.ajv, `Resource "${def.uri}"`, def, [])
     }
     return this.#add(this.resources, def.uri, entry, ListKind.resources)
   }
@@ -210,7 +178,7 @@ export class Registry {
    * @example
    * mcp.resourceTemplate({ uriTemplate: 'demo://items/{id}', name: 'item' }, (uri, { id }) => `Item ${id}`)
    */
-  resourceTemplate<S extends TSchema | undefined = undefined, const R extends ResolverMap = {}>(
+  resourceTemplate<S extends AnySchema | undefined = undefined, const R extends ResolverMap = {}>(
     def: ResourceTemplateDefinition<S, R>,
     handler: ResourceTemplateHandler<S, R>
   ): Registration {
@@ -229,20 +197,9 @@ export class Registry {
       template,
       completers,
       handler: handler as unknown as TemplateEntry['handler'],
-      mrtr: this.#mrtr(`Template "${def.uriTemplate}"`, def, template.variables)
+      mrtr: mrtrSpec(this.ajv, `Template "${def.uriTemplate}"`, def, template.variables)
     }
     return this.#add(this.templates, def.uriTemplate, entry, ListKind.templates)
-  }
-
-  /** Check and prepare how an entry asks for input: resolvers or a hand-rolled state, not both. */
-  #mrtr(owner: string, def: { state?: TSchema | undefined; resolvers?: ResolverMap | undefined }, argumentNames: readonly string[]): MrtrSpec {
-    if (def.state !== undefined && def.resolvers !== undefined) {
-      throw new ConfigurationError(`${owner}: resolvers and a hand-rolled state cannot be mixed (one input channel per call)`)
-    }
-    return {
-      plan: def.resolvers === undefined ? undefined : plan(owner, def.resolvers, argumentNames),
-      validateState: def.state === undefined ? undefined : compile(this.ajv, plainSchema(def.state), `${owner} state`)
-    }
   }
 
   #add<E>(map: Map<string, E>, key: string, entry: E, kind: ListKind): Registration {
@@ -258,18 +215,4 @@ export class Registry {
       }
     }
   }
-}
-
-/** A TypeBox schema as plain JSON Schema (TypeBox marks its schemas with symbol keys JSON drops). */
-function plainSchema(schema: TSchema): Record<string, unknown> {
-  return JSON.parse(JSON.stringify(schema)) as Record<string, unknown>
-}
-
-function stripUndefined<T extends object>(o: T): T {
-  for (const k of Object.keys(o) as (keyof T)[]) if (o[k] === undefined) delete o[k]
-  return o
-}
-
-function assertUri(uri: string): void {
-  if (!/^[A-Za-z][A-Za-z0-9+.-]*:/.test(uri)) throw new ConfigurationError(`Resource URI "${uri}" must be absolute`)
 }

@@ -16,6 +16,7 @@ export interface Served {
 
 export const USAGE = `Usage:
   mcp-pure-http demo                                  the demo server (what npm start runs)
+  mcp-pure-http dev [server-file]                     restarted on change, readable logs (npm run dev)
   mcp-pure-http gateway -- <command> [args...]        serve a stdio MCP server
   mcp-pure-http gateway --url <http(s)://host/mcp> [--header 'Name: value']...
                                                       serve a Streamable HTTP MCP server

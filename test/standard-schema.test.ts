@@ -1,0 +1,151 @@
+import t from 'tap'
+import { Type } from '@sinclair/typebox'
+import { z } from 'zod'
+import { McpServer } from '../src/core/mcp-server.js'
+import { inputRequired } from '../src/mrtr/rounds.js'
+import { build, call } from './helper.js'
+
+const post = (url: string, body: unknown) => ({
+  method: 'POST' as const,
+  url,
+  payload: JSON.stringify(body),
+  headers: { 'content-type': 'application/json' }
+})
+
+/** The same tool twice: arguments and output in TypeBox, and in zod. */
+function twins(): McpServer {
+  const mcp = new McpServer({ name: 'twins', version: '1' })
+  mcp.tool(
+    {
+      name: 'box',
+      input: Type.Object({ a: Type.Number(), b: Type.Number(), unit: Type.Optional(Type.Unsafe<'m' | 'km'>({ type: 'string', enum: ['m', 'km'] })) }),
+      output: Type.Object({ sum: Type.Number() })
+    },
+    ({ a, b }) => ({ content: [{ type: 'text', text: String(a + b) }], structuredContent: { sum: a + b } })
+  )
+  mcp.tool(
+    {
+      name: 'zod',
+      description: 'adds, with zod',
+      input: z.object({ a: z.number(), b: z.number(), unit: z.enum(['m', 'km']).optional() }),
+      output: z.object({ sum: z.number(), unit: z.string().default('m') })
+    },
+    ({ a, b }) => ({ content: [{ type: 'text', text: String(a + b) }], structuredContent: { sum: a + b } })
+  )
+  mcp.tool(
+    { name: 'refined', input: z.object({ code: z.string().refine((s) => s.startsWith('X-'), 'must start with X-'), n: z.number().default(1) }) },
+    ({ code, n }) => `${code}:${n}`
+  )
+  mcp.tool({ name: 'later', input: z.object({ id: z.string().refine(async () => true) }) }, ({ id }) => id)
+  mcp.tool({ name: 'liar', output: z.object({ n: z.number().int() }) }, () => ({ content: [], structuredContent: { n: 1.5 } }))
+  return mcp
+}
+
+t.test('a zod tool is listed with the JSON Schema zod produces, in the OpenAPI document too', async (t) => {
+  const { app } = await build(t, { mcp: twins() })
+  const { tools } = (await call(app, { url: '/tools' })).body
+  const tool = tools.find((x: { name: string }) => x.name === 'zod')
+  t.same(tool.inputSchema, {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    type: 'object',
+    properties: { a: { type: 'number' }, b: { type: 'number' }, unit: { type: 'string', enum: ['m', 'km'] } },
+    required: ['a', 'b']
+  })
+  t.match(tool.outputSchema, { type: 'object', properties: { sum: { type: 'number' }, unit: { type: 'string', default: 'm' } } })
+  const doc = (await call(app, { url: '/openapi.json' })).body
+  const body = doc.paths['/tools/zod/calls'].post.requestBody.content['application/json'].schema
+  t.same(body.properties.arguments, tool.inputSchema, 'the operation takes the zod schema as its arguments')
+})
+
+t.test('a zod tool is called and validated like a TypeBox one: same status, same error shape', async (t) => {
+  const { app } = await build(t, { mcp: twins() })
+  const ok = await call(app, post('/tools/zod/calls', { arguments: { a: 2, b: 40 } }))
+  t.same(ok.body, { content: [{ type: 'text', text: '42' }], structuredContent: { sum: 42, unit: 'm' }, resultType: 'complete' })
+  const cases = [{ a: 1 }, { a: 1, b: 'two' }, { a: 1, b: 2, unit: 'mi' }, {}]
+  for (const args of cases) {
+    const box = await call(app, post('/tools/box/calls', { arguments: args }))
+    const zod = await call(app, post('/tools/zod/calls', { arguments: args }))
+    t.equal(zod.status, box.status, JSON.stringify(args))
+    t.same(zod.body, { ...box.body, message: box.body.message.replace('tool box', 'tool zod') }, JSON.stringify(args))
+  }
+  t.equal((await call(app, post('/tools/zod/calls', { arguments: { a: 1 } }))).body.message, 'Invalid arguments for tool zod: b is required')
+})
+
+t.test("what JSON Schema cannot say is still checked, by the library's own validate", async (t) => {
+  const { app } = await build(t, { mcp: twins() })
+  const ok = await call(app, post('/tools/refined/calls', { arguments: { code: 'X-1' } }))
+  t.same(ok.body.content, [{ type: 'text', text: 'X-1:1' }], 'the default from the JSON Schema reached the handler')
+  const refused = await call(app, post('/tools/refined/calls', { arguments: { code: 'Y-1' } }))
+  t.equal(refused.status, 400)
+  t.same(refused.body, { code: -32602, message: 'Invalid arguments for tool refined: code must start with X-', data: { path: '/code' } })
+  const later = await call(app, post('/tools/later/calls', { arguments: { id: 'a' } }))
+  t.equal(later.body.message, 'Invalid arguments for tool later: (root) needs asynchronous validation, which this server does not run')
+  const liar = await call(app, post('/tools/liar/calls', {}))
+  t.match(liar.body.message, /n must be integer/)
+})
+
+t.test('any library that implements Standard JSON Schema is taken, not only zod', async (t) => {
+  // A hand-written one: a library's issues may name path segments as `{ key }` objects.
+  const even = {
+    '~standard': {
+      version: 1 as const,
+      vendor: 'hand',
+      types: undefined as unknown as { input: { n: number }; output: { n: number } },
+      validate: (value: unknown) => ((value as { n: number }).n % 2 === 0 ? { value } : { issues: [{ message: 'must be even', path: [{ key: 'n' }] }] }),
+      jsonSchema: { input: () => ({ type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] }), output: () => ({}) }
+    }
+  }
+  const mcp = new McpServer({ name: 'hand', version: '1' })
+  mcp.tool({ name: 'half', input: even }, ({ n }) => String(n / 2))
+  const { app } = await build(t, { mcp })
+  t.same((await call(app, post('/tools/half/calls', { arguments: { n: 8 } }))).body.content, [{ type: 'text', text: '4' }])
+  t.equal((await call(app, post('/tools/half/calls', { arguments: { n: 7 } }))).body.message, 'Invalid arguments for tool half: n must be even')
+  t.equal((await call(app, post('/tools/half/calls', { arguments: { n: 'x' } }))).body.message, 'Invalid arguments for tool half: n must be integer')
+})
+
+t.test('a zod state schema checks the state a hand-rolled prompt carries between rounds', async (t) => {
+  const mcp = new McpServer({ name: 'state', version: '1' })
+  mcp.prompt({ name: 'steps', state: z.object({ step: z.number().int() }) }, (_args, ctx) => {
+    if (ctx.requestState === undefined) return inputRequired({ state: { step: 1 } })
+    return `step ${ctx.requestState.step + 1}`
+  })
+  const { app } = await build(t, { mcp })
+  const first = (await call(app, { url: '/prompts/steps' })).body
+  t.equal(first.resultType, 'input_required')
+  const second = await call(app, post('/prompts/steps', { requestState: first.requestState }))
+  t.equal(second.body.messages?.[0].content.text, 'step 2', JSON.stringify(second.body))
+})
+
+t.test('schemas that cannot be checked through JSON Schema are refused at registration', async (t) => {
+  const mcp = new McpServer({ name: 'refusals', version: '1' })
+  t.throws(() => mcp.tool({ name: 'a', input: z.object({ s: z.string().transform((s) => s.length) }) }, () => ''), /Tool "a" input: the zod schema has no JSON Schema \(Transforms cannot/)
+  t.throws(() => mcp.tool({ name: 'b', input: z.object({ d: z.date() }) }, () => ''), /Date cannot be represented/)
+  t.throws(() => mcp.tool({ name: 'c', input: z.string() as never }, () => ''), /input must be an object schema/)
+  t.throws(() => mcp.tool({ name: 'd', output: z.array(z.string()) as never }, () => ''), /output must be an object schema/)
+  const validateOnly = { '~standard': { version: 1, vendor: 'x', validate: (value: unknown) => ({ value }) } }
+  t.throws(() => mcp.tool({ name: 'e', input: validateOnly as never }, () => ''), /a Standard Schema without Standard JSON Schema/)
+  t.equal(mcp.tools.size, 0)
+})
+
+// Compile-time checks, run by `npm run typecheck` (never called): handler arguments, structured
+// output and state are inferred from zod as from TypeBox; each @ts-expect-error fails the
+// typecheck when inference breaks (an `any` accepts everything).
+export function inferred(mcp: McpServer): void {
+  mcp.tool({ name: 't1', input: z.object({ a: z.number(), tags: z.array(z.string()).optional(), n: z.number().default(1) }) }, (args) => {
+    const a: number = args.a
+    const tags: string[] | undefined = args.tags
+    const n: number = args.n
+    // @ts-expect-error a is a number
+    const wrong: string = args.a
+    // @ts-expect-error no such argument
+    void args.nope
+    return String([a, tags, n, wrong])
+  })
+  // @ts-expect-error structuredContent must match the zod output schema
+  mcp.tool({ name: 't2', output: z.object({ sum: z.number() }) }, () => ({ content: [], structuredContent: { sum: 'x' } }))
+  mcp.prompt({ name: 't3', state: z.object({ step: z.number() }) }, (_args, ctx) => {
+    // @ts-expect-error step is a number
+    const step: string | undefined = ctx.requestState?.step
+    return String(step)
+  })
+}
