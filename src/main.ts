@@ -4,6 +4,7 @@ import { createDemoServer } from './demo/catalogue.js'
 import { ConfigurationError } from './errors.js'
 import { buildServer } from './server.js'
 import { createStore } from './store/index.js'
+import { webhooksFromConfig } from './webhooks/config.js'
 
 /** `npm start`: the demo server on HOST:PORT (default 127.0.0.1:3000). */
 async function main(): Promise<void> {
@@ -28,6 +29,7 @@ async function main(): Promise<void> {
     rateLimit: { max: config.MCP_RATE_LIMIT_MAX, timeWindowMs: config.MCP_RATE_LIMIT_WINDOW_MS },
     loadShedding: { maxEventLoopDelayMs: config.MCP_MAX_EVENT_LOOP_DELAY_MS, maxHeapUsedBytes: config.MCP_MAX_HEAP_USED_BYTES },
     trustProxy: trustProxyFromConfig(config),
+    webhooks: webhooksFromConfig(config),
     ...hostOriginFromConfig(config)
   })
   // After the last in-flight request: onClose runs once the server has stopped.
