@@ -16,11 +16,14 @@ export interface Receiver {
   close(): Promise<void>
 }
 
+/** How the receiver answers one request: a status, or a status with headers and a body, or never. */
+export type Answer = number | { status: number; body?: string; headers?: Record<string, string> } | 'hang'
+
 /**
- * A real webhook receiver on a loopback port. `answer` picks the status of each request (by its
+ * A real webhook receiver on a loopback port. `answer` picks the answer to each request (by its
  * 0-based index; default 200).
  */
-export async function startReceiver(answer: (n: number, d: Delivery) => number = () => 200, path = '/hook'): Promise<Receiver> {
+export async function startReceiver(answer: (n: number, d: Delivery) => Answer = () => 200, path = '/hook'): Promise<Receiver> {
   const got: Delivery[] = []
   const server: Server = createServer((req, res) => {
     let body = ''
@@ -29,8 +32,10 @@ export async function startReceiver(answer: (n: number, d: Delivery) => number =
     req.on('end', () => {
       const d = { headers: req.headers, body }
       const n = got.push(d) - 1
-      res.statusCode = answer(n, d)
-      res.end('ok')
+      const a = answer(n, d)
+      if (a === 'hang') return
+      const { status, body: text = 'ok', headers = {} } = typeof a === 'number' ? { status: a } : a
+      res.writeHead(status, headers).end(text)
     })
   })
   server.listen(0, '127.0.0.1')

@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { Webhook } from 'standardwebhooks'
 import { createDemoServer } from '../src/demo/catalogue.js'
@@ -8,10 +8,10 @@ import { startReceiver } from './webhook-receiver.js'
 const TASKS = { 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } }
 const quick = { backoffMs: 5, maxBackoffMs: 20, pollMs: 20 }
 
-async function setup(t: Parameters<Parameters<typeof t.test>[1]>[0], port: number, options: Record<string, unknown> = {}) {
+async function setup(t: Test, port: number, options: Record<string, unknown> = {}) {
   const { app, mcp } = await build(t, {
     mcp: createDemoServer({ taskStepMs: 10 }),
-    authenticate: async (request) => ({ id: String(request.headers['x-user'] ?? 'alice'), scopes: [] }),
+    authenticate: async (request) => ({ id: String(request.headers['x-user'] ?? 'alice'), scopes: [], anonymous: false }),
     webhooks: { allowedHosts: [`127.0.0.1:${port}`], ...quick, ...options }
   })
   return { app, mcp }
@@ -126,4 +126,69 @@ t.test('500 twice then 200: three attempts of one message, one webhook-id', asyn
   ])
   t.ok(log[1].nextRetryAt, 'a retry says when it is due')
   t.same((await call(app, { url: '/notifications' })).body, [])
+})
+
+t.test('a dead receiver: every attempt fails, and the message is back on /notifications', async (t) => {
+  const rx = await startReceiver()
+  await rx.close()
+  const { app, mcp } = await setup(t, rx.port, { attempts: 3 })
+  const { id } = (await register(app, { url: rx.url })).body
+  await mcp.store.pushNotification('alice', { method: 'notifications/message', params: { level: 'info', data: 'lost?' } })
+  let queued: unknown[] = []
+  for (let i = 0; i < 500 && queued.length === 0; i++) {
+    await new Promise((r) => setTimeout(r, 10))
+    queued = (await call(app, { url: '/notifications' })).body
+  }
+  t.same(queued, [{ method: 'notifications/message', params: { level: 'info', data: 'lost?' } }], 'nothing lost')
+  const log = (await call(app, { url: `/webhooks/${id}/deliveries` })).body.deliveries
+  t.same(log.map((a: any) => [a.attempt, a.status]), [[3, 'returned'], [2, 'retrying'], [1, 'retrying']])
+  t.match(log[0].error, /ECONNREFUSED/)
+  t.match((await call(app, { url: `/webhooks/${id}` })).body, { status: 'active', consecutiveFailures: 1 })
+})
+
+async function queuedEventually(app: FastifyInstance, n: number): Promise<any[]> {
+  const all: any[] = []
+  for (let i = 0; i < 500 && all.length < n; i++) {
+    const got = await call(app, { url: '/notifications' })
+    if (got.body.length > 0) {
+      all.push(...got.body)
+      await call(app, { method: 'POST', url: '/notifications', headers: { 'mcp-message-group': got.headers['mcp-message-group'] as string } })
+    } else await new Promise((r) => setTimeout(r, 10))
+  }
+  return all
+}
+
+t.test('410 Gone disables the webhook at once; later notifications are queued', async (t) => {
+  const rx = await startReceiver(() => 410)
+  t.teardown(() => rx.close())
+  const { app, mcp } = await setup(t, rx.port)
+  const { id } = (await register(app, { url: rx.url })).body
+  await mcp.store.pushNotification('alice', { method: 'notifications/message', params: { data: 1 } })
+  t.same((await queuedEventually(app, 1)).map((n) => n.params.data), [1])
+  t.match((await call(app, { url: `/webhooks/${id}` })).body, { status: 'disabled', disabledReason: 'The receiver answered 410 Gone', disabledAt: String })
+  await mcp.store.pushNotification('alice', { method: 'notifications/message', params: { data: 2 } })
+  t.same((await queuedEventually(app, 1)).map((n) => n.params.data), [2])
+  t.equal(rx.got.length, 1, 'one attempt, no retry')
+})
+
+t.test('N messages in a row that fail disable the webhook; what was pending is queued', async (t) => {
+  const rx = await startReceiver((n) => (n === 0 ? 500 : n === 1 ? 200 : { status: 302, headers: { location: '/elsewhere' } }))
+  t.teardown(() => rx.close())
+  const { app, mcp } = await setup(t, rx.port, { attempts: 1, disableAfter: 2, concurrency: 1 })
+  const { id } = (await register(app, { url: rx.url })).body
+  await mcp.store.pushNotification('alice', { method: 'notifications/message', params: { data: 0 } })
+  await rx.waitFor(1)
+  await mcp.store.pushNotification('alice', { method: 'notifications/message', params: { data: 1 } })
+  await rx.waitFor(2)
+  for (let i = 0; i < 500 && (await call(app, { url: `/webhooks/${id}/deliveries` })).body.deliveries.length < 2; i++) await new Promise((r) => setTimeout(r, 5))
+  t.match((await call(app, { url: `/webhooks/${id}` })).body, { status: 'active', consecutiveFailures: 0 }, 'a delivery resets the count')
+  for (const data of [2, 3, 4]) await mcp.store.pushNotification('alice', { method: 'notifications/message', params: { data } })
+  const queued = await queuedEventually(app, 4)
+  t.same(queued.map((n) => n.params.data).sort(), [0, 2, 3, 4], 'the failed ones and the pending one')
+  t.match((await call(app, { url: `/webhooks/${id}` })).body, {
+    status: 'disabled',
+    consecutiveFailures: 2,
+    disabledReason: '2 messages in a row failed every attempt; the last: The receiver answered 302'
+  })
+  t.equal(rx.got.filter((d) => d.headers['webhook-id'] !== undefined).length, 4, 'the redirect was not followed')
 })

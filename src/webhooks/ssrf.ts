@@ -84,10 +84,13 @@ export function checkUrl(raw: string, allowed: readonly string[]): { url: URL; a
   return { url, allowed: false, name: host }
 }
 
+/** A resolver with the shape of `dns.lookup` (every address), so tests can stand in for DNS. */
+export type Resolve = (name: string, options: { all: true }, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void
+
 /** Resolve a name (every address) and refuse it when any address breaks a rule. */
-export async function checkName(name: string): Promise<void> {
+export async function checkName(name: string, resolveName: Resolve = dnsLookup): Promise<void> {
   const addresses = await new Promise<LookupAddress[]>((resolve, reject) =>
-    dnsLookup(name, { all: true }, (err, found) => (err === null ? resolve(found) : reject(new RefusedTarget(`The webhook host ${name} does not resolve`))))
+    resolveName(name, { all: true }, (err, found) => (err === null ? resolve(found) : reject(new RefusedTarget(`The webhook host ${name} does not resolve`))))
   )
   for (const a of addresses) {
     const rule = refusedAddress(a.address)
@@ -100,14 +103,19 @@ export async function checkName(name: string): Promise<void> {
  * breaks a rule. The socket connects to the address checked here, so a name that resolves
  * differently at delivery than at registration (DNS rebinding) is still refused.
  */
-export const guardedLookup: LookupFunction = (hostname, options, callback) => {
-  dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
-    if (err !== null) return callback(err, '', 0)
-    for (const a of addresses) {
-      const rule = refusedAddress(a.address)
-      if (rule !== undefined) return callback(new RefusedTarget(`${hostname} resolves to ${a.address}, which is ${rule}: refused`), '', 0)
-    }
-    if (options.all === true) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses)
-    callback(null, addresses[0]!.address, addresses[0]!.family)
-  })
+export function guardLookup(resolveName: Resolve = dnsLookup): LookupFunction {
+  return (hostname, options, callback) => {
+    resolveName(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err !== null) return callback(err, '', 0)
+      for (const a of addresses) {
+        const rule = refusedAddress(a.address)
+        if (rule !== undefined) return callback(new RefusedTarget(`${hostname} resolves to ${a.address}, which is ${rule}: refused`), '', 0)
+      }
+      if (options.all === true) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses)
+      callback(null, addresses[0]!.address, addresses[0]!.family)
+    })
+  }
 }
+
+/** {@link guardLookup} over the system resolver. */
+export const guardedLookup = guardLookup()
