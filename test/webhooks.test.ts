@@ -17,6 +17,15 @@ async function setup(t: Test, port: number, options: Record<string, unknown> = {
   return { app, mcp }
 }
 
+/** The webhook's attempt log once it holds `n` entries: an attempt is logged just after the receiver answers. */
+async function attemptsLogged(app: FastifyInstance, id: string, n: number): Promise<any[]> {
+  for (let i = 0; ; i++) {
+    const log = (await call(app, { url: `/webhooks/${id}/deliveries` })).body.deliveries
+    if (log.length >= n || i === 1000) return log
+    await new Promise((r) => setTimeout(r, 5))
+  }
+}
+
 const register = (app: FastifyInstance, body: unknown, user = 'alice') =>
   call(app, { method: 'POST', url: '/webhooks', payload: body as Record<string, unknown>, headers: { 'x-user': user } })
 
@@ -82,7 +91,7 @@ t.test('deliveries are signed the Standard Webhooks way, and standardwebhooks ve
   t.match(got[0]!.headers['webhook-id'], /^msg_/)
   t.throws(() => new Webhook(secret).verify(got[0]!.body + ' ', got[0]!.headers as Record<string, string>), 'a changed body fails')
   t.same((await call(app, { url: '/notifications' })).body, [], 'delivered instead of queued')
-  const log = (await call(app, { url: `/webhooks/${id}/deliveries` })).body.deliveries
+  const log = await attemptsLogged(app, id, 3)
   t.equal(log.length, 3)
   t.match(log[0], { attempt: 1, status: 'delivered', responseStatus: 200 })
   // Other connections and other events are not this webhook's business.
@@ -118,7 +127,7 @@ t.test('500 twice then 200: three attempts of one message, one webhook-id', asyn
   await mcp.store.pushNotification('alice', { method: 'notifications/message', params: { level: 'info', data: 'hi' } })
   const got = await rx.waitFor(3)
   t.equal(new Set(got.map((d) => d.headers['webhook-id'])).size, 1, 'the same webhook-id three times')
-  const log = (await call(app, { url: `/webhooks/${id}/deliveries` })).body.deliveries
+  const log = await attemptsLogged(app, id, 3)
   t.match(log, [
     { attempt: 3, status: 'delivered', responseStatus: 200 },
     { attempt: 2, status: 'retrying', responseStatus: 500, error: 'The receiver answered 500' },
@@ -140,7 +149,7 @@ t.test('a dead receiver: every attempt fails, and the message is back on /notifi
     queued = (await call(app, { url: '/notifications' })).body
   }
   t.same(queued, [{ method: 'notifications/message', params: { level: 'info', data: 'lost?' } }], 'nothing lost')
-  const log = (await call(app, { url: `/webhooks/${id}/deliveries` })).body.deliveries
+  const log = await attemptsLogged(app, id, 3)
   t.same(log.map((a: any) => [a.attempt, a.status]), [[3, 'returned'], [2, 'retrying'], [1, 'retrying']])
   t.match(log[0].error, /ECONNREFUSED/)
   t.match((await call(app, { url: `/webhooks/${id}` })).body, { status: 'active', consecutiveFailures: 1 })
@@ -180,7 +189,7 @@ t.test('N messages in a row that fail disable the webhook; what was pending is q
   await rx.waitFor(1)
   await mcp.store.pushNotification('alice', { method: 'notifications/message', params: { data: 1 } })
   await rx.waitFor(2)
-  for (let i = 0; i < 500 && (await call(app, { url: `/webhooks/${id}/deliveries` })).body.deliveries.length < 2; i++) await new Promise((r) => setTimeout(r, 5))
+  await attemptsLogged(app, id, 2)
   t.match((await call(app, { url: `/webhooks/${id}` })).body, { status: 'active', consecutiveFailures: 0 }, 'a delivery resets the count')
   for (const data of [2, 3, 4]) await mcp.store.pushNotification('alice', { method: 'notifications/message', params: { data } })
   const queued = await queuedEventually(app, 4)
