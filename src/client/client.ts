@@ -13,6 +13,7 @@ import {
   type PollOptions,
   type PureHttpClientOptions
 } from './types.js'
+import { deleteWebhook, listWebhooks, registerWebhook, type RegisteredWebhook } from './webhooks.js'
 
 export * from './types.js'
 
@@ -325,6 +326,21 @@ export class PureHttpClient {
 
   async unsubscribe(uri: string, options: CallOptions = {}): Promise<void> {
     await this.post('/resources/unsubscribe', { uri }, options)
+  }
+
+  // ---- webhooks (src/client/webhooks.ts) ----
+
+  /** `POST /webhooks`: notifications of this connection pushed to `url`; the answer's `secret` verifies them (`verifyWebhook`). */
+  registerWebhook(url: string, events?: string[], options: CallOptions = {}): Promise<RegisteredWebhook> {
+    return registerWebhook(this, url, events, options)
+  }
+
+  deleteWebhook(id: string, options: CallOptions = {}): Promise<void> {
+    return deleteWebhook(this, id, options)
+  }
+
+  listWebhooks(options: CallOptions = {}): Promise<Json[]> {
+    return listWebhooks(this, options)
   }
 
   // ---- tasks ----
