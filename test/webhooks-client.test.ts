@@ -4,11 +4,24 @@ import { PureHttpClient } from '../src/client/client.js'
 import { listenForWebhooks, verifyWebhook } from '../src/client/webhooks.js'
 import { createDemoServer } from '../src/demo/catalogue.js'
 import { buildServer } from '../src/server.js'
+import { MemoryWebhookStore } from '../src/webhooks/memory.js'
 import { freePort } from './redis-server.js'
-import { run } from './cli-run.js'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { cli, run } from './cli-run.js'
 
 async function serve(t: Test, allowed: string[]) {
-  const app = await buildServer({ logger: false, mcp: createDemoServer({ taskStepMs: 30 }), webhooks: { allowedHosts: allowed, pollMs: 20, backoffMs: 5 } })
+  const store = new MemoryWebhookStore()
+  const mcp = createDemoServer({ taskStepMs: 30 })
+  // Inline (not a task): it reports progress, then answers once the webhook has both deliveries.
+  mcp.tool({ name: 'steps' }, async (_args, ctx) => {
+    await ctx.progress(1, 2, 'half')
+    await ctx.progress(2)
+    const [hook] = await store.webhooks('anonymous')
+    for (let i = 0; i < 1000 && (await store.attempts(hook!.id)).length < 2; i++) await new Promise((r) => setTimeout(r, 10))
+    return 'done'
+  })
+  const app = await buildServer({ logger: false, mcp, webhooks: { store, allowedHosts: allowed, pollMs: 20, backoffMs: 5 } })
   await app.listen({ host: '127.0.0.1', port: 0 })
   t.teardown(() => app.close())
   return `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
@@ -63,14 +76,26 @@ t.test('mcp-http --webhook: progress and the task outcome arrive pushed; the web
   const task = await run(['--url', url, '--webhook', String(port), 'call', 'slow_compute', '--arg', 'n=2'])
   t.same([task.code, task.stdout], [0, '{"sum":3}\n'])
   t.match(task.stderr, /^task \S+: working\n/)
-  t.match(task.stderr, /: completed {2}added 2 of 2\n$/)
+  t.match(task.stderr, /: completed added 2 of 2\n$/)
   t.match(task.stderr, /added 2 of 2/)
   const inline = await run(['--url', url, '--webhook', String(port), '--protocol-version', '2025-11-25', 'call', 'echo', '--arg', 'text=hi'])
   t.same([inline.code, inline.stdout], [0, 'hi\n'], 'a call that is not a task answers at once')
+  const steps = await run(['--url', url, '--webhook', String(port), 'call', 'steps'])
+  t.same([steps.code, steps.stdout, steps.stderr], [0, 'done\n', 'progress 1/2 half\nprogress 2\n'], 'progress of a call that is not a task')
   const failed = await run(['--url', url, '--webhook', String(port), 'call', 'failing_job'])
   t.equal(failed.code, 1)
   t.match(failed.stderr, /: failed/)
   t.same(await new PureHttpClient({ url }).listWebhooks(), [], 'every webhook deleted')
+  // Cancelled by someone else while the CLI waits: it learns it from the webhook.
+  const child = spawn(process.execPath, [cli, '--url', url, '--webhook', String(port), 'call', 'slow_compute', '--arg', 'n=100'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let stderr = ''
+  child.stderr.on('data', (d: Buffer) => (stderr += String(d)))
+  for (let i = 0; i < 2000 && !/^task \S+: working\n/.test(stderr); i++) await new Promise((r) => setTimeout(r, 10))
+  await new PureHttpClient({ url }).cancelTask(/^task (\S+):/.exec(stderr)![1]!)
+  const [code] = await once(child, 'exit')
+  t.equal(code, 1)
+  t.match(stderr, /mcp-http: Task cancelled: /)
   const bad = await run(['--url', url, '--webhook', 'x', 'call', 'echo'])
   t.same([bad.code, bad.stderr.split('\n')[0]], [2, 'mcp-http: --webhook takes a port, not x'])
 })
+

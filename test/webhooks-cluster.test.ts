@@ -50,7 +50,7 @@ async function instance(env: Record<string, string>): Promise<Instance> {
   child.stderr!.on('data', (d: Buffer) => (out += String(d)))
   const url = `http://127.0.0.1:${port}`
   for (let i = 0; ; i++) {
-    if (child.exitCode !== null || i === 200) throw new Error(`instance did not start:\n${out}`)
+    if (child.exitCode !== null || i === 600) throw new Error(`instance did not start within 30 s:\n${out}`)
     if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) break
     await new Promise((r) => setTimeout(r, 50))
   }

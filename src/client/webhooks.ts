@@ -62,7 +62,12 @@ export async function listenForWebhooks(
   const host = options.host ?? '127.0.0.1'
   const max = options.maxBodyBytes ?? 1024 * 1024
   const seen = new Set<string>()
-  const listener: WebhookListener = { url: '', secret: undefined, close: async () => {} }
+  const close = async () => {
+    server.closeAllConnections()
+    server.close()
+    await once(server, 'close')
+  }
+  const listener: WebhookListener = { url: '', secret: undefined, close }
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = []
     let size = 0
@@ -91,10 +96,5 @@ export async function listenForWebhooks(
   await once(server, 'listening')
   const { port } = server.address() as { port: number }
   listener.url = `http://${host}:${port}/`
-  listener.close = async () => {
-    server.closeAllConnections()
-    server.close()
-    await once(server, 'close')
-  }
   return listener
 }

@@ -3,7 +3,7 @@ import { errors } from '../errors.js'
 import type { ServerMessage } from '../store/types.js'
 import { resolveOptions, type ResolvedWebhookOptions, type WebhookOptions } from './options.js'
 import { newSecret } from './sign.js'
-import { checkName, checkUrl, RefusedTarget } from './ssrf.js'
+import { checkName, checkUrl, type RefusedTarget } from './ssrf.js'
 import type { DeliveryAttempt, WebhookRecord, WebhookStore } from './types.js'
 import { DeliveryWorker, requeue, type NotificationQueue, type WebhookLog } from './worker.js'
 
@@ -44,8 +44,8 @@ export class WebhookService {
       const { name } = checkUrl(input.url, this.options.allowedHosts)
       if (name !== undefined) await checkName(name)
     } catch (err) {
-      if (err instanceof RefusedTarget) throw errors.invalidParams(err.message)
-      throw err
+      // Both checks throw only RefusedTarget, whose message names the rule.
+      throw errors.invalidParams((err as RefusedTarget).message)
     }
     const events = input.events === undefined ? undefined : [...new Set(input.events)]
     const record: WebhookRecord = {
