@@ -46,6 +46,9 @@ t.test('registration refuses internal targets without the allow-list, naming the
     t.equal(res.body.code, -32602)
     t.ok(res.body.message.startsWith(message), `${url}: ${res.body.message}`)
   }
+  const open = await call(app, { method: 'POST', url: '/webhooks', payload: { url: 'https://93.184.216.34/hook' } })
+  t.equal(open.status, 201, 'a public address is fine')
+  t.equal((await call(app, { method: 'DELETE', url: `/webhooks/${open.body.id}` })).status, 204)
   const local = await call(app, { method: 'POST', url: '/webhooks', payload: { url: 'https://localhost:8443/hook' } })
   t.match(local.body.message, /resolves to (127\.0\.0\.1|::1), which is loopback: refused$/)
 })

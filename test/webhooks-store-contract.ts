@@ -39,7 +39,7 @@ export function webhookStoreContract(t: Test, factory: WebhookStoreFactory): voi
   t.test('webhooks belong to their owner, bounded per owner', async (t) => {
     const store = await make(t)
     const a1 = hook('alice', { events: ['notifications/progress'] })
-    const a2 = hook('alice')
+    const a2 = hook('alice', { createdAt: a1.createdAt })
     t.equal(await store.addWebhook(a1, 2), true)
     t.equal(await store.addWebhook(a2, 2), true)
     t.equal(await store.addWebhook(hook('alice'), 2), false, 'the limit')
