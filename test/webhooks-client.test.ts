@@ -100,5 +100,6 @@ t.test('mcp-http --webhook: progress and the task outcome arrive pushed; the web
   t.match(stderr, /mcp-http: Task cancelled: /)
   const bad = await run(['--url', url, '--webhook', 'x', 'call', 'echo'])
   t.same([bad.code, bad.stderr.split('\n')[0]], [2, 'mcp-http: --webhook takes a port, not x'])
+  t.equal((await run(['--url', url, '--webhook', '70000', 'call', 'echo'])).code, 2)
 })
 

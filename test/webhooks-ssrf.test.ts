@@ -15,7 +15,7 @@ t.test('the address rules, IPv4 and IPv6, mapped and embedded forms', async (t) 
     ['64:ff9b::a9fe:a9fe', 'cloud metadata'], ['64:ff9b::10.0.0.1', 'private'], ['2002:7f00:1::1', 'loopback'],
     ['169.254.1.1', 'link-local'], ['fe80::1', 'link-local'], ['100.64.0.1', 'CGNAT'], ['224.0.0.251', 'multicast'], ['ff02::1', 'multicast'],
     ['0.0.0.0', 'unspecified'], ['::', 'unspecified'], ['240.0.0.1', 'reserved'], ['2001:db8::1', 'reserved'],
-    ['93.184.216.34', undefined], ['2606:4700::1111', undefined], ['64:ff9b::808:808', undefined], ['2002:808:808::1', undefined]
+    ['93.184.216.34', undefined], ['2606:4700::1111', undefined], ['64:ff9b::808:808', undefined], ['2002:808:808::1', undefined], ['2002:7f00:1:0:0:0:0:1', 'loopback']
   ]
   for (const [ip, rule] of cases) t.equal(refusedAddress(ip), rule, `${ip}: ${rule ?? 'public'}`)
 })

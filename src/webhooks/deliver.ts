@@ -70,8 +70,8 @@ export class Sender {
 function reasonOf(err: unknown): string {
   // undici wraps a refused lookup in its connect error: the rule is in the cause.
   const e = err as Error & { cause?: unknown; code?: string }
-  if (e instanceof RefusedTarget) return e.message
-  if (e.cause instanceof RefusedTarget) return e.cause.message
+  const refused = [e, e.cause].find((x) => x instanceof RefusedTarget) as RefusedTarget | undefined
+  if (refused !== undefined) return refused.message
   if (e.name === 'TimeoutError' || e.name === 'AbortError') return 'The receiver did not answer in time'
-  return `${e.code ?? e.name}: ${e.message}`
+  return [e.code, e.message].filter((v) => v !== undefined).join(': ')
 }
