@@ -26,6 +26,8 @@ export interface Results {
   /** Peak RSS (VmHWM, MB) of each server process at the end of its phase: `target@phase`. */
   peakRss: Record<string, number>
   seal?: { usPerSealOpen: number; usPerSeal: number; usPerOpen: number }
+  /** Webhook deliveries per second to a loopback receiver (bench/lib/webhooks.ts). */
+  webhooks?: { messages: number; memoryPerSec: number; redisPerSec?: number }
   soak?: Soak
   /** Workloads of the issue not run, with the feature they wait for. */
   skipped: { workload: string; reason: string }[]

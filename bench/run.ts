@@ -21,6 +21,7 @@ import { cpuSeconds, memory, settle, startRedis, startServer, type Running } fro
 import { profile } from './lib/profile.js'
 import { sealMicro } from './lib/seal-micro.js'
 import { soak } from './lib/soak.js'
+import { webhookBench } from './lib/webhooks.js'
 import { svg } from './chart.js'
 import { checks, table, verdicts, type Measurement, type Results } from './report.js'
 import { Files } from './requests.js'
@@ -102,6 +103,12 @@ async function benchmark(): Promise<void> {
     results.seal = sealMicro()
     const s = results.seal
     console.log(`seal + open one requestState: ${s.usPerSealOpen.toFixed(1)} µs (seal ${s.usPerSeal.toFixed(1)} µs, open ${s.usPerOpen.toFixed(1)} µs)`)
+  }
+  if (only === undefined || only.some((o) => 'webhooks'.includes(o))) {
+    const redis = await startRedis()
+    results.webhooks = await webhookBench(redis.url, quick ? 1000 : 5000).finally(() => redis.stop())
+    const w = results.webhooks
+    console.log(`webhook deliveries to a loopback receiver: ${w.memoryPerSec}/s (memory), ${w.redisPerSec}/s (Redis), ${w.messages} messages`)
   }
   for (const phase of phases(dist)) {
     if (!phase.workloads.some((w) => selected(phase, w))) continue

@@ -4,6 +4,7 @@ import { McpHttpError, PureHttpClient, type ClientHandlers, type Json } from '..
 import { UsageError, hint, keyValues, need } from './args.js'
 import { askInTerminal } from './form.js'
 import { contentText, interrupt, progress, sampleInTerminal } from './terminal.js'
+import { callWithWebhook } from './webhook-call.js'
 
 const USAGE = `Usage: mcp-http [options] <command>
 
@@ -28,6 +29,8 @@ Options:
   --token <token>                a bearer token
   --protocol-version <version>   default 2026-07-28; 2025-* initializes first
   --roots <uri,uri...>           the roots this client shares (answers roots/list)
+  --webhook <port>               call: receive progress and the task outcome on 127.0.0.1:<port>
+                                 (a webhook, deleted on exit) instead of polling
   --json                         machine output (JSON); --json followed by an object gives call arguments
   -h, --help`
 
@@ -50,6 +53,7 @@ async function main(argv: string[]): Promise<number> {
       input: { type: 'string' },
       arg: { type: 'string', multiple: true, default: [] },
       roots: { type: 'string' },
+      webhook: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false }
     }
   })
@@ -99,6 +103,13 @@ async function main(argv: string[]): Promise<number> {
       // The tool's input schema says which --arg values are text and which are JSON.
       const tool = values.arg.length === 0 ? undefined : (await client.listTools()).find((t) => t.name === name)
       const callArgs = { ...input, ...keyValues(values.arg, tool?.inputSchema ?? {}) }
+      if (values.webhook !== undefined) {
+        const port = Number(values.webhook)
+        if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--webhook takes a port, not ${values.webhook}`)
+        const result = await interruptible(callWithWebhook(client, name, callArgs, port, { signal, onEvent: (line) => void process.stderr.write(`${line}\n`) }))
+        print(result, () => contentText(result.content))
+        return result.isError === true ? 1 : 0
+      }
       const legacyPoll = new AbortController()
       const polling = client.legacy ? client.poll({ signal: legacyPoll.signal, intervalMs: 200 }) : undefined
       const spinner = progress()

@@ -377,6 +377,65 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** the connection's webhooks */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * register a webhook
+         * @description Notifications of this connection are POSTed to the URL, signed (webhook-id, webhook-timestamp, webhook-signature), instead of being queued.
+         */
+        post: operations["registerWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** one webhook, and whether (and why not) it is active */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /**
+         * delete a webhook
+         * @description What it had pending goes back to GET /notifications.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** the webhook's recent delivery attempts, newest first */
+        get: operations["getWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -3056,6 +3115,401 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         resultType: "complete";
+                    };
+                };
+            };
+            /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Internal error -32603; the body never carries details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Protocol version of the request (default: the server default, 2026-07-28). */
+                "mcp-protocol-version"?: string;
+                /** @description Unique id of this request; echoed, logged, and named by cancellation. */
+                "mcp-request-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        webhooks: {
+                            id: string;
+                            url: string;
+                            /** @description The notifications to deliver; absent: all of the connection's. */
+                            events?: string[];
+                            /** Format: date-time */
+                            createdAt: string;
+                            status: "active" | "disabled";
+                            /** @description Why deliveries stopped (410 Gone, or messages in a row that failed). */
+                            disabledReason?: string;
+                            /** Format: date-time */
+                            disabledAt?: string;
+                            /** @description Messages in a row that exhausted their attempts. */
+                            consecutiveFailures: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Internal error -32603; the body never carries details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+        };
+    };
+    registerWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Protocol version of the request (default: the server default, 2026-07-28). */
+                "mcp-protocol-version"?: string;
+                /** @description Unique id of this request; echoed, logged, and named by cancellation. */
+                "mcp-request-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description https URL that receives the deliveries (http only for MCP_WEBHOOK_ALLOWED_HOSTS). */
+                    url: string;
+                    /** @description The notifications to deliver; absent: all of the connection's. */
+                    events?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description The new webhook and its signing secret. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        url: string;
+                        /** @description The notifications to deliver; absent: all of the connection's. */
+                        events?: string[];
+                        /** Format: date-time */
+                        createdAt: string;
+                        status: "active" | "disabled";
+                        /** @description Why deliveries stopped (410 Gone, or messages in a row that failed). */
+                        disabledReason?: string;
+                        /** Format: date-time */
+                        disabledAt?: string;
+                        /** @description Messages in a row that exhausted their attempts. */
+                        consecutiveFailures: number;
+                        /** @description whsec_<base64>: the signing secret, shown only in this answer. */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Internal error -32603; the body never carries details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Protocol version of the request (default: the server default, 2026-07-28). */
+                "mcp-protocol-version"?: string;
+                /** @description Unique id of this request; echoed, logged, and named by cancellation. */
+                "mcp-request-id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A webhook of the caller's logical connection. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        url: string;
+                        /** @description The notifications to deliver; absent: all of the connection's. */
+                        events?: string[];
+                        /** Format: date-time */
+                        createdAt: string;
+                        status: "active" | "disabled";
+                        /** @description Why deliveries stopped (410 Gone, or messages in a row that failed). */
+                        disabledReason?: string;
+                        /** Format: date-time */
+                        disabledAt?: string;
+                        /** @description Messages in a row that exhausted their attempts. */
+                        consecutiveFailures: number;
+                    };
+                };
+            };
+            /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Internal error -32603; the body never carries details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Protocol version of the request (default: the server default, 2026-07-28). */
+                "mcp-protocol-version"?: string;
+                /** @description Unique id of this request; echoed, logged, and named by cancellation. */
+                "mcp-request-id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+            /** @description Internal error -32603; the body never carries details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description JSON-RPC error code. */
+                        code: number;
+                        message: string;
+                        data?: unknown;
+                    };
+                };
+            };
+        };
+    };
+    getWebhookDeliveries: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Protocol version of the request (default: the server default, 2026-07-28). */
+                "mcp-protocol-version"?: string;
+                /** @description Unique id of this request; echoed, logged, and named by cancellation. */
+                "mcp-request-id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deliveries: {
+                            /** @description The webhook-id header: the same for every attempt of one message. */
+                            messageId: string;
+                            attempt: number;
+                            /** Format: date-time */
+                            at: string;
+                            /** @description returned: the message went back to GET /notifications. */
+                            status: "delivered" | "retrying" | "returned";
+                            responseStatus?: number;
+                            durationMs: number;
+                            error?: string;
+                            /** Format: date-time */
+                            nextRetryAt?: string;
+                        }[];
                     };
                 };
             };

@@ -24,7 +24,7 @@ export interface OpenApiFiles {
  * await writeFile('openapi/openapi.json', files['openapi.json'])
  */
 export async function generateOpenApi(): Promise<OpenApiFiles> {
-  const app = await buildServer({ logger: false, mcp: createDemoServer() })
+  const app = await buildServer({ logger: false, mcp: createDemoServer(), webhooks: true })
   try {
     await app.ready()
     const document = (await app.inject({ method: 'GET', url: '/openapi.json' })).json<OpenAPI3>()

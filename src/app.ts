@@ -26,6 +26,8 @@ import notificationsRoutes from '../routes/notifications.js'
 import requestsRoutes from '../routes/requests.js'
 import tasksRoutes from '../routes/tasks.js'
 import wellKnownRoutes from '../routes/well-known.js'
+import webhooks from './webhooks/plugin.js'
+import type { WebhookOptions } from './webhooks/options.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -79,6 +81,8 @@ export interface McpPluginOptions extends HostOriginOptions {
   idempotencyLeaseMs?: number
   /** Per-principal rate limit of the MCP routes (default: none); shared through Redis with a RedisStore. */
   rateLimit?: RateLimitOptions
+  /** Webhooks (`/webhooks`): notifications pushed to URLs the client registers (default: off). */
+  webhooks?: WebhookOptions | boolean
 }
 
 /**
@@ -121,6 +125,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   await fastify.register(notificationsRoutes)
   await fastify.register(requestsRoutes)
   await fastify.register(tasksRoutes)
+  if (opts.webhooks !== undefined && opts.webhooks !== false) await fastify.register(webhooks, opts.webhooks === true ? {} : opts.webhooks)
   if (opts.jsonRpc !== false) await fastify.register(mcpEndpoint, { ...opts.jsonRpc, defaultVersion, metadataUrl })
   await fastify.register(openapiRoutes)
   if (oauth !== undefined) await fastify.register(wellKnownRoutes, oauth.metadata)

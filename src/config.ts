@@ -5,6 +5,7 @@ import { isLoopbackHost, loopbackOnly, type HostOriginOptions } from './auth/ori
 import { ConfigurationError } from './errors.js'
 import { SUPPORTED_VERSIONS } from './protocol.js'
 import { redisProblems } from './store/redis-config.js'
+import { WebhookConfig } from './webhooks/config.js'
 
 const Int = (min: number, max: number, def: number, description: string) =>
   Type.Integer({ minimum: min, maximum: max, default: def, description })
@@ -74,7 +75,8 @@ export const ConfigSchema = Type.Object({
   MCP_MAX_EVENT_LOOP_DELAY_MS: Int(0, 60_000, 0, 'Shed load (503) while the event loop lags more than this (e.g. 1000); 0: off.'),
   MCP_MAX_HEAP_USED_BYTES: Int(0, Number.MAX_SAFE_INTEGER, 0, 'Shed load (503) while the heap is larger than this; 0: off.'),
   MCP_SHUTDOWN_GRACE_MS: Int(0, 600_000, 10_000, 'On SIGTERM, how long in-flight requests may finish before the process exits.'),
-  MCP_TRUST_PROXY: Str('Trust X-Forwarded-For from: true (any), or addresses/CIDRs, comma-separated (default: none).')
+  MCP_TRUST_PROXY: Str('Trust X-Forwarded-For from: true (any), or addresses/CIDRs, comma-separated (default: none).'),
+  ...WebhookConfig
 })
 export type Config = Static<typeof ConfigSchema>
 

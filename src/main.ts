@@ -10,6 +10,7 @@ import { ConfigurationError } from './errors.js'
 import { buildServer } from './server.js'
 import { createStore } from './store/index.js'
 import type { Store } from './store/types.js'
+import { webhooksFromConfig } from './webhooks/config.js'
 
 /** A catalogue to serve, its store, and where (default: the root). */
 export interface Mount {
@@ -46,6 +47,7 @@ export async function serve(
     idempotencyTtlMs: config.MCP_IDEMPOTENCY_TTL_MS,
     idempotencyLeaseMs: config.MCP_IDEMPOTENCY_LEASE_MS,
     rateLimit: { max: config.MCP_RATE_LIMIT_MAX, timeWindowMs: config.MCP_RATE_LIMIT_WINDOW_MS },
+    webhooks: webhooksFromConfig(config),
     ...hostOriginFromConfig(config)
   }
   const app = await buildServer({

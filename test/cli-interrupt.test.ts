@@ -6,7 +6,6 @@ import { resolver } from '../src/mrtr/resolvers.js'
 import { createDemoServer } from '../src/demo/catalogue.js'
 import { liveDemo, type Live } from './client-harness.js'
 
-
 /** A tool (and a resource) that run until their request is aborted. */
 function addWaiting(live: Live) {
   const aborted: string[] = []

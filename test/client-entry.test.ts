@@ -21,7 +21,7 @@ function hooks(dir: string): string {
       return r
     }`
   )
-  writeFileSync(join(dir, 'register.mjs'), `import { register } from 'node:module'\nregister('./hook.mjs', import.meta.url)\n`)
+  writeFileSync(join(dir, 'register.mjs'), 'import { register } from \'node:module\'\nregister(\'./hook.mjs\', import.meta.url)\n')
   return join(dir, 'register.mjs')
 }
 

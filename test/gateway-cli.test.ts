@@ -27,4 +27,3 @@ t.test('gateway --url with --header, and MCP_* settings apply', async (t) => {
   const sum = await post(`${gw.base}/tools/get-sum/calls`, { arguments: { a: 5, b: 6 } })
   t.match(sum.body.content[0].text, /11/)
 })
-

@@ -61,4 +61,3 @@ t.test('demo runs what npm start runs; bad arguments say how to use it', async (
     t.match(err, pattern)
   }
 })
-

@@ -108,7 +108,6 @@ async function failover(cluster: RedisCluster, waitReplicas: number): Promise<Ou
   }
 }
 
-
 const report = (label: string, o: Outcome) =>
   `${label}: acknowledged ${o.acked.notifications} notifications, ${o.acked.tasks} tasks, ${o.acked.replays} replay records; ` +
   `lost ${o.lost.notifications}, ${o.lost.tasks}, ${o.lost.replays}; ${o.failed} writes refused during the failover`

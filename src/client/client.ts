@@ -4,6 +4,7 @@ import { awaitTask, resumed, rounds } from './flows.js'
 export { isTask } from './flows.js'
 import type * as R from './results.js'
 import type { CallOptions, CallToolOptions, Json, PureHttpClientOptions } from './types.js'
+import { deleteWebhook, listWebhooks, registerWebhook, type RegisteredWebhook } from './webhooks.js'
 
 export * from './types.js'
 export type * from './results.js'
@@ -165,5 +166,20 @@ export class PureHttpClient extends AnsweringClient {
 
   async unsubscribe(uri: string, options: CallOptions = {}): Promise<void> {
     await this.post('/resources/unsubscribe', { uri }, options)
+  }
+
+  // ---- webhooks (src/client/webhooks.ts) ----
+
+  /** `POST /webhooks`: notifications of this connection pushed to `url`; the answer's `secret` verifies them (`verifyWebhook`). */
+  registerWebhook(url: string, events?: string[], options: CallOptions = {}): Promise<RegisteredWebhook> {
+    return registerWebhook(this, url, events, options)
+  }
+
+  deleteWebhook(id: string, options: CallOptions = {}): Promise<void> {
+    return deleteWebhook(this, id, options)
+  }
+
+  listWebhooks(options: CallOptions = {}): Promise<Json[]> {
+    return listWebhooks(this, options)
   }
 }

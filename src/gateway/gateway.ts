@@ -187,4 +187,3 @@ export class Gateway implements Forwarder {
     await this.upstream.close()
   }
 }
-

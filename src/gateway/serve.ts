@@ -23,15 +23,19 @@ export class LateLogger implements Logger {
     if (LEVELS[level]! < LEVELS[this.level]!) return
     process.stderr.write(JSON.stringify({ level: LEVELS[level], time: Date.now(), ...(obj as object), msg }) + '\n')
   }
+
   debug(obj: unknown, msg?: string): void {
     this.#write('debug', obj, msg)
   }
+
   info(obj: unknown, msg?: string): void {
     this.#write('info', obj, msg)
   }
+
   warn(obj: unknown, msg?: string): void {
     this.#write('warn', obj, msg)
   }
+
   error(obj: unknown, msg?: string): void {
     this.#write('error', obj, msg)
   }

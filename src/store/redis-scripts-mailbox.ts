@@ -1,7 +1,7 @@
 import { KEEPALIVE, lua } from './redis-lua.js'
 
 /** The key of the answer to request `id` (on the connection's slot). */
-const ANSWER = `local function answerKey(id) return P .. 'a:' .. TAG .. ':' .. id end`
+const ANSWER = 'local function answerKey(id) return P .. \'a:\' .. TAG .. \':\' .. id end'
 
 /**
  * Scripts on one logical connection's slot (K is its hash `P c:{h}`): its notification queue and

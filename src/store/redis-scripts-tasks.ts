@@ -1,6 +1,6 @@
 import { lua } from './redis-lua.js'
 
-const TERMINAL = `local TERMINAL = { ['"completed"'] = true, ['"failed"'] = true, ['"cancelled"'] = true }`
+const TERMINAL = 'local TERMINAL = { [\'"completed"\'] = true, [\'"failed"\'] = true, [\'"cancelled"\'] = true }'
 
 /**
  * Scripts on one task's slot (K is its hash `P t:{h:<taskId>}`, with `:in` its outstanding input

@@ -63,30 +63,39 @@ export class RedisStore implements Store {
   setLogLevel(owner: string, level: LoggingLevel): Promise<void> {
     return this.#conns.setField(owner, 'level', level)
   }
+
   getLogLevel(owner: string): Promise<LoggingLevel | undefined> {
     return this.#conns.getLogLevel(owner)
   }
+
   subscribe(owner: string, uri: string): Promise<boolean> {
     return this.#conns.subscribe(owner, uri)
   }
+
   unsubscribe(owner: string, uri: string): Promise<boolean> {
     return this.#conns.unsubscribe(owner, uri)
   }
+
   subscriptions(owner: string): Promise<string[]> {
     return this.#conns.subscriptions(owner)
   }
+
   subscribers(uri: string): Promise<string[]> {
     return this.#conns.subscribers(uri)
   }
+
   setLegacyClient(owner: string, client: LegacyClient): Promise<void> {
     return this.#conns.setField(owner, 'legacy', JSON.stringify(client))
   }
+
   getLegacyClient(owner: string): Promise<LegacyClient | undefined> {
     return this.#conns.getLegacyClient(owner)
   }
+
   createSession(): Promise<string> {
     return this.#conns.createSession()
   }
+
   hasSession(id: string): Promise<boolean> {
     return this.#conns.hasSession(id)
   }
@@ -94,27 +103,35 @@ export class RedisStore implements Store {
   pushNotification(owner: string, notification: ServerMessage): Promise<void> {
     return this.#mail.pushNotification(owner, notification)
   }
+
   broadcast(notification: ServerMessage): Promise<void> {
     return this.#mail.broadcast(notification)
   }
+
   takeNotifications(owner: string): Promise<NotificationGroup | undefined> {
     return this.#mail.takeNotifications(owner)
   }
+
   ackNotifications(owner: string, groupId: string): Promise<boolean> {
     return this.#mail.ackNotifications(owner, groupId)
   }
+
   enqueueRequest(owner: string, id: string, request: ServerMessage): Promise<void> {
     return this.#mail.enqueueRequest(owner, id, request)
   }
+
   claimRequest(owner: string): Promise<QueuedRequest | undefined> {
     return this.#mail.claimRequest(owner)
   }
+
   getRequest(owner: string, id: string): Promise<QueuedRequest | undefined> {
     return this.#mail.getRequest(owner, id)
   }
+
   completeRequest(owner: string, id: string, answer: ClientAnswer): Promise<boolean> {
     return this.#mail.completeRequest(owner, id, answer)
   }
+
   awaitAnswer(owner: string, id: string, signal: AbortSignal, timeoutMs: number): Promise<ClientAnswer> {
     return this.#mail.awaitAnswer(owner, id, signal, timeoutMs)
   }
@@ -122,12 +139,15 @@ export class RedisStore implements Store {
   publishCancel(owner: string, requestId: string, reason: string | undefined): Promise<void> {
     return this.#core.bus.publishCancel(owner, requestId, reason)
   }
+
   onCancel(listener: (owner: string, requestId: string, reason: string | undefined) => void): () => void {
     return this.#core.bus.onCancel(listener)
   }
+
   publishResourceUpdated(uri: string): Promise<void> {
     return this.#core.bus.publishResourceUpdated(uri)
   }
+
   onResourceUpdated(listener: (uri: string) => void): () => void {
     return this.#core.bus.onResourceUpdated(listener)
   }
@@ -135,15 +155,19 @@ export class RedisStore implements Store {
   createTask(owner: string, task: TaskRecord): Promise<void> {
     return this.#tasks.createTask(owner, task)
   }
+
   getTask(owner: string, taskId: string): Promise<TaskRecord | undefined> {
     return this.#tasks.getTask(owner, taskId)
   }
+
   updateTask(owner: string, taskId: string, patch: Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>): Promise<TaskRecord | undefined> {
     return this.#tasks.updateTask(owner, taskId, patch)
   }
+
   answerTask(owner: string, taskId: string, responses: Record<string, Record<string, unknown>>): Promise<string[] | undefined> {
     return this.#tasks.answerTask(owner, taskId, responses)
   }
+
   awaitTaskAnswers(owner: string, taskId: string, keys: readonly string[], signal: AbortSignal): Promise<Record<string, Record<string, unknown>>> {
     return this.#tasks.awaitTaskAnswers(owner, taskId, keys, signal)
   }
@@ -151,12 +175,15 @@ export class RedisStore implements Store {
   beginIdempotent(owner: string, requestId: string, digest: string, leaseMs: number): Promise<IdempotentStart> {
     return this.#tasks.beginIdempotent(owner, requestId, digest, leaseMs)
   }
+
   renewIdempotent(owner: string, requestId: string, leaseMs: number): Promise<boolean> {
     return this.#tasks.renewIdempotent(owner, requestId, leaseMs)
   }
+
   finishIdempotent(owner: string, requestId: string, response: string, ttlMs: number): Promise<void> {
     return this.#tasks.finishIdempotent(owner, requestId, response, ttlMs)
   }
+
   abandonIdempotent(owner: string, requestId: string): Promise<void> {
     return this.#tasks.abandonIdempotent(owner, requestId)
   }

@@ -1,0 +1,77 @@
+import { Agent, request, type Dispatcher } from 'undici'
+import { checkUrl, guardedLookup, RefusedTarget } from './ssrf.js'
+import { signedHeaders } from './sign.js'
+
+/** How one attempt ended. */
+export interface AttemptResult {
+  ok: boolean
+  /** The receiver answered 410 Gone: disable the webhook. */
+  gone: boolean
+  responseStatus?: number
+  error?: string
+  durationMs: number
+}
+
+/** What is read of a receiver's answer before it is dropped: enough for a status line's worth. */
+const MAX_RESPONSE_BYTES = 4096
+
+/**
+ * Sends deliveries: one agent whose every connection goes through {@link guardedLookup}, and one
+ * for the allow-listed hosts, which skip the address rules. Redirects are never followed (undici's
+ * `request` does not), so a 3xx is a failed attempt, not a way around the rules.
+ */
+export class Sender {
+  readonly #guarded: Dispatcher
+  readonly #trusted: Dispatcher
+
+  constructor(
+    readonly allowedHosts: readonly string[],
+    readonly timeoutMs: number
+  ) {
+    const common = { connections: 8, keepAliveTimeout: 10_000, connectTimeout: timeoutMs }
+    this.#guarded = new Agent({ ...common, connect: { lookup: guardedLookup, timeout: timeoutMs } })
+    this.#trusted = new Agent(common)
+  }
+
+  /** POST the signed body; never throws. */
+  async send(url: string, secret: string, id: string, body: string): Promise<AttemptResult> {
+    const started = performance.now()
+    const took = () => Math.round(performance.now() - started)
+    try {
+      // Checked again at every attempt: the allow-list or the rules may have changed since registration.
+      const target = checkUrl(url, this.allowedHosts)
+      const res = await request(target.url, {
+        method: 'POST',
+        headers: { ...signedHeaders(secret, id, body), 'user-agent': 'mcp-pure-http-webhooks' },
+        body,
+        dispatcher: target.allowed ? this.#trusted : this.#guarded,
+        signal: AbortSignal.timeout(this.timeoutMs)
+      })
+      let read = 0
+      for await (const chunk of res.body) {
+        read += (chunk as Buffer).length
+        if (read >= MAX_RESPONSE_BYTES) break
+      }
+      const status = res.statusCode
+      const ok = status >= 200 && status < 300
+      const out: AttemptResult = { ok, gone: status === 410, responseStatus: status, durationMs: took() }
+      if (!ok) out.error = `The receiver answered ${status}`
+      return out
+    } catch (err) {
+      return { ok: false, gone: false, error: reasonOf(err), durationMs: took() }
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.#guarded.close(), this.#trusted.close()])
+  }
+}
+
+function reasonOf(err: unknown): string {
+  // undici wraps a refused lookup in its connect error: the rule is in the cause.
+  const e = err as Error & { cause?: unknown; code?: string }
+  const refused = [e, e.cause].find((x) => x instanceof RefusedTarget) as RefusedTarget | undefined
+  if (refused !== undefined) return refused.message
+  if (e.name === 'TimeoutError' || e.name === 'AbortError') return 'The receiver did not answer in time'
+  return [e.code, e.message].filter((v) => v !== undefined).join(': ')
+}

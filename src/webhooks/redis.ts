@@ -1,0 +1,118 @@
+import { createHash, randomUUID } from 'node:crypto'
+import type { Cluster, Redis } from 'ioredis'
+import { WEBHOOK_SCRIPTS, type WebhookScript } from './redis-scripts.js'
+import type { ClaimedDelivery, DeliveryAttempt, PendingDelivery, PendingLimits, WebhookRecord, WebhookStore } from './types.js'
+
+const sha1 = (s: string) => createHash('sha1').update(s).digest('hex')
+
+/**
+ * A {@link WebhookStore} in Redis, on the connection and under the prefix of the RedisStore beside
+ * it: webhooks in one hash per owner, each webhook's pending deliveries in a sorted set by due time
+ * (a claimed one is due again when its lease ends), and a schedule of webhooks with work, which
+ * every instance polls. See redis-scripts.ts for the slots.
+ * @example
+ * const webhooks = new RedisWebhookStore(store.client, store.prefix)
+ */
+export class RedisWebhookStore implements WebhookStore {
+  readonly #sched: string
+  readonly #gen: string
+
+  constructor(
+    readonly redis: Redis | Cluster,
+    readonly prefix: string
+  ) {
+    for (const [name, [numberOfKeys, lua]] of Object.entries(WEBHOOK_SCRIPTS)) redis.defineCommand(name, { numberOfKeys, lua })
+    this.#sched = `${prefix}{wh}:sched`
+    this.#gen = `${prefix}{wh}:gen`
+  }
+
+  #run(name: WebhookScript, ...args: (string | number)[]): Promise<unknown> {
+    return (this.redis as unknown as Record<WebhookScript, (...a: (string | number)[]) => Promise<unknown>>)[name](...args)
+  }
+
+  #hooks(owner: string): string {
+    return `${this.prefix}{who:${sha1(owner)}}:hooks`
+  }
+
+  #keys(id: string): [string, string, string, string] {
+    const tag = `${this.prefix}{wh:${id}}`
+    return [`${tag}:due`, `${tag}:msgs`, `${tag}:leases`, `${tag}:bytes`]
+  }
+
+  async addWebhook(hook: WebhookRecord, max: number): Promise<boolean> {
+    return (await this.#run('whAdd', this.#hooks(hook.owner), hook.id, JSON.stringify(hook), max)) === 1
+  }
+
+  async webhooks(owner: string): Promise<WebhookRecord[]> {
+    const all = (await this.redis.hvals(this.#hooks(owner))).map((raw) => JSON.parse(raw) as WebhookRecord)
+    return all.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id))
+  }
+
+  async webhook(owner: string, id: string): Promise<WebhookRecord | undefined> {
+    const raw = await this.redis.hget(this.#hooks(owner), id)
+    return raw === null ? undefined : (JSON.parse(raw) as WebhookRecord)
+  }
+
+  async removeWebhook(owner: string, id: string): Promise<PendingDelivery[] | undefined> {
+    if ((await this.redis.hdel(this.#hooks(owner), id)) === 0) return undefined
+    const pending = await this.drain(id)
+    await this.redis.del(`${this.prefix}{wh:${id}}:log`)
+    await this.redis.multi().zrem(this.#sched, id).hdel(this.#gen, id).exec()
+    return pending
+  }
+
+  async settle(owner: string, id: string, ok: boolean, disableAfter: number, reason: string): Promise<WebhookRecord | undefined> {
+    const raw = (await this.#run('whSettle', this.#hooks(owner), id, ok ? 1 : 0, disableAfter, reason, new Date().toISOString())) as string | null
+    return raw === null ? undefined : (JSON.parse(raw) as WebhookRecord)
+  }
+
+  async enqueue(d: PendingDelivery, limits: PendingLimits): Promise<boolean> {
+    const [due, msgs, , bytes] = this.#keys(d.webhookId)
+    const size = Buffer.byteLength(d.body)
+    const ok = await this.#run('whEnqueue', due, msgs, bytes, d.id, JSON.stringify(d), d.createdAt, size, limits.maxPending, limits.maxPendingBytes)
+    if (ok !== 1) return false
+    await this.#run('whSchedule', this.#sched, this.#gen, d.webhookId, d.createdAt)
+    return true
+  }
+
+  async claim(now: number, leaseMs: number, max: number): Promise<ClaimedDelivery[]> {
+    const polled = (await this.#run('whPoll', this.#sched, this.#gen, now, max)) as string[]
+    const out: ClaimedDelivery[] = []
+    for (let i = 0; i < polled.length && out.length < max; i += 2) {
+      const id = polled[i]!
+      const [due, msgs, leases] = this.#keys(id)
+      const got = (await this.#run('whClaim', due, msgs, leases, now, now + leaseMs, max - out.length, `${randomUUID()}:`)) as string[]
+      for (let j = 0; j + 1 < got.length; j += 2) out.push({ ...(JSON.parse(got[j]!) as PendingDelivery), lease: got[j + 1]! })
+      await this.#run('whReschedule', this.#sched, this.#gen, id, polled[i + 1]!, got[got.length - 1]!)
+    }
+    return out
+  }
+
+  async retry(d: ClaimedDelivery, dueAt: number): Promise<boolean> {
+    const [due, msgs, leases] = this.#keys(d.webhookId)
+    const { lease, ...pending } = d
+    if ((await this.#run('whRetry', due, msgs, leases, d.id, lease, JSON.stringify(pending), dueAt)) !== 1) return false
+    await this.#run('whSchedule', this.#sched, this.#gen, d.webhookId, dueAt)
+    return true
+  }
+
+  async finish(d: ClaimedDelivery): Promise<boolean> {
+    return (await this.#run('whFinish', ...this.#keys(d.webhookId), d.id, d.lease, Buffer.byteLength(d.body))) === 1
+  }
+
+  async drain(webhookId: string): Promise<PendingDelivery[]> {
+    return ((await this.#run('whDrain', ...this.#keys(webhookId))) as string[]).map((raw) => JSON.parse(raw) as PendingDelivery)
+  }
+
+  async logAttempt(webhookId: string, attempt: DeliveryAttempt, keep: number): Promise<void> {
+    const key = `${this.prefix}{wh:${webhookId}}:log`
+    await this.redis.multi().lpush(key, JSON.stringify(attempt)).ltrim(key, 0, keep - 1).exec()
+  }
+
+  async attempts(webhookId: string): Promise<DeliveryAttempt[]> {
+    return (await this.redis.lrange(`${this.prefix}{wh:${webhookId}}:log`, 0, -1)).map((raw) => JSON.parse(raw) as DeliveryAttempt)
+  }
+
+  /** The connection belongs to the RedisStore: nothing to close here. */
+  async close(): Promise<void> {}
+}
