@@ -557,7 +557,461 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: never;
+    schemas: {
+        /** @description The JSON-RPC error object. */
+        McpError: {
+            /** @description JSON-RPC error code. */
+            code: number;
+            message: string;
+            data?: unknown;
+        };
+        TextContent: {
+            /** @enum {string} */
+            type: "text";
+            text: string;
+            annotations?: {
+                audience?: ("user" | "assistant")[];
+                priority?: number;
+                lastModified?: string;
+            };
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        ImageContent: {
+            /** @enum {string} */
+            type: "image";
+            data: string;
+            mimeType: string;
+            annotations?: {
+                audience?: ("user" | "assistant")[];
+                priority?: number;
+                lastModified?: string;
+            };
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        AudioContent: {
+            /** @enum {string} */
+            type: "audio";
+            data: string;
+            mimeType: string;
+            annotations?: {
+                audience?: ("user" | "assistant")[];
+                priority?: number;
+                lastModified?: string;
+            };
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        ResourceLink: {
+            /** @enum {string} */
+            type: "resource_link";
+            uri: string;
+            name: string;
+            title?: string;
+            description?: string;
+            mimeType?: string;
+            size?: number;
+            annotations?: {
+                audience?: ("user" | "assistant")[];
+                priority?: number;
+                lastModified?: string;
+            };
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        TextResourceContents: {
+            uri: string;
+            mimeType?: string;
+            text: string;
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        BlobResourceContents: {
+            uri: string;
+            mimeType?: string;
+            /** @description Base64-encoded bytes. */
+            blob: string;
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        ResourceContents: components["schemas"]["TextResourceContents"] | components["schemas"]["BlobResourceContents"];
+        EmbeddedResource: {
+            /** @enum {string} */
+            type: "resource";
+            resource: components["schemas"]["ResourceContents"];
+            annotations?: {
+                audience?: ("user" | "assistant")[];
+                priority?: number;
+                lastModified?: string;
+            };
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description A piece of content: text, image, audio, a link to a resource, or an embedded resource. */
+        ContentBlock: components["schemas"]["TextContent"] | components["schemas"]["ImageContent"] | components["schemas"]["AudioContent"] | components["schemas"]["ResourceLink"] | components["schemas"]["EmbeddedResource"];
+        /** @description An elicitation, sampling or roots request the client must answer before retrying. */
+        InputRequest: {
+            method: "elicitation/create" | "sampling/createMessage" | "roots/list";
+            params?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description The server needs input before it can answer: retry with `inputResponses` and `requestState`. */
+        InputRequiredResult: {
+            /** @enum {string} */
+            resultType: "input_required";
+            /** @description Server-assigned keys to the requests the client must answer. */
+            inputRequests?: {
+                [key: string]: components["schemas"]["InputRequest"];
+            };
+            /** @description Opaque; echo it on the retry. */
+            requestState?: string;
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description A tool the client can call. */
+        Tool: {
+            name: string;
+            title?: string;
+            description?: string;
+            /** @description JSON Schema of the arguments (an object schema). */
+            inputSchema: {
+                [key: string]: unknown;
+            };
+            /** @description JSON Schema of `structuredContent`. */
+            outputSchema?: {
+                [key: string]: unknown;
+            };
+            annotations?: {
+                title?: string;
+                readOnlyHint?: boolean;
+                destructiveHint?: boolean;
+                idempotentHint?: boolean;
+                openWorldHint?: boolean;
+            };
+            execution?: {
+                taskSupport?: "forbidden" | "optional" | "required";
+            };
+            icons?: {
+                src: string;
+                mimeType?: string;
+                sizes?: string[];
+                theme?: "light" | "dark";
+            }[];
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description One page of tools. */
+        ListToolsResult: {
+            tools: components["schemas"]["Tool"][];
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+            /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+            resultType?: "complete" | "input_required" | "task";
+            /** @description How long the client may consider the result fresh. */
+            ttlMs?: number;
+            cacheScope?: "public" | "private";
+            /** @description Pass as `?cursor=` to get the next page. */
+            nextCursor?: string;
+        };
+        /** @description The result of a tool call. */
+        CallToolResult: {
+            content: components["schemas"]["ContentBlock"][];
+            /** @description Output matching the tool `outputSchema`. */
+            structuredContent?: {
+                [key: string]: unknown;
+            };
+            /** @description True when the tool itself failed. */
+            isError?: boolean;
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+            /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+            resultType?: "complete" | "input_required" | "task";
+        };
+        /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
+        CreateTaskResult: {
+            /** @enum {string} */
+            resultType: "task";
+            taskId: string;
+            /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
+            status: "working" | "input_required" | "completed" | "failed" | "cancelled";
+            statusMessage?: string;
+            /** @description ISO 8601. */
+            createdAt: string;
+            /** @description ISO 8601. */
+            lastUpdatedAt: string;
+            /** @description The task may be discarded this long after its creation. */
+            ttlMs: number;
+            /** @description Poll no more often than this. */
+            pollIntervalMs: number;
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description The task, with its result, error or outstanding inputRequests inlined. */
+        DetailedTask: {
+            /** @enum {string} */
+            resultType: "complete";
+            taskId: string;
+            /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
+            status: "working" | "input_required" | "completed" | "failed" | "cancelled";
+            statusMessage?: string;
+            /** @description ISO 8601. */
+            createdAt: string;
+            /** @description ISO 8601. */
+            lastUpdatedAt: string;
+            /** @description The task may be discarded this long after its creation. */
+            ttlMs: number;
+            /** @description Poll no more often than this. */
+            pollIntervalMs: number;
+            /** @description Server-assigned keys to the requests the client must answer. */
+            inputRequests?: {
+                [key: string]: components["schemas"]["InputRequest"];
+            };
+            /** @description The final result (completed), e.g. a CallToolResult. */
+            result?: {
+                [key: string]: unknown;
+            };
+            error?: components["schemas"]["McpError"];
+        };
+        Prompt: {
+            name: string;
+            title?: string;
+            description?: string;
+            arguments?: {
+                name: string;
+                title?: string;
+                description?: string;
+                required?: boolean;
+            }[];
+            icons?: {
+                src: string;
+                mimeType?: string;
+                sizes?: string[];
+                theme?: "light" | "dark";
+            }[];
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description One page of prompts. */
+        ListPromptsResult: {
+            prompts: components["schemas"]["Prompt"][];
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+            /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+            resultType?: "complete" | "input_required" | "task";
+            /** @description How long the client may consider the result fresh. */
+            ttlMs?: number;
+            cacheScope?: "public" | "private";
+            /** @description Pass as `?cursor=` to get the next page. */
+            nextCursor?: string;
+        };
+        PromptMessage: {
+            role: "user" | "assistant";
+            content: components["schemas"]["ContentBlock"];
+        };
+        GetPromptResult: {
+            description?: string;
+            messages: components["schemas"]["PromptMessage"][];
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+            /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+            resultType?: "complete" | "input_required" | "task";
+        };
+        Resource: {
+            uri: string;
+            name: string;
+            title?: string;
+            description?: string;
+            mimeType?: string;
+            size?: number;
+            annotations?: {
+                audience?: ("user" | "assistant")[];
+                priority?: number;
+                lastModified?: string;
+            };
+            icons?: {
+                src: string;
+                mimeType?: string;
+                sizes?: string[];
+                theme?: "light" | "dark";
+            }[];
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        ResourceTemplate: {
+            /** @description An RFC 6570 URI template. */
+            uriTemplate: string;
+            name: string;
+            title?: string;
+            description?: string;
+            mimeType?: string;
+            annotations?: {
+                audience?: ("user" | "assistant")[];
+                priority?: number;
+                lastModified?: string;
+            };
+            icons?: {
+                src: string;
+                mimeType?: string;
+                sizes?: string[];
+                theme?: "light" | "dark";
+            }[];
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description One page of resources. */
+        ListResourcesResult: {
+            resources: components["schemas"]["Resource"][];
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+            /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+            resultType?: "complete" | "input_required" | "task";
+            /** @description How long the client may consider the result fresh. */
+            ttlMs?: number;
+            cacheScope?: "public" | "private";
+            /** @description Pass as `?cursor=` to get the next page. */
+            nextCursor?: string;
+        };
+        /** @description One page of resource templates. */
+        ListResourceTemplatesResult: {
+            resourceTemplates: components["schemas"]["ResourceTemplate"][];
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+            /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+            resultType?: "complete" | "input_required" | "task";
+            /** @description How long the client may consider the result fresh. */
+            ttlMs?: number;
+            cacheScope?: "public" | "private";
+            /** @description Pass as `?cursor=` to get the next page. */
+            nextCursor?: string;
+        };
+        ReadResourceResult: {
+            contents: components["schemas"]["ResourceContents"][];
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+            /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+            resultType?: "complete" | "input_required" | "task";
+            /** @description How long the client may consider the result fresh. */
+            ttlMs?: number;
+            cacheScope?: "public" | "private";
+        };
+        /** @description The negotiated version and what this server offers. */
+        InitializeResult: {
+            protocolVersion: string;
+            /** @description What the server offers: tools, prompts, resources, ... */
+            capabilities: {
+                [key: string]: unknown;
+            };
+            /** @description Name and version of an MCP implementation. */
+            serverInfo: {
+                name: string;
+                version: string;
+                title?: string;
+                description?: string;
+                websiteUrl?: string;
+                icons?: {
+                    src: string;
+                    mimeType?: string;
+                    sizes?: string[];
+                    theme?: "light" | "dark";
+                }[];
+            };
+            instructions?: string;
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+            /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+            resultType?: "complete" | "input_required" | "task";
+        };
+        /** @description Supported versions, capabilities and identity of this server. */
+        DiscoverResult: {
+            supportedVersions: string[];
+            /** @description What the server offers: tools, prompts, resources, ... */
+            capabilities: {
+                [key: string]: unknown;
+            };
+            /** @description Name and version of an MCP implementation. */
+            serverInfo: {
+                name: string;
+                version: string;
+                title?: string;
+                description?: string;
+                websiteUrl?: string;
+                icons?: {
+                    src: string;
+                    mimeType?: string;
+                    sizes?: string[];
+                    theme?: "light" | "dark";
+                }[];
+            };
+            instructions?: string;
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+            /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+            resultType?: "complete" | "input_required" | "task";
+            /** @description How long the client may consider the result fresh. */
+            ttlMs?: number;
+            cacheScope?: "public" | "private";
+        };
+        /** @description Completion suggestions (at most 100). */
+        CompleteResult: {
+            completion: {
+                values: string[];
+                total?: number;
+                hasMore?: boolean;
+            };
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+            /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+            resultType?: "complete" | "input_required" | "task";
+        };
+    };
     responses: never;
     parameters: never;
     requestBodies: never;
@@ -614,34 +1068,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        protocolVersion: string;
-                        /** @description What the server offers: tools, prompts, resources, ... */
-                        capabilities: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Name and version of an MCP implementation. */
-                        serverInfo: {
-                            name: string;
-                            version: string;
-                            title?: string;
-                            description?: string;
-                            websiteUrl?: string;
-                            icons?: {
-                                src: string;
-                                mimeType?: string;
-                                sizes?: string[];
-                                theme?: "light" | "dark";
-                            }[];
-                        };
-                        instructions?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    };
+                    "application/json": components["schemas"]["InitializeResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -650,12 +1077,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -664,12 +1086,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -678,12 +1095,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -710,37 +1131,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        supportedVersions: string[];
-                        /** @description What the server offers: tools, prompts, resources, ... */
-                        capabilities: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Name and version of an MCP implementation. */
-                        serverInfo: {
-                            name: string;
-                            version: string;
-                            title?: string;
-                            description?: string;
-                            websiteUrl?: string;
-                            icons?: {
-                                src: string;
-                                mimeType?: string;
-                                sizes?: string[];
-                                theme?: "light" | "dark";
-                            }[];
-                        };
-                        instructions?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                        /** @description How long the client may consider the result fresh. */
-                        ttlMs?: number;
-                        cacheScope?: "public" | "private";
-                    };
+                    "application/json": components["schemas"]["DiscoverResult"];
                 };
             };
             /** @description Not modified: the `If-None-Match` ETag is current. */
@@ -756,12 +1147,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -770,12 +1156,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -809,12 +1199,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -823,12 +1208,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -870,12 +1259,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -884,12 +1268,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -941,19 +1329,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        completion: {
-                            values: string[];
-                            total?: number;
-                            hasMore?: boolean;
-                        };
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    };
+                    "application/json": components["schemas"]["CompleteResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -962,12 +1338,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -976,12 +1347,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -990,12 +1356,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -1025,52 +1395,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        tools: {
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            /** @description JSON Schema of the arguments (an object schema). */
-                            inputSchema: {
-                                [key: string]: unknown;
-                            };
-                            /** @description JSON Schema of `structuredContent`. */
-                            outputSchema?: {
-                                [key: string]: unknown;
-                            };
-                            annotations?: {
-                                title?: string;
-                                readOnlyHint?: boolean;
-                                destructiveHint?: boolean;
-                                idempotentHint?: boolean;
-                                openWorldHint?: boolean;
-                            };
-                            execution?: {
-                                taskSupport?: "forbidden" | "optional" | "required";
-                            };
-                            icons?: {
-                                src: string;
-                                mimeType?: string;
-                                sizes?: string[];
-                                theme?: "light" | "dark";
-                            }[];
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        }[];
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                        /** @description How long the client may consider the result fresh. */
-                        ttlMs?: number;
-                        cacheScope?: "public" | "private";
-                        /** @description Pass as `?cursor=` to get the next page. */
-                        nextCursor?: string;
-                    };
+                    "application/json": components["schemas"]["ListToolsResult"];
                 };
             };
             /** @description Not modified: the `If-None-Match` ETag is current. */
@@ -1086,12 +1411,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -1100,12 +1420,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -1161,128 +1485,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        content: ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "audio";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource_link";
-                            uri: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            size?: number;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource";
-                            resource: {
-                                uri: string;
-                                mimeType?: string;
-                                text: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                uri: string;
-                                mimeType?: string;
-                                /** @description Base64-encoded bytes. */
-                                blob: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
-                        /** @description Output matching the tool `outputSchema`. */
-                        structuredContent?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description True when the tool itself failed. */
-                        isError?: boolean;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CallToolResult"] | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
@@ -1291,26 +1494,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        resultType: "task";
-                        taskId: string;
-                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
-                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-                        statusMessage?: string;
-                        /** @description ISO 8601. */
-                        createdAt: string;
-                        /** @description ISO 8601. */
-                        lastUpdatedAt: string;
-                        /** @description The task may be discarded this long after its creation. */
-                        ttlMs: number;
-                        /** @description Poll no more often than this. */
-                        pollIntervalMs: number;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CreateTaskResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -1319,12 +1503,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -1333,12 +1512,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -1347,12 +1521,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -1361,12 +1530,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -1396,40 +1569,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        prompts: {
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            arguments?: {
-                                name: string;
-                                title?: string;
-                                description?: string;
-                                required?: boolean;
-                            }[];
-                            icons?: {
-                                src: string;
-                                mimeType?: string;
-                                sizes?: string[];
-                                theme?: "light" | "dark";
-                            }[];
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        }[];
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                        /** @description How long the client may consider the result fresh. */
-                        ttlMs?: number;
-                        cacheScope?: "public" | "private";
-                        /** @description Pass as `?cursor=` to get the next page. */
-                        nextCursor?: string;
-                    };
+                    "application/json": components["schemas"]["ListPromptsResult"];
                 };
             };
             /** @description Not modified: the `If-None-Match` ETag is current. */
@@ -1445,12 +1585,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -1459,12 +1594,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -1499,127 +1638,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        description?: string;
-                        messages: {
-                            role: "user" | "assistant";
-                            /** @description A piece of content: text, image, audio, a link to a resource, or an embedded resource. */
-                            content: {
-                                /** @enum {string} */
-                                type: "text";
-                                text: string;
-                                annotations?: {
-                                    audience?: ("user" | "assistant")[];
-                                    priority?: number;
-                                    lastModified?: string;
-                                };
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                /** @enum {string} */
-                                type: "image";
-                                data: string;
-                                mimeType: string;
-                                annotations?: {
-                                    audience?: ("user" | "assistant")[];
-                                    priority?: number;
-                                    lastModified?: string;
-                                };
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                /** @enum {string} */
-                                type: "audio";
-                                data: string;
-                                mimeType: string;
-                                annotations?: {
-                                    audience?: ("user" | "assistant")[];
-                                    priority?: number;
-                                    lastModified?: string;
-                                };
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                /** @enum {string} */
-                                type: "resource_link";
-                                uri: string;
-                                name: string;
-                                title?: string;
-                                description?: string;
-                                mimeType?: string;
-                                size?: number;
-                                annotations?: {
-                                    audience?: ("user" | "assistant")[];
-                                    priority?: number;
-                                    lastModified?: string;
-                                };
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                /** @enum {string} */
-                                type: "resource";
-                                resource: {
-                                    uri: string;
-                                    mimeType?: string;
-                                    text: string;
-                                    /** @description Free-form request or result metadata (`_meta`). */
-                                    _meta?: {
-                                        [key: string]: unknown;
-                                    };
-                                } | {
-                                    uri: string;
-                                    mimeType?: string;
-                                    /** @description Base64-encoded bytes. */
-                                    blob: string;
-                                    /** @description Free-form request or result metadata (`_meta`). */
-                                    _meta?: {
-                                        [key: string]: unknown;
-                                    };
-                                };
-                                annotations?: {
-                                    audience?: ("user" | "assistant")[];
-                                    priority?: number;
-                                    lastModified?: string;
-                                };
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        }[];
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["GetPromptResult"] | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -1628,12 +1647,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -1642,12 +1656,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -1656,12 +1665,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -1709,127 +1722,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        description?: string;
-                        messages: {
-                            role: "user" | "assistant";
-                            /** @description A piece of content: text, image, audio, a link to a resource, or an embedded resource. */
-                            content: {
-                                /** @enum {string} */
-                                type: "text";
-                                text: string;
-                                annotations?: {
-                                    audience?: ("user" | "assistant")[];
-                                    priority?: number;
-                                    lastModified?: string;
-                                };
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                /** @enum {string} */
-                                type: "image";
-                                data: string;
-                                mimeType: string;
-                                annotations?: {
-                                    audience?: ("user" | "assistant")[];
-                                    priority?: number;
-                                    lastModified?: string;
-                                };
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                /** @enum {string} */
-                                type: "audio";
-                                data: string;
-                                mimeType: string;
-                                annotations?: {
-                                    audience?: ("user" | "assistant")[];
-                                    priority?: number;
-                                    lastModified?: string;
-                                };
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                /** @enum {string} */
-                                type: "resource_link";
-                                uri: string;
-                                name: string;
-                                title?: string;
-                                description?: string;
-                                mimeType?: string;
-                                size?: number;
-                                annotations?: {
-                                    audience?: ("user" | "assistant")[];
-                                    priority?: number;
-                                    lastModified?: string;
-                                };
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                /** @enum {string} */
-                                type: "resource";
-                                resource: {
-                                    uri: string;
-                                    mimeType?: string;
-                                    text: string;
-                                    /** @description Free-form request or result metadata (`_meta`). */
-                                    _meta?: {
-                                        [key: string]: unknown;
-                                    };
-                                } | {
-                                    uri: string;
-                                    mimeType?: string;
-                                    /** @description Base64-encoded bytes. */
-                                    blob: string;
-                                    /** @description Free-form request or result metadata (`_meta`). */
-                                    _meta?: {
-                                        [key: string]: unknown;
-                                    };
-                                };
-                                annotations?: {
-                                    audience?: ("user" | "assistant")[];
-                                    priority?: number;
-                                    lastModified?: string;
-                                };
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        }[];
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["GetPromptResult"] | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -1838,12 +1731,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -1852,12 +1740,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -1866,12 +1749,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -1880,12 +1758,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -1915,42 +1797,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        resources: {
-                            uri: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            size?: number;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            icons?: {
-                                src: string;
-                                mimeType?: string;
-                                sizes?: string[];
-                                theme?: "light" | "dark";
-                            }[];
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        }[];
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                        /** @description How long the client may consider the result fresh. */
-                        ttlMs?: number;
-                        cacheScope?: "public" | "private";
-                        /** @description Pass as `?cursor=` to get the next page. */
-                        nextCursor?: string;
-                    };
+                    "application/json": components["schemas"]["ListResourcesResult"];
                 };
             };
             /** @description Not modified: the `If-None-Match` ETag is current. */
@@ -1966,12 +1813,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -1980,12 +1822,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2015,42 +1861,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        resourceTemplates: {
-                            /** @description An RFC 6570 URI template. */
-                            uriTemplate: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            icons?: {
-                                src: string;
-                                mimeType?: string;
-                                sizes?: string[];
-                                theme?: "light" | "dark";
-                            }[];
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        }[];
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                        /** @description How long the client may consider the result fresh. */
-                        ttlMs?: number;
-                        cacheScope?: "public" | "private";
-                        /** @description Pass as `?cursor=` to get the next page. */
-                        nextCursor?: string;
-                    };
+                    "application/json": components["schemas"]["ListResourceTemplatesResult"];
                 };
             };
             /** @description Not modified: the `If-None-Match` ETag is current. */
@@ -2066,12 +1877,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2080,12 +1886,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2119,53 +1929,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        contents: ({
-                            uri: string;
-                            mimeType?: string;
-                            text: string;
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            uri: string;
-                            mimeType?: string;
-                            /** @description Base64-encoded bytes. */
-                            blob: string;
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                        /** @description How long the client may consider the result fresh. */
-                        ttlMs?: number;
-                        cacheScope?: "public" | "private";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["ReadResourceResult"] | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description Not modified: the `If-None-Match` ETag is current. */
@@ -2181,12 +1945,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -2195,12 +1954,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2209,12 +1963,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2259,53 +2017,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        contents: ({
-                            uri: string;
-                            mimeType?: string;
-                            text: string;
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            uri: string;
-                            mimeType?: string;
-                            /** @description Base64-encoded bytes. */
-                            blob: string;
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                        /** @description How long the client may consider the result fresh. */
-                        ttlMs?: number;
-                        cacheScope?: "public" | "private";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["ReadResourceResult"] | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -2314,12 +2026,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -2328,12 +2035,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -2342,12 +2044,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2356,12 +2053,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2403,12 +2104,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -2417,12 +2113,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2431,12 +2122,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2478,12 +2173,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -2492,12 +2182,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2506,12 +2191,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2552,12 +2241,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2566,12 +2250,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2614,12 +2302,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -2628,12 +2311,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2642,12 +2320,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2693,12 +2375,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2707,12 +2384,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2756,12 +2437,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -2770,12 +2446,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -2784,12 +2455,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2798,12 +2464,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2832,42 +2502,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        resultType: "complete";
-                        taskId: string;
-                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
-                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-                        statusMessage?: string;
-                        /** @description ISO 8601. */
-                        createdAt: string;
-                        /** @description ISO 8601. */
-                        lastUpdatedAt: string;
-                        /** @description The task may be discarded this long after its creation. */
-                        ttlMs: number;
-                        /** @description Poll no more often than this. */
-                        pollIntervalMs: number;
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description The final result (completed), e.g. a CallToolResult. */
-                        result?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description The JSON-RPC error object. */
-                        error?: {
-                            /** @description JSON-RPC error code. */
-                            code: number;
-                            message: string;
-                            data?: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["DetailedTask"];
                 };
             };
             /** @description Not modified: the `If-None-Match` ETag is current. */
@@ -2883,12 +2518,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -2897,12 +2527,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2911,12 +2536,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2970,12 +2599,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -2984,12 +2608,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -2998,12 +2617,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -3012,12 +2626,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -3065,12 +2683,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -3079,12 +2692,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -3093,12 +2701,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -3123,6 +2735,33 @@ export interface operations {
                     };
                 };
             };
+            /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Internal error -32603; the body never carries details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
         };
     };
     callTool_echo: {
@@ -3140,6 +2779,13 @@ export interface operations {
         /** @description tools/call params; `name` comes from the path (ignored here when present). */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "arguments": {
+                 *         "text": "string"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     arguments: {
                         /** @description The text to echo. */
@@ -3174,128 +2820,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        content: ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "audio";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource_link";
-                            uri: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            size?: number;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource";
-                            resource: {
-                                uri: string;
-                                mimeType?: string;
-                                text: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                uri: string;
-                                mimeType?: string;
-                                /** @description Base64-encoded bytes. */
-                                blob: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
-                        /** @description Output matching the tool `outputSchema`. */
-                        structuredContent?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description True when the tool itself failed. */
-                        isError?: boolean;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CallToolResult"] | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
@@ -3304,26 +2829,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        resultType: "task";
-                        taskId: string;
-                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
-                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-                        statusMessage?: string;
-                        /** @description ISO 8601. */
-                        createdAt: string;
-                        /** @description ISO 8601. */
-                        lastUpdatedAt: string;
-                        /** @description The task may be discarded this long after its creation. */
-                        ttlMs: number;
-                        /** @description Poll no more often than this. */
-                        pollIntervalMs: number;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CreateTaskResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -3332,12 +2838,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -3346,12 +2847,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -3360,12 +2856,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -3374,12 +2865,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -3399,6 +2894,14 @@ export interface operations {
         /** @description tools/call params; `name` comes from the path (ignored here when present). */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "arguments": {
+                 *         "a": 0,
+                 *         "b": 0
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     arguments: {
                         a: number;
@@ -3433,127 +2936,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        content: ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "audio";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource_link";
-                            uri: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            size?: number;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource";
-                            resource: {
-                                uri: string;
-                                mimeType?: string;
-                                text: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                uri: string;
-                                mimeType?: string;
-                                /** @description Base64-encoded bytes. */
-                                blob: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
+                    "application/json": (components["schemas"]["CallToolResult"] & {
                         structuredContent?: {
                             sum: number;
                         };
-                        /** @description True when the tool itself failed. */
-                        isError?: boolean;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    }) | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
@@ -3562,26 +2949,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        resultType: "task";
-                        taskId: string;
-                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
-                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-                        statusMessage?: string;
-                        /** @description ISO 8601. */
-                        createdAt: string;
-                        /** @description ISO 8601. */
-                        lastUpdatedAt: string;
-                        /** @description The task may be discarded this long after its creation. */
-                        ttlMs: number;
-                        /** @description Poll no more often than this. */
-                        pollIntervalMs: number;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CreateTaskResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -3590,12 +2958,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -3604,12 +2967,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -3618,12 +2976,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -3632,12 +2985,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -3657,6 +3014,11 @@ export interface operations {
         /** @description tools/call params; `name` comes from the path (ignored here when present). */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "arguments": {}
+                 *     }
+                 */
                 "application/json": {
                     arguments: {
                         location?: string;
@@ -3690,128 +3052,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        content: ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "audio";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource_link";
-                            uri: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            size?: number;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource";
-                            resource: {
-                                uri: string;
-                                mimeType?: string;
-                                text: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                uri: string;
-                                mimeType?: string;
-                                /** @description Base64-encoded bytes. */
-                                blob: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
-                        /** @description Output matching the tool `outputSchema`. */
-                        structuredContent?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description True when the tool itself failed. */
-                        isError?: boolean;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CallToolResult"] | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
@@ -3820,26 +3061,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        resultType: "task";
-                        taskId: string;
-                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
-                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-                        statusMessage?: string;
-                        /** @description ISO 8601. */
-                        createdAt: string;
-                        /** @description ISO 8601. */
-                        lastUpdatedAt: string;
-                        /** @description The task may be discarded this long after its creation. */
-                        ttlMs: number;
-                        /** @description Poll no more often than this. */
-                        pollIntervalMs: number;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CreateTaskResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -3848,12 +3070,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -3862,12 +3079,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -3876,12 +3088,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -3890,12 +3097,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -3915,6 +3126,14 @@ export interface operations {
         /** @description tools/call params; `name` comes from the path (ignored here when present). */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "arguments": {
+                 *         "workItemId": 1,
+                 *         "fields": {}
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     arguments: {
                         workItemId: number;
@@ -3951,128 +3170,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        content: ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "audio";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource_link";
-                            uri: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            size?: number;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource";
-                            resource: {
-                                uri: string;
-                                mimeType?: string;
-                                text: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                uri: string;
-                                mimeType?: string;
-                                /** @description Base64-encoded bytes. */
-                                blob: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
-                        /** @description Output matching the tool `outputSchema`. */
-                        structuredContent?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description True when the tool itself failed. */
-                        isError?: boolean;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CallToolResult"] | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
@@ -4081,26 +3179,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        resultType: "task";
-                        taskId: string;
-                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
-                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-                        statusMessage?: string;
-                        /** @description ISO 8601. */
-                        createdAt: string;
-                        /** @description ISO 8601. */
-                        lastUpdatedAt: string;
-                        /** @description The task may be discarded this long after its creation. */
-                        ttlMs: number;
-                        /** @description Poll no more often than this. */
-                        pollIntervalMs: number;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CreateTaskResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -4109,12 +3188,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -4123,12 +3197,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -4137,12 +3206,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -4151,12 +3215,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -4176,6 +3244,13 @@ export interface operations {
         /** @description tools/call params; `name` comes from the path (ignored here when present). */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "arguments": {
+                 *         "n": 6
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     arguments: {
                         /** @default 6 */
@@ -4210,127 +3285,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        content: ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "audio";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource_link";
-                            uri: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            size?: number;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource";
-                            resource: {
-                                uri: string;
-                                mimeType?: string;
-                                text: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                uri: string;
-                                mimeType?: string;
-                                /** @description Base64-encoded bytes. */
-                                blob: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
+                    "application/json": (components["schemas"]["CallToolResult"] & {
                         structuredContent?: {
                             sum: number;
                         };
-                        /** @description True when the tool itself failed. */
-                        isError?: boolean;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    }) | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
@@ -4339,26 +3298,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        resultType: "task";
-                        taskId: string;
-                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
-                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-                        statusMessage?: string;
-                        /** @description ISO 8601. */
-                        createdAt: string;
-                        /** @description ISO 8601. */
-                        lastUpdatedAt: string;
-                        /** @description The task may be discarded this long after its creation. */
-                        ttlMs: number;
-                        /** @description Poll no more often than this. */
-                        pollIntervalMs: number;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CreateTaskResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -4367,12 +3307,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -4381,12 +3316,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -4395,12 +3325,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -4409,12 +3334,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -4434,6 +3363,11 @@ export interface operations {
         /** @description tools/call params; `name` comes from the path (ignored here when present). */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "arguments": {}
+                 *     }
+                 */
                 "application/json": {
                     arguments: Record<string, never>;
                     /** @description Free-form request or result metadata (`_meta`). */
@@ -4465,128 +3399,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        content: ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "audio";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource_link";
-                            uri: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            size?: number;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource";
-                            resource: {
-                                uri: string;
-                                mimeType?: string;
-                                text: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                uri: string;
-                                mimeType?: string;
-                                /** @description Base64-encoded bytes. */
-                                blob: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
-                        /** @description Output matching the tool `outputSchema`. */
-                        structuredContent?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description True when the tool itself failed. */
-                        isError?: boolean;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CallToolResult"] | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
@@ -4595,26 +3408,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        resultType: "task";
-                        taskId: string;
-                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
-                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-                        statusMessage?: string;
-                        /** @description ISO 8601. */
-                        createdAt: string;
-                        /** @description ISO 8601. */
-                        lastUpdatedAt: string;
-                        /** @description The task may be discarded this long after its creation. */
-                        ttlMs: number;
-                        /** @description Poll no more often than this. */
-                        pollIntervalMs: number;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CreateTaskResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -4623,12 +3417,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -4637,12 +3426,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -4651,12 +3435,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -4665,12 +3444,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -4690,6 +3473,11 @@ export interface operations {
         /** @description tools/call params; `name` comes from the path (ignored here when present). */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "arguments": {}
+                 *     }
+                 */
                 "application/json": {
                     arguments: Record<string, never>;
                     /** @description Free-form request or result metadata (`_meta`). */
@@ -4721,128 +3509,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        content: ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "audio";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource_link";
-                            uri: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            size?: number;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource";
-                            resource: {
-                                uri: string;
-                                mimeType?: string;
-                                text: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                uri: string;
-                                mimeType?: string;
-                                /** @description Base64-encoded bytes. */
-                                blob: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
-                        /** @description Output matching the tool `outputSchema`. */
-                        structuredContent?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description True when the tool itself failed. */
-                        isError?: boolean;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CallToolResult"] | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
@@ -4851,26 +3518,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        resultType: "task";
-                        taskId: string;
-                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
-                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-                        statusMessage?: string;
-                        /** @description ISO 8601. */
-                        createdAt: string;
-                        /** @description ISO 8601. */
-                        lastUpdatedAt: string;
-                        /** @description The task may be discarded this long after its creation. */
-                        ttlMs: number;
-                        /** @description Poll no more often than this. */
-                        pollIntervalMs: number;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CreateTaskResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -4879,12 +3527,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -4893,12 +3536,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -4907,12 +3545,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -4921,12 +3554,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -4946,6 +3583,13 @@ export interface operations {
         /** @description tools/call params; `name` comes from the path (ignored here when present). */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "arguments": {
+                 *         "n": 1
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     arguments: {
                         n: number;
@@ -4979,127 +3623,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        content: ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "audio";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource_link";
-                            uri: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            size?: number;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource";
-                            resource: {
-                                uri: string;
-                                mimeType?: string;
-                                text: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                uri: string;
-                                mimeType?: string;
-                                /** @description Base64-encoded bytes. */
-                                blob: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
+                    "application/json": (components["schemas"]["CallToolResult"] & {
                         structuredContent?: {
                             sum: number;
                         };
-                        /** @description True when the tool itself failed. */
-                        isError?: boolean;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    }) | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
@@ -5108,26 +3636,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        resultType: "task";
-                        taskId: string;
-                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
-                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-                        statusMessage?: string;
-                        /** @description ISO 8601. */
-                        createdAt: string;
-                        /** @description ISO 8601. */
-                        lastUpdatedAt: string;
-                        /** @description The task may be discarded this long after its creation. */
-                        ttlMs: number;
-                        /** @description Poll no more often than this. */
-                        pollIntervalMs: number;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CreateTaskResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -5136,12 +3645,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -5150,12 +3654,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -5164,12 +3663,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -5178,12 +3672,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };

@@ -1,4 +1,3 @@
-import swagger from '@fastify/swagger'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, HTTPMethods, HookHandlerDoneFunction } from 'fastify'
 import { withResourceMetadata } from './auth/bearer.js'
 import { oauthSetup, type OAuthOptions } from './auth/oauth.js'
@@ -10,6 +9,7 @@ import { Header, REQUEST_ID, newRequestId } from './headers.js'
 import { sendError, toMcpError } from './http/errors.js'
 import type { Abortable } from './http/request.js'
 import { idempotentToolCalls } from './http/idempotency.js'
+import { registerOpenApi } from './http/openapi-document.js'
 import { rateLimits, type RateLimitOptions } from './http/limits.js'
 import { era, negotiateVersion, LATEST_VERSION, type ProtocolVersion } from './protocol.js'
 import type { Store } from './store/types.js'
@@ -193,36 +193,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
     sendError(reply, errors.methodNotFound(`No MCP method at ${request.method} ${request.url.split('?')[0]}`))
   })
 
-  await fastify.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: opts.mcp.serverInfo.title ?? opts.mcp.serverInfo.name,
-        version: opts.mcp.serverInfo.version,
-        description: 'Model Context Protocol methods as HTTP resources (the Pure HTTP transport, SEP-1612).',
-        license: { name: 'MIT', identifier: 'MIT' }
-      },
-      tags: [
-        { name: 'lifecycle', description: 'initialize, server/discover, ping, logging/setLevel' },
-        { name: 'tools', description: 'tools/list and tools/call by name' },
-        { name: 'tool calls', description: 'One typed operation per registered tool' },
-        { name: 'prompts', description: 'prompts/list and prompts/get' },
-        { name: 'resources', description: 'resources/list, templates, read, subscribe' },
-        { name: 'completions', description: 'completion/complete' },
-        { name: 'messaging', description: 'Notifications and server-to-client requests' },
-        { name: 'tasks', description: 'The Tasks extension: long work polled to completion' },
-        { name: 'meta', description: 'This document' }
-      ],
-      ...(oauth === undefined ? {} : {
-        components: {
-          securitySchemes: {
-            bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: `OAuth 2.1 access token; metadata: ${oauth.metadataUrl}` }
-          }
-        },
-        security: [{ bearer: [] }]
-      })
-    }
-  })
+  await registerOpenApi(fastify, { mcp: opts.mcp, metadataUrl: oauth?.metadataUrl })
 
   // Collect every method of every path so a wrong method is answered 405 with Allow, not 404.
   const allowed = new Map<string, Set<string>>()
