@@ -10,6 +10,7 @@ import { sendError, toMcpError } from './http/errors.js'
 import type { Abortable } from './http/request.js'
 import { idempotentToolCalls } from './http/idempotency.js'
 import { registerOpenApi } from './http/openapi-document.js'
+import { registerDocsPage } from './http/docs-page.js'
 import { rateLimits, type RateLimitOptions } from './http/limits.js'
 import { era, negotiateVersion, LATEST_VERSION, type ProtocolVersion } from './protocol.js'
 import type { Store } from './store/types.js'
@@ -80,6 +81,8 @@ export interface McpPluginOptions extends HostOriginOptions {
   idempotencyLeaseMs?: number
   /** Per-principal rate limit of the MCP routes (default: none); shared through Redis with a RedisStore. */
   rateLimit?: RateLimitOptions
+  /** `GET /docs`: an interactive reference of the OpenAPI document, served by this server (default false). */
+  docs?: boolean
 }
 
 const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']
@@ -234,6 +237,8 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
       })
     }
   })
+  // After the 405 answers: the page's routes (static files under a wildcard) are not MCP methods.
+  if (opts.docs === true) await registerDocsPage(fastify, opts.mcp)
 }
 
 export { McpError }

@@ -28,6 +28,7 @@ async function main(): Promise<void> {
     rateLimit: { max: config.MCP_RATE_LIMIT_MAX, timeWindowMs: config.MCP_RATE_LIMIT_WINDOW_MS },
     loadShedding: { maxEventLoopDelayMs: config.MCP_MAX_EVENT_LOOP_DELAY_MS, maxHeapUsedBytes: config.MCP_MAX_HEAP_USED_BYTES },
     trustProxy: trustProxyFromConfig(config),
+    docs: config.MCP_DOCS === 'true',
     ...hostOriginFromConfig(config)
   })
   // After the last in-flight request: onClose runs once the server has stopped.
