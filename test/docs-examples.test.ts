@@ -15,7 +15,7 @@ const DOC_PORTS = [3000, 3001] as const
 const STATE_KEYS = `k1:${Buffer.alloc(32, 9).toString('base64url')}`
 
 // Each page starts its own demo servers and runs its examples one by one: more than tap's default.
-t.setTimeout(400_000)
+t.setTimeout(900_000)
 requireBinary('curl', 'curl')
 requireBinary('jq', 'jq')
 
@@ -35,7 +35,7 @@ async function startDemo(t: Test): Promise<number> {
     if (child.exitCode !== null) throw new Error(`the demo server exited with ${child.exitCode}`)
     const up = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)
     if (up) return port
-    if (i === 200) throw new Error('the demo server did not start in 10 s')
+    if (i === 1200) throw new Error('the demo server did not start in 60 s')
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
 }
@@ -62,7 +62,7 @@ function shell(t: Test, cwd: string): (command: string) => Promise<string> {
     new Promise((resolve, reject) => {
       n++
       // A command that never ends (a server started in the foreground, say) fails its example.
-      const timer = setTimeout(() => reject(new Error(`still running after 30 s: ${command}`)), 30_000)
+      const timer = setTimeout(() => reject(new Error(`still running after 60 s: ${command}`)), 60_000)
       waiting = (text) => (clearTimeout(timer), resolve(text))
       bash.stdin.write(`${command}\nprintf '\\000done %d\\000' ${n}\n`)
     })

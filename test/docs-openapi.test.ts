@@ -11,6 +11,8 @@ import { buildServer } from '../src/server.js'
 import { DEMO_TOOLS, build, call } from './helper.js'
 
 const run = promisify(execFile)
+// Generating and compiling a client and two lint runs take a while on a busy machine.
+t.setTimeout(600_000)
 const root = fileURLToPath(new URL('..', import.meta.url))
 const bin = (name: string) => join(root, 'node_modules', '.bin', name)
 const committed = async () => JSON.parse(await readFile(join(root, 'openapi', 'openapi.json'), 'utf8'))

@@ -10,7 +10,7 @@ import { reservePort, requireBinary } from './redis-server.js'
 // Debian's chromium, driven by puppeteer-core (which downloads no browser of its own).
 const chromium = requireBinary('chromium', 'chromium')
 const main = fileURLToPath(new URL('../dist/src/main.js', import.meta.url))
-t.setTimeout(300_000)
+t.setTimeout(600_000)
 
 /** `npm start` on a free port: Host and Origin checks on (loopback HOST), /docs on by default. */
 async function startDemo(t: Test): Promise<number> {
@@ -20,7 +20,7 @@ async function startDemo(t: Test): Promise<number> {
   t.teardown(async () => {
     if (child.exitCode === null) await (child.kill('SIGTERM'), once(child, 'exit'))
   })
-  for (let i = 0; i < 400; i++) {
+  for (let i = 0; i < 1200; i++) {
     if (await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)) return port
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
@@ -33,9 +33,11 @@ t.test('/docs of the demo: every tool has an operation, and "try it" on echo cal
   const refused = await fetch(`${origin}/ping`, { headers: { origin: 'http://evil.example' } })
   t.equal(refused.status, 403, 'the Host and Origin checks are on')
 
-  const browser = await puppeteer.launch({ executablePath: chromium, headless: true, args: ['--no-sandbox', '--disable-gpu'] })
+  const browser = await puppeteer.launch({ executablePath: chromium, headless: true, timeout: 120_000, args: ['--no-sandbox', '--disable-gpu'] })
   t.teardown(() => browser.close())
   const page = await browser.newPage()
+  // Waits, not timing assertions: a busy machine may take long to render the page.
+  page.setDefaultTimeout(120_000)
   const problems: string[] = []
   const foreign: string[] = []
   const calls: { url: string; status: number }[] = []
@@ -72,7 +74,7 @@ t.test('/docs of the demo: every tool has an operation, and "try it" on echo cal
   await body!.type('{"arguments":{"text":"hello from the browser"}}')
   await page.click(`${echo} button.execute`)
   // A string, evaluated in the page (the tests compile without the DOM's types).
-  await page.waitForFunction(`document.querySelector('${echo} .live-responses-table')?.textContent.includes('hello from the browser')`, { timeout: 30_000 })
+  await page.waitForFunction(`document.querySelector('${echo} .live-responses-table')?.textContent.includes('hello from the browser')`, { timeout: 60_000 })
   const shown = await page.$eval(`${echo} .live-responses-table`, (e) => e.textContent ?? '')
   t.match(shown, /"text": "hello from the browser"/, 'the echoed text is in the page')
   t.strictSame(calls, [{ url: `${origin}/tools/echo/calls`, status: 200 }], 'one call, to this server, answered 200')
