@@ -616,7 +616,461 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: never;
+    schemas: {
+        /** @description The JSON-RPC error object. */
+        McpError: {
+            /** @description JSON-RPC error code. */
+            code: number;
+            message: string;
+            data?: unknown;
+        };
+        TextContent: {
+            /** @enum {string} */
+            type: "text";
+            text: string;
+            annotations?: {
+                audience?: ("user" | "assistant")[];
+                priority?: number;
+                lastModified?: string;
+            };
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        ImageContent: {
+            /** @enum {string} */
+            type: "image";
+            data: string;
+            mimeType: string;
+            annotations?: {
+                audience?: ("user" | "assistant")[];
+                priority?: number;
+                lastModified?: string;
+            };
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        AudioContent: {
+            /** @enum {string} */
+            type: "audio";
+            data: string;
+            mimeType: string;
+            annotations?: {
+                audience?: ("user" | "assistant")[];
+                priority?: number;
+                lastModified?: string;
+            };
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        ResourceLink: {
+            /** @enum {string} */
+            type: "resource_link";
+            uri: string;
+            name: string;
+            title?: string;
+            description?: string;
+            mimeType?: string;
+            size?: number;
+            annotations?: {
+                audience?: ("user" | "assistant")[];
+                priority?: number;
+                lastModified?: string;
+            };
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        TextResourceContents: {
+            uri: string;
+            mimeType?: string;
+            text: string;
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        BlobResourceContents: {
+            uri: string;
+            mimeType?: string;
+            /** @description Base64-encoded bytes. */
+            blob: string;
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        ResourceContents: components["schemas"]["TextResourceContents"] | components["schemas"]["BlobResourceContents"];
+        EmbeddedResource: {
+            /** @enum {string} */
+            type: "resource";
+            resource: components["schemas"]["ResourceContents"];
+            annotations?: {
+                audience?: ("user" | "assistant")[];
+                priority?: number;
+                lastModified?: string;
+            };
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description A piece of content: text, image, audio, a link to a resource, or an embedded resource. */
+        ContentBlock: components["schemas"]["TextContent"] | components["schemas"]["ImageContent"] | components["schemas"]["AudioContent"] | components["schemas"]["ResourceLink"] | components["schemas"]["EmbeddedResource"];
+        /** @description An elicitation, sampling or roots request the client must answer before retrying. */
+        InputRequest: {
+            method: "elicitation/create" | "sampling/createMessage" | "roots/list";
+            params?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description The server needs input before it can answer: retry with `inputResponses` and `requestState`. */
+        InputRequiredResult: {
+            /** @enum {string} */
+            resultType: "input_required";
+            /** @description Server-assigned keys to the requests the client must answer. */
+            inputRequests?: {
+                [key: string]: components["schemas"]["InputRequest"];
+            };
+            /** @description Opaque; echo it on the retry. */
+            requestState?: string;
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description A tool the client can call. */
+        Tool: {
+            name: string;
+            title?: string;
+            description?: string;
+            /** @description JSON Schema of the arguments (an object schema). */
+            inputSchema: {
+                [key: string]: unknown;
+            };
+            /** @description JSON Schema of `structuredContent`. */
+            outputSchema?: {
+                [key: string]: unknown;
+            };
+            annotations?: {
+                title?: string;
+                readOnlyHint?: boolean;
+                destructiveHint?: boolean;
+                idempotentHint?: boolean;
+                openWorldHint?: boolean;
+            };
+            execution?: {
+                taskSupport?: "forbidden" | "optional" | "required";
+            };
+            icons?: {
+                src: string;
+                mimeType?: string;
+                sizes?: string[];
+                theme?: "light" | "dark";
+            }[];
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description One page of tools. */
+        ListToolsResult: {
+            tools: components["schemas"]["Tool"][];
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+            /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+            resultType?: "complete" | "input_required" | "task";
+            /** @description How long the client may consider the result fresh. */
+            ttlMs?: number;
+            cacheScope?: "public" | "private";
+            /** @description Pass as `?cursor=` to get the next page. */
+            nextCursor?: string;
+        };
+        /** @description The result of a tool call. */
+        CallToolResult: {
+            content: components["schemas"]["ContentBlock"][];
+            /** @description Output matching the tool `outputSchema`. */
+            structuredContent?: {
+                [key: string]: unknown;
+            };
+            /** @description True when the tool itself failed. */
+            isError?: boolean;
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+            /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+            resultType?: "complete" | "input_required" | "task";
+        };
+        /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
+        CreateTaskResult: {
+            /** @enum {string} */
+            resultType: "task";
+            taskId: string;
+            /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
+            status: "working" | "input_required" | "completed" | "failed" | "cancelled";
+            statusMessage?: string;
+            /** @description ISO 8601. */
+            createdAt: string;
+            /** @description ISO 8601. */
+            lastUpdatedAt: string;
+            /** @description The task may be discarded this long after its creation. */
+            ttlMs: number;
+            /** @description Poll no more often than this. */
+            pollIntervalMs: number;
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description The task, with its result, error or outstanding inputRequests inlined. */
+        DetailedTask: {
+            /** @enum {string} */
+            resultType: "complete";
+            taskId: string;
+            /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
+            status: "working" | "input_required" | "completed" | "failed" | "cancelled";
+            statusMessage?: string;
+            /** @description ISO 8601. */
+            createdAt: string;
+            /** @description ISO 8601. */
+            lastUpdatedAt: string;
+            /** @description The task may be discarded this long after its creation. */
+            ttlMs: number;
+            /** @description Poll no more often than this. */
+            pollIntervalMs: number;
+            /** @description Server-assigned keys to the requests the client must answer. */
+            inputRequests?: {
+                [key: string]: components["schemas"]["InputRequest"];
+            };
+            /** @description The final result (completed), e.g. a CallToolResult. */
+            result?: {
+                [key: string]: unknown;
+            };
+            error?: components["schemas"]["McpError"];
+        };
+        Prompt: {
+            name: string;
+            title?: string;
+            description?: string;
+            arguments?: {
+                name: string;
+                title?: string;
+                description?: string;
+                required?: boolean;
+            }[];
+            icons?: {
+                src: string;
+                mimeType?: string;
+                sizes?: string[];
+                theme?: "light" | "dark";
+            }[];
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description One page of prompts. */
+        ListPromptsResult: {
+            prompts: components["schemas"]["Prompt"][];
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+            /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+            resultType?: "complete" | "input_required" | "task";
+            /** @description How long the client may consider the result fresh. */
+            ttlMs?: number;
+            cacheScope?: "public" | "private";
+            /** @description Pass as `?cursor=` to get the next page. */
+            nextCursor?: string;
+        };
+        PromptMessage: {
+            role: "user" | "assistant";
+            content: components["schemas"]["ContentBlock"];
+        };
+        GetPromptResult: {
+            description?: string;
+            messages: components["schemas"]["PromptMessage"][];
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+            /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+            resultType?: "complete" | "input_required" | "task";
+        };
+        Resource: {
+            uri: string;
+            name: string;
+            title?: string;
+            description?: string;
+            mimeType?: string;
+            size?: number;
+            annotations?: {
+                audience?: ("user" | "assistant")[];
+                priority?: number;
+                lastModified?: string;
+            };
+            icons?: {
+                src: string;
+                mimeType?: string;
+                sizes?: string[];
+                theme?: "light" | "dark";
+            }[];
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        ResourceTemplate: {
+            /** @description An RFC 6570 URI template. */
+            uriTemplate: string;
+            name: string;
+            title?: string;
+            description?: string;
+            mimeType?: string;
+            annotations?: {
+                audience?: ("user" | "assistant")[];
+                priority?: number;
+                lastModified?: string;
+            };
+            icons?: {
+                src: string;
+                mimeType?: string;
+                sizes?: string[];
+                theme?: "light" | "dark";
+            }[];
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description One page of resources. */
+        ListResourcesResult: {
+            resources: components["schemas"]["Resource"][];
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+            /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+            resultType?: "complete" | "input_required" | "task";
+            /** @description How long the client may consider the result fresh. */
+            ttlMs?: number;
+            cacheScope?: "public" | "private";
+            /** @description Pass as `?cursor=` to get the next page. */
+            nextCursor?: string;
+        };
+        /** @description One page of resource templates. */
+        ListResourceTemplatesResult: {
+            resourceTemplates: components["schemas"]["ResourceTemplate"][];
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+            /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+            resultType?: "complete" | "input_required" | "task";
+            /** @description How long the client may consider the result fresh. */
+            ttlMs?: number;
+            cacheScope?: "public" | "private";
+            /** @description Pass as `?cursor=` to get the next page. */
+            nextCursor?: string;
+        };
+        ReadResourceResult: {
+            contents: components["schemas"]["ResourceContents"][];
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+            /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+            resultType?: "complete" | "input_required" | "task";
+            /** @description How long the client may consider the result fresh. */
+            ttlMs?: number;
+            cacheScope?: "public" | "private";
+        };
+        /** @description The negotiated version and what this server offers. */
+        InitializeResult: {
+            protocolVersion: string;
+            /** @description What the server offers: tools, prompts, resources, ... */
+            capabilities: {
+                [key: string]: unknown;
+            };
+            /** @description Name and version of an MCP implementation. */
+            serverInfo: {
+                name: string;
+                version: string;
+                title?: string;
+                description?: string;
+                websiteUrl?: string;
+                icons?: {
+                    src: string;
+                    mimeType?: string;
+                    sizes?: string[];
+                    theme?: "light" | "dark";
+                }[];
+            };
+            instructions?: string;
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+            /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+            resultType?: "complete" | "input_required" | "task";
+        };
+        /** @description Supported versions, capabilities and identity of this server. */
+        DiscoverResult: {
+            supportedVersions: string[];
+            /** @description What the server offers: tools, prompts, resources, ... */
+            capabilities: {
+                [key: string]: unknown;
+            };
+            /** @description Name and version of an MCP implementation. */
+            serverInfo: {
+                name: string;
+                version: string;
+                title?: string;
+                description?: string;
+                websiteUrl?: string;
+                icons?: {
+                    src: string;
+                    mimeType?: string;
+                    sizes?: string[];
+                    theme?: "light" | "dark";
+                }[];
+            };
+            instructions?: string;
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+            /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+            resultType?: "complete" | "input_required" | "task";
+            /** @description How long the client may consider the result fresh. */
+            ttlMs?: number;
+            cacheScope?: "public" | "private";
+        };
+        /** @description Completion suggestions (at most 100). */
+        CompleteResult: {
+            completion: {
+                values: string[];
+                total?: number;
+                hasMore?: boolean;
+            };
+            /** @description Free-form request or result metadata (`_meta`). */
+            _meta?: {
+                [key: string]: unknown;
+            };
+            /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
+            resultType?: "complete" | "input_required" | "task";
+        };
+    };
     responses: never;
     parameters: never;
     requestBodies: never;
@@ -673,34 +1127,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        protocolVersion: string;
-                        /** @description What the server offers: tools, prompts, resources, ... */
-                        capabilities: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Name and version of an MCP implementation. */
-                        serverInfo: {
-                            name: string;
-                            version: string;
-                            title?: string;
-                            description?: string;
-                            websiteUrl?: string;
-                            icons?: {
-                                src: string;
-                                mimeType?: string;
-                                sizes?: string[];
-                                theme?: "light" | "dark";
-                            }[];
-                        };
-                        instructions?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    };
+                    "application/json": components["schemas"]["InitializeResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -709,12 +1136,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -723,12 +1145,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -737,12 +1154,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -769,37 +1190,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        supportedVersions: string[];
-                        /** @description What the server offers: tools, prompts, resources, ... */
-                        capabilities: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Name and version of an MCP implementation. */
-                        serverInfo: {
-                            name: string;
-                            version: string;
-                            title?: string;
-                            description?: string;
-                            websiteUrl?: string;
-                            icons?: {
-                                src: string;
-                                mimeType?: string;
-                                sizes?: string[];
-                                theme?: "light" | "dark";
-                            }[];
-                        };
-                        instructions?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                        /** @description How long the client may consider the result fresh. */
-                        ttlMs?: number;
-                        cacheScope?: "public" | "private";
-                    };
+                    "application/json": components["schemas"]["DiscoverResult"];
                 };
             };
             /** @description Not modified: the `If-None-Match` ETag is current. */
@@ -815,12 +1206,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -829,12 +1215,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -868,12 +1258,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -882,12 +1267,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -929,12 +1318,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -943,12 +1327,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -1000,19 +1388,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        completion: {
-                            values: string[];
-                            total?: number;
-                            hasMore?: boolean;
-                        };
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    };
+                    "application/json": components["schemas"]["CompleteResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -1021,12 +1397,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -1035,12 +1406,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -1049,12 +1415,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -1084,52 +1454,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        tools: {
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            /** @description JSON Schema of the arguments (an object schema). */
-                            inputSchema: {
-                                [key: string]: unknown;
-                            };
-                            /** @description JSON Schema of `structuredContent`. */
-                            outputSchema?: {
-                                [key: string]: unknown;
-                            };
-                            annotations?: {
-                                title?: string;
-                                readOnlyHint?: boolean;
-                                destructiveHint?: boolean;
-                                idempotentHint?: boolean;
-                                openWorldHint?: boolean;
-                            };
-                            execution?: {
-                                taskSupport?: "forbidden" | "optional" | "required";
-                            };
-                            icons?: {
-                                src: string;
-                                mimeType?: string;
-                                sizes?: string[];
-                                theme?: "light" | "dark";
-                            }[];
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        }[];
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                        /** @description How long the client may consider the result fresh. */
-                        ttlMs?: number;
-                        cacheScope?: "public" | "private";
-                        /** @description Pass as `?cursor=` to get the next page. */
-                        nextCursor?: string;
-                    };
+                    "application/json": components["schemas"]["ListToolsResult"];
                 };
             };
             /** @description Not modified: the `If-None-Match` ETag is current. */
@@ -1145,12 +1470,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -1159,12 +1479,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -1220,128 +1544,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        content: ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "audio";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource_link";
-                            uri: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            size?: number;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource";
-                            resource: {
-                                uri: string;
-                                mimeType?: string;
-                                text: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                uri: string;
-                                mimeType?: string;
-                                /** @description Base64-encoded bytes. */
-                                blob: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
-                        /** @description Output matching the tool `outputSchema`. */
-                        structuredContent?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description True when the tool itself failed. */
-                        isError?: boolean;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CallToolResult"] | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
@@ -1350,26 +1553,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        resultType: "task";
-                        taskId: string;
-                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
-                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-                        statusMessage?: string;
-                        /** @description ISO 8601. */
-                        createdAt: string;
-                        /** @description ISO 8601. */
-                        lastUpdatedAt: string;
-                        /** @description The task may be discarded this long after its creation. */
-                        ttlMs: number;
-                        /** @description Poll no more often than this. */
-                        pollIntervalMs: number;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CreateTaskResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -1378,12 +1562,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -1392,12 +1571,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -1406,12 +1580,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -1420,12 +1589,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -1455,40 +1628,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        prompts: {
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            arguments?: {
-                                name: string;
-                                title?: string;
-                                description?: string;
-                                required?: boolean;
-                            }[];
-                            icons?: {
-                                src: string;
-                                mimeType?: string;
-                                sizes?: string[];
-                                theme?: "light" | "dark";
-                            }[];
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        }[];
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                        /** @description How long the client may consider the result fresh. */
-                        ttlMs?: number;
-                        cacheScope?: "public" | "private";
-                        /** @description Pass as `?cursor=` to get the next page. */
-                        nextCursor?: string;
-                    };
+                    "application/json": components["schemas"]["ListPromptsResult"];
                 };
             };
             /** @description Not modified: the `If-None-Match` ETag is current. */
@@ -1504,12 +1644,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -1518,12 +1653,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -1558,127 +1697,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        description?: string;
-                        messages: {
-                            role: "user" | "assistant";
-                            /** @description A piece of content: text, image, audio, a link to a resource, or an embedded resource. */
-                            content: {
-                                /** @enum {string} */
-                                type: "text";
-                                text: string;
-                                annotations?: {
-                                    audience?: ("user" | "assistant")[];
-                                    priority?: number;
-                                    lastModified?: string;
-                                };
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                /** @enum {string} */
-                                type: "image";
-                                data: string;
-                                mimeType: string;
-                                annotations?: {
-                                    audience?: ("user" | "assistant")[];
-                                    priority?: number;
-                                    lastModified?: string;
-                                };
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                /** @enum {string} */
-                                type: "audio";
-                                data: string;
-                                mimeType: string;
-                                annotations?: {
-                                    audience?: ("user" | "assistant")[];
-                                    priority?: number;
-                                    lastModified?: string;
-                                };
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                /** @enum {string} */
-                                type: "resource_link";
-                                uri: string;
-                                name: string;
-                                title?: string;
-                                description?: string;
-                                mimeType?: string;
-                                size?: number;
-                                annotations?: {
-                                    audience?: ("user" | "assistant")[];
-                                    priority?: number;
-                                    lastModified?: string;
-                                };
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                /** @enum {string} */
-                                type: "resource";
-                                resource: {
-                                    uri: string;
-                                    mimeType?: string;
-                                    text: string;
-                                    /** @description Free-form request or result metadata (`_meta`). */
-                                    _meta?: {
-                                        [key: string]: unknown;
-                                    };
-                                } | {
-                                    uri: string;
-                                    mimeType?: string;
-                                    /** @description Base64-encoded bytes. */
-                                    blob: string;
-                                    /** @description Free-form request or result metadata (`_meta`). */
-                                    _meta?: {
-                                        [key: string]: unknown;
-                                    };
-                                };
-                                annotations?: {
-                                    audience?: ("user" | "assistant")[];
-                                    priority?: number;
-                                    lastModified?: string;
-                                };
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        }[];
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["GetPromptResult"] | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -1687,12 +1706,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -1701,12 +1715,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -1715,12 +1724,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -1768,127 +1781,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        description?: string;
-                        messages: {
-                            role: "user" | "assistant";
-                            /** @description A piece of content: text, image, audio, a link to a resource, or an embedded resource. */
-                            content: {
-                                /** @enum {string} */
-                                type: "text";
-                                text: string;
-                                annotations?: {
-                                    audience?: ("user" | "assistant")[];
-                                    priority?: number;
-                                    lastModified?: string;
-                                };
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                /** @enum {string} */
-                                type: "image";
-                                data: string;
-                                mimeType: string;
-                                annotations?: {
-                                    audience?: ("user" | "assistant")[];
-                                    priority?: number;
-                                    lastModified?: string;
-                                };
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                /** @enum {string} */
-                                type: "audio";
-                                data: string;
-                                mimeType: string;
-                                annotations?: {
-                                    audience?: ("user" | "assistant")[];
-                                    priority?: number;
-                                    lastModified?: string;
-                                };
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                /** @enum {string} */
-                                type: "resource_link";
-                                uri: string;
-                                name: string;
-                                title?: string;
-                                description?: string;
-                                mimeType?: string;
-                                size?: number;
-                                annotations?: {
-                                    audience?: ("user" | "assistant")[];
-                                    priority?: number;
-                                    lastModified?: string;
-                                };
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                /** @enum {string} */
-                                type: "resource";
-                                resource: {
-                                    uri: string;
-                                    mimeType?: string;
-                                    text: string;
-                                    /** @description Free-form request or result metadata (`_meta`). */
-                                    _meta?: {
-                                        [key: string]: unknown;
-                                    };
-                                } | {
-                                    uri: string;
-                                    mimeType?: string;
-                                    /** @description Base64-encoded bytes. */
-                                    blob: string;
-                                    /** @description Free-form request or result metadata (`_meta`). */
-                                    _meta?: {
-                                        [key: string]: unknown;
-                                    };
-                                };
-                                annotations?: {
-                                    audience?: ("user" | "assistant")[];
-                                    priority?: number;
-                                    lastModified?: string;
-                                };
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        }[];
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["GetPromptResult"] | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -1897,12 +1790,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -1911,12 +1799,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -1925,12 +1808,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -1939,12 +1817,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -1974,42 +1856,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        resources: {
-                            uri: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            size?: number;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            icons?: {
-                                src: string;
-                                mimeType?: string;
-                                sizes?: string[];
-                                theme?: "light" | "dark";
-                            }[];
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        }[];
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                        /** @description How long the client may consider the result fresh. */
-                        ttlMs?: number;
-                        cacheScope?: "public" | "private";
-                        /** @description Pass as `?cursor=` to get the next page. */
-                        nextCursor?: string;
-                    };
+                    "application/json": components["schemas"]["ListResourcesResult"];
                 };
             };
             /** @description Not modified: the `If-None-Match` ETag is current. */
@@ -2025,12 +1872,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2039,12 +1881,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2074,42 +1920,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        resourceTemplates: {
-                            /** @description An RFC 6570 URI template. */
-                            uriTemplate: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            icons?: {
-                                src: string;
-                                mimeType?: string;
-                                sizes?: string[];
-                                theme?: "light" | "dark";
-                            }[];
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        }[];
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                        /** @description How long the client may consider the result fresh. */
-                        ttlMs?: number;
-                        cacheScope?: "public" | "private";
-                        /** @description Pass as `?cursor=` to get the next page. */
-                        nextCursor?: string;
-                    };
+                    "application/json": components["schemas"]["ListResourceTemplatesResult"];
                 };
             };
             /** @description Not modified: the `If-None-Match` ETag is current. */
@@ -2125,12 +1936,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2139,12 +1945,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2178,53 +1988,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        contents: ({
-                            uri: string;
-                            mimeType?: string;
-                            text: string;
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            uri: string;
-                            mimeType?: string;
-                            /** @description Base64-encoded bytes. */
-                            blob: string;
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                        /** @description How long the client may consider the result fresh. */
-                        ttlMs?: number;
-                        cacheScope?: "public" | "private";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["ReadResourceResult"] | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description Not modified: the `If-None-Match` ETag is current. */
@@ -2240,12 +2004,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -2254,12 +2013,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2268,12 +2022,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2318,53 +2076,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        contents: ({
-                            uri: string;
-                            mimeType?: string;
-                            text: string;
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            uri: string;
-                            mimeType?: string;
-                            /** @description Base64-encoded bytes. */
-                            blob: string;
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                        /** @description How long the client may consider the result fresh. */
-                        ttlMs?: number;
-                        cacheScope?: "public" | "private";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["ReadResourceResult"] | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -2373,12 +2085,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -2387,12 +2094,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -2401,12 +2103,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2415,12 +2112,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2462,12 +2163,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -2476,12 +2172,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2490,12 +2181,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2537,12 +2232,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -2551,12 +2241,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2565,12 +2250,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2611,12 +2300,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2625,12 +2309,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2673,12 +2361,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -2687,12 +2370,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2701,12 +2379,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2752,12 +2434,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2766,12 +2443,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2815,12 +2496,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -2829,12 +2505,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -2843,12 +2514,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2857,12 +2523,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2891,42 +2561,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        resultType: "complete";
-                        taskId: string;
-                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
-                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-                        statusMessage?: string;
-                        /** @description ISO 8601. */
-                        createdAt: string;
-                        /** @description ISO 8601. */
-                        lastUpdatedAt: string;
-                        /** @description The task may be discarded this long after its creation. */
-                        ttlMs: number;
-                        /** @description Poll no more often than this. */
-                        pollIntervalMs: number;
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description The final result (completed), e.g. a CallToolResult. */
-                        result?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description The JSON-RPC error object. */
-                        error?: {
-                            /** @description JSON-RPC error code. */
-                            code: number;
-                            message: string;
-                            data?: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["DetailedTask"];
                 };
             };
             /** @description Not modified: the `If-None-Match` ETag is current. */
@@ -2942,12 +2577,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -2956,12 +2586,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2970,12 +2595,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -3029,12 +2658,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -3043,12 +2667,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -3057,12 +2676,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -3071,12 +2685,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -3124,12 +2742,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -3138,12 +2751,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -3152,12 +2760,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -3577,6 +3189,33 @@ export interface operations {
                     };
                 };
             };
+            /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Internal error -32603; the body never carries details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
         };
     };
     callTool_echo: {
@@ -3594,6 +3233,13 @@ export interface operations {
         /** @description tools/call params; `name` comes from the path (ignored here when present). */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "arguments": {
+                 *         "text": "string"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     arguments: {
                         /** @description The text to echo. */
@@ -3628,128 +3274,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        content: ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "audio";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource_link";
-                            uri: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            size?: number;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource";
-                            resource: {
-                                uri: string;
-                                mimeType?: string;
-                                text: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                uri: string;
-                                mimeType?: string;
-                                /** @description Base64-encoded bytes. */
-                                blob: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
-                        /** @description Output matching the tool `outputSchema`. */
-                        structuredContent?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description True when the tool itself failed. */
-                        isError?: boolean;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CallToolResult"] | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
@@ -3758,26 +3283,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        resultType: "task";
-                        taskId: string;
-                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
-                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-                        statusMessage?: string;
-                        /** @description ISO 8601. */
-                        createdAt: string;
-                        /** @description ISO 8601. */
-                        lastUpdatedAt: string;
-                        /** @description The task may be discarded this long after its creation. */
-                        ttlMs: number;
-                        /** @description Poll no more often than this. */
-                        pollIntervalMs: number;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CreateTaskResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -3786,12 +3292,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -3800,12 +3301,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -3814,12 +3310,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -3828,12 +3319,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -3853,6 +3348,14 @@ export interface operations {
         /** @description tools/call params; `name` comes from the path (ignored here when present). */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "arguments": {
+                 *         "a": 0,
+                 *         "b": 0
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     arguments: {
                         a: number;
@@ -3887,127 +3390,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        content: ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "audio";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource_link";
-                            uri: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            size?: number;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource";
-                            resource: {
-                                uri: string;
-                                mimeType?: string;
-                                text: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                uri: string;
-                                mimeType?: string;
-                                /** @description Base64-encoded bytes. */
-                                blob: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
+                    "application/json": (components["schemas"]["CallToolResult"] & {
                         structuredContent?: {
                             sum: number;
                         };
-                        /** @description True when the tool itself failed. */
-                        isError?: boolean;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    }) | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
@@ -4016,26 +3403,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        resultType: "task";
-                        taskId: string;
-                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
-                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-                        statusMessage?: string;
-                        /** @description ISO 8601. */
-                        createdAt: string;
-                        /** @description ISO 8601. */
-                        lastUpdatedAt: string;
-                        /** @description The task may be discarded this long after its creation. */
-                        ttlMs: number;
-                        /** @description Poll no more often than this. */
-                        pollIntervalMs: number;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CreateTaskResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -4044,12 +3412,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -4058,12 +3421,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -4072,12 +3430,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -4086,12 +3439,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -4111,6 +3468,11 @@ export interface operations {
         /** @description tools/call params; `name` comes from the path (ignored here when present). */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "arguments": {}
+                 *     }
+                 */
                 "application/json": {
                     arguments: {
                         location?: string;
@@ -4144,128 +3506,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        content: ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "audio";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource_link";
-                            uri: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            size?: number;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource";
-                            resource: {
-                                uri: string;
-                                mimeType?: string;
-                                text: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                uri: string;
-                                mimeType?: string;
-                                /** @description Base64-encoded bytes. */
-                                blob: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
-                        /** @description Output matching the tool `outputSchema`. */
-                        structuredContent?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description True when the tool itself failed. */
-                        isError?: boolean;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CallToolResult"] | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
@@ -4274,26 +3515,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        resultType: "task";
-                        taskId: string;
-                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
-                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-                        statusMessage?: string;
-                        /** @description ISO 8601. */
-                        createdAt: string;
-                        /** @description ISO 8601. */
-                        lastUpdatedAt: string;
-                        /** @description The task may be discarded this long after its creation. */
-                        ttlMs: number;
-                        /** @description Poll no more often than this. */
-                        pollIntervalMs: number;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CreateTaskResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -4302,12 +3524,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -4316,12 +3533,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -4330,12 +3542,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -4344,12 +3551,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -4369,6 +3580,14 @@ export interface operations {
         /** @description tools/call params; `name` comes from the path (ignored here when present). */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "arguments": {
+                 *         "workItemId": 1,
+                 *         "fields": {}
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     arguments: {
                         workItemId: number;
@@ -4405,128 +3624,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        content: ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "audio";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource_link";
-                            uri: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            size?: number;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource";
-                            resource: {
-                                uri: string;
-                                mimeType?: string;
-                                text: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                uri: string;
-                                mimeType?: string;
-                                /** @description Base64-encoded bytes. */
-                                blob: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
-                        /** @description Output matching the tool `outputSchema`. */
-                        structuredContent?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description True when the tool itself failed. */
-                        isError?: boolean;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CallToolResult"] | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
@@ -4535,26 +3633,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        resultType: "task";
-                        taskId: string;
-                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
-                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-                        statusMessage?: string;
-                        /** @description ISO 8601. */
-                        createdAt: string;
-                        /** @description ISO 8601. */
-                        lastUpdatedAt: string;
-                        /** @description The task may be discarded this long after its creation. */
-                        ttlMs: number;
-                        /** @description Poll no more often than this. */
-                        pollIntervalMs: number;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CreateTaskResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -4563,12 +3642,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -4577,12 +3651,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -4591,12 +3660,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -4605,12 +3669,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -4630,6 +3698,13 @@ export interface operations {
         /** @description tools/call params; `name` comes from the path (ignored here when present). */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "arguments": {
+                 *         "n": 6
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     arguments: {
                         /** @default 6 */
@@ -4664,127 +3739,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        content: ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "audio";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource_link";
-                            uri: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            size?: number;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource";
-                            resource: {
-                                uri: string;
-                                mimeType?: string;
-                                text: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                uri: string;
-                                mimeType?: string;
-                                /** @description Base64-encoded bytes. */
-                                blob: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
+                    "application/json": (components["schemas"]["CallToolResult"] & {
                         structuredContent?: {
                             sum: number;
                         };
-                        /** @description True when the tool itself failed. */
-                        isError?: boolean;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    }) | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
@@ -4793,26 +3752,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        resultType: "task";
-                        taskId: string;
-                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
-                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-                        statusMessage?: string;
-                        /** @description ISO 8601. */
-                        createdAt: string;
-                        /** @description ISO 8601. */
-                        lastUpdatedAt: string;
-                        /** @description The task may be discarded this long after its creation. */
-                        ttlMs: number;
-                        /** @description Poll no more often than this. */
-                        pollIntervalMs: number;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CreateTaskResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -4821,12 +3761,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -4835,12 +3770,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -4849,12 +3779,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -4863,12 +3788,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -4888,6 +3817,11 @@ export interface operations {
         /** @description tools/call params; `name` comes from the path (ignored here when present). */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "arguments": {}
+                 *     }
+                 */
                 "application/json": {
                     arguments: Record<string, never>;
                     /** @description Free-form request or result metadata (`_meta`). */
@@ -4919,128 +3853,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        content: ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "audio";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource_link";
-                            uri: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            size?: number;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource";
-                            resource: {
-                                uri: string;
-                                mimeType?: string;
-                                text: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                uri: string;
-                                mimeType?: string;
-                                /** @description Base64-encoded bytes. */
-                                blob: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
-                        /** @description Output matching the tool `outputSchema`. */
-                        structuredContent?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description True when the tool itself failed. */
-                        isError?: boolean;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CallToolResult"] | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
@@ -5049,26 +3862,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        resultType: "task";
-                        taskId: string;
-                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
-                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-                        statusMessage?: string;
-                        /** @description ISO 8601. */
-                        createdAt: string;
-                        /** @description ISO 8601. */
-                        lastUpdatedAt: string;
-                        /** @description The task may be discarded this long after its creation. */
-                        ttlMs: number;
-                        /** @description Poll no more often than this. */
-                        pollIntervalMs: number;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CreateTaskResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -5077,12 +3871,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -5091,12 +3880,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -5105,12 +3889,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -5119,12 +3898,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -5144,6 +3927,11 @@ export interface operations {
         /** @description tools/call params; `name` comes from the path (ignored here when present). */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "arguments": {}
+                 *     }
+                 */
                 "application/json": {
                     arguments: Record<string, never>;
                     /** @description Free-form request or result metadata (`_meta`). */
@@ -5175,128 +3963,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        content: ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "audio";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource_link";
-                            uri: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            size?: number;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource";
-                            resource: {
-                                uri: string;
-                                mimeType?: string;
-                                text: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                uri: string;
-                                mimeType?: string;
-                                /** @description Base64-encoded bytes. */
-                                blob: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
-                        /** @description Output matching the tool `outputSchema`. */
-                        structuredContent?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description True when the tool itself failed. */
-                        isError?: boolean;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CallToolResult"] | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
@@ -5305,26 +3972,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        resultType: "task";
-                        taskId: string;
-                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
-                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-                        statusMessage?: string;
-                        /** @description ISO 8601. */
-                        createdAt: string;
-                        /** @description ISO 8601. */
-                        lastUpdatedAt: string;
-                        /** @description The task may be discarded this long after its creation. */
-                        ttlMs: number;
-                        /** @description Poll no more often than this. */
-                        pollIntervalMs: number;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CreateTaskResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -5333,12 +3981,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -5347,12 +3990,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -5361,12 +3999,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -5375,12 +4008,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -5400,6 +4037,13 @@ export interface operations {
         /** @description tools/call params; `name` comes from the path (ignored here when present). */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "arguments": {
+                 *         "n": 1
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     arguments: {
                         n: number;
@@ -5433,127 +4077,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        content: ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "audio";
-                            data: string;
-                            mimeType: string;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource_link";
-                            uri: string;
-                            name: string;
-                            title?: string;
-                            description?: string;
-                            mimeType?: string;
-                            size?: number;
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        } | {
-                            /** @enum {string} */
-                            type: "resource";
-                            resource: {
-                                uri: string;
-                                mimeType?: string;
-                                text: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            } | {
-                                uri: string;
-                                mimeType?: string;
-                                /** @description Base64-encoded bytes. */
-                                blob: string;
-                                /** @description Free-form request or result metadata (`_meta`). */
-                                _meta?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                            annotations?: {
-                                audience?: ("user" | "assistant")[];
-                                priority?: number;
-                                lastModified?: string;
-                            };
-                            /** @description Free-form request or result metadata (`_meta`). */
-                            _meta?: {
-                                [key: string]: unknown;
-                            };
-                        })[];
+                    "application/json": (components["schemas"]["CallToolResult"] & {
                         structuredContent?: {
                             sum: number;
                         };
-                        /** @description True when the tool itself failed. */
-                        isError?: boolean;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description How to read the result (2026-07-28 and later; absent means "complete"). */
-                        resultType?: "complete" | "input_required" | "task";
-                    } | {
-                        /** @enum {string} */
-                        resultType: "input_required";
-                        /** @description Server-assigned keys to the requests the client must answer. */
-                        inputRequests?: {
-                            [key: string]: {
-                                method: "elicitation/create" | "sampling/createMessage" | "roots/list";
-                                params?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        };
-                        /** @description Opaque; echo it on the retry. */
-                        requestState?: string;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    }) | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
@@ -5562,26 +4090,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        resultType: "task";
-                        taskId: string;
-                        /** @description working, input_required, or one of the terminal completed, failed, cancelled. */
-                        status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-                        statusMessage?: string;
-                        /** @description ISO 8601. */
-                        createdAt: string;
-                        /** @description ISO 8601. */
-                        lastUpdatedAt: string;
-                        /** @description The task may be discarded this long after its creation. */
-                        ttlMs: number;
-                        /** @description Poll no more often than this. */
-                        pollIntervalMs: number;
-                        /** @description Free-form request or result metadata (`_meta`). */
-                        _meta?: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    "application/json": components["schemas"]["CreateTaskResult"];
                 };
             };
             /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
@@ -5590,12 +4099,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -5604,12 +4108,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -5618,12 +4117,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -5632,12 +4126,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };

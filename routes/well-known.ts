@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ProtectedResourceMetadataSchema, type ProtectedResourceMetadata } from '../src/schema/auth.js'
+import { errorResponses } from '../src/schema/http.js'
 
 export interface WellKnownOptions {
   resource: string
@@ -38,7 +39,7 @@ const wellKnown: FastifyPluginAsyncTypebox<WellKnownOptions> = async (fastify, o
         summary: 'OAuth 2.0 Protected Resource Metadata (RFC 9728)',
         tags: ['meta'],
         security: [],
-        response: { 200: ProtectedResourceMetadataSchema }
+        response: { 200: ProtectedResourceMetadataSchema, ...errorResponses() }
       }
     },
     async () => (body ??= document())

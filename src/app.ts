@@ -5,12 +5,13 @@ import type { Principal } from './core/request-context.js'
 import type { McpServer } from './core/mcp-server.js'
 import { ConfigurationError, McpError } from './errors.js'
 import { LATEST_VERSION, type ProtocolVersion } from './protocol.js'
+import { registerOpenApi } from './http/openapi-document.js'
+import { registerDocsPage } from './http/docs-page.js'
 import type { Store } from './store/types.js'
 import admission from './plugins/admission.js'
 import errorShape from './plugins/error-shape.js'
 import idempotency from './plugins/idempotency.js'
 import { methodsAllowed } from './plugins/method-not-allowed.js'
-import openapi from './plugins/swagger.js'
 import rateLimits, { type RateLimitOptions } from './plugins/rate-limit.js'
 import mcpEndpoint, { type JsonRpcOptions } from './jsonrpc/endpoint.js'
 import completionsRoutes from '../routes/completions.js'
@@ -83,6 +84,8 @@ export interface McpPluginOptions extends HostOriginOptions {
   rateLimit?: RateLimitOptions
   /** Webhooks (`/webhooks`): notifications pushed to URLs the client registers (default: off). */
   webhooks?: WebhookOptions | boolean
+  /** `GET /docs`: an interactive reference of the OpenAPI document, served by this server (default false). */
+  docs?: boolean
 }
 
 /**
@@ -109,7 +112,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
 
   await fastify.register(admission, { ...opts, mcp, defaultVersion, oauth, authenticate: opts.authenticate, sessions: opts.sessions === true })
   await fastify.register(errorShape, { metadataUrl })
-  await fastify.register(openapi, { serverInfo: mcp.serverInfo, oauth })
+  await registerOpenApi(fastify, { mcp, metadataUrl })
   const allowed = await methodsAllowed(fastify)
   await fastify.register(rateLimits, { store: mcp.store, limits: opts.rateLimit })
   await fastify.register(idempotency, { store: mcp.store, ttlMs: opts.idempotencyTtlMs ?? 600_000, leaseMs: opts.idempotencyLeaseMs ?? 30_000 })
@@ -130,6 +133,8 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   await fastify.register(openapiRoutes)
   if (oauth !== undefined) await fastify.register(wellKnownRoutes, oauth.metadata)
   await allowed.answer()
+  // After the 405 answers: the page's routes (static files under a wildcard) are not MCP methods.
+  if (opts.docs === true) await registerDocsPage(fastify, mcp)
 }
 
 export { McpError }

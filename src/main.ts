@@ -48,6 +48,7 @@ export async function serve(
     idempotencyLeaseMs: config.MCP_IDEMPOTENCY_LEASE_MS,
     rateLimit: { max: config.MCP_RATE_LIMIT_MAX, timeWindowMs: config.MCP_RATE_LIMIT_WINDOW_MS },
     webhooks: webhooksFromConfig(config),
+    docs: config.MCP_DOCS === 'true',
     ...hostOriginFromConfig(config)
   }
   const app = await buildServer({

@@ -35,8 +35,9 @@ const ROUTES: Record<string, string[]> = {
 }
 
 const bodySchema = (op: any) => op.requestBody.content['application/json'].schema
+/** The tool's own narrowing of the shared CallToolResult (allOf: [$ref, {structuredContent}]), or the $ref alone. */
 const callResultSchema = (op: any) =>
-  op.responses['200'].content['application/json'].schema.anyOf.find((s: any) => s.properties?.content !== undefined)
+  op.responses['200'].content['application/json'].schema.anyOf.find((s: any) => s.allOf !== undefined || s.$ref?.endsWith('/CallToolResult'))
 
 /** Where two texts first differ, as a line number and both lines, for a readable failure. */
 function firstDifference(committed: string, generated: string) {
@@ -81,12 +82,14 @@ t.test('the document describes every route of the binding and one operation per 
   }
   const add = tools.find((tool: { name: string }) => tool.name === 'add')
   const addResult = callResultSchema(doc.paths['/tools/add/calls'].post)
-  t.strictSame(addResult.properties.structuredContent, add.outputSchema, 'add: structuredContent is the outputSchema')
+  t.strictSame(addResult.allOf[0], { $ref: '#/components/schemas/CallToolResult' })
+  t.strictSame(addResult.allOf[1].properties.structuredContent, add.outputSchema, 'add: structuredContent is the outputSchema')
   t.strictSame(
-    callResultSchema(doc.paths['/tools/echo/calls'].post).properties.structuredContent,
-    callResultSchema(doc.paths['/tools/{name}/calls'].post).properties.structuredContent,
-    'a tool without outputSchema keeps the generic structuredContent'
+    callResultSchema(doc.paths['/tools/echo/calls'].post),
+    { $ref: '#/components/schemas/CallToolResult' },
+    'a tool without outputSchema keeps the shared CallToolResult'
   )
+  t.strictSame(doc.paths['/tools/add/calls'].post.requestBody.content['application/json'].example, { arguments: { a: 0, b: 0 } }, 'a minimal example body')
 })
 
 t.test('tools registered or removed at run time appear in and leave the document', async (t) => {
@@ -166,7 +169,7 @@ t.test('tool schemas with local $refs and names with dots stay valid in the docu
   t.same(resolve(ref).required, ['x', 'y'], 'the $ref resolves to the definition')
   const args = dotted.requestBody.content['application/json'].schema.properties.arguments
   t.same(args.properties.tag.const, { $ref: '#/not/a/ref' }, 'values under const are data, not references')
-  const out = dotted.responses['200'].content['application/json'].schema.anyOf.find((s: any) => s.properties?.content)
+  const out = callResultSchema(dotted).allOf[1]
   t.same(resolve(out.properties.structuredContent.properties.q.$ref).required, ['x', 'y'])
   await t.resolves(import('openapi-typescript').then((m) => m.default(doc)), 'openapi-typescript accepts the document')
   const res = await call(app, { method: 'POST', url: '/tools/geo.point/calls', payload: { arguments: { p: { x: 1, y: 2 } } } })

@@ -1,8 +1,17 @@
 import type { FastifyInstance } from 'fastify'
 import type { McpServer } from '../core/mcp-server.js'
+import { SHARED_SCHEMAS } from './openapi-document.js'
+import { referenceComponents } from './openapi-refs.js'
 
-type Doc = Record<string, unknown> & { paths?: Record<string, Record<string, unknown>> }
+type Doc = Record<string, unknown> & { paths: Record<string, Record<string, unknown>> }
 type Json = Record<string, any>
+
+const CALL_TOOL_RESULT = '#/components/schemas/CallToolResult'
+const OTHER_ERRORS = {
+  description:
+    'Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After).',
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/McpError' } } }
+}
 
 /**
  * The OpenAPI 3.1 document: the routes as @fastify/swagger describes them, plus one typed operation
@@ -18,7 +27,12 @@ export function openapiDocument(fastify: FastifyInstance, mcp: McpServer): () =>
   return () => {
     if (cached !== undefined) return cached
     const base = structuredClone(fastify.swagger() as Doc)
-    const paths = (base.paths ??= {})
+    referenceComponents(base, SHARED_SCHEMAS.map((s) => s.$id as string))
+    // The statuses a route cannot foresee (authorization, limits, load, method) in one place.
+    const paths = base.paths
+    for (const item of Object.values(paths)) {
+      for (const op of Object.values(item) as Json[]) op.responses.default ??= OTHER_ERRORS
+    }
     const generic = paths[`${fastify.prefix}/tools/{name}/calls`]?.post as Json | undefined
     for (const { definition: tool } of mcp.tools.values()) {
       if (generic === undefined) break
@@ -35,17 +49,47 @@ export function openapiDocument(fastify: FastifyInstance, mcp: McpServer): () =>
       const body = op.requestBody.content['application/json'].schema
       body.properties.arguments = rebase(tool.inputSchema, pointer(...bodyAt, 'properties', 'arguments'))
       body.required = ['arguments']
+      op.requestBody.content['application/json'].example = { arguments: exampleOf(tool.inputSchema) }
       if (tool.outputSchema !== undefined) {
+        // The shared CallToolResult, narrowed: this tool's structuredContent is its outputSchema.
         const ok = op.responses['200'].content['application/json'].schema
-        const i = (ok.anyOf as Json[]).findIndex((s) => s.properties?.content !== undefined)
-        const at = pointer('paths', path, 'post', 'responses', '200', 'content', 'application/json', 'schema', 'anyOf', String(i))
-        ok.anyOf[i].properties.structuredContent = rebase(tool.outputSchema, `${at}${pointer('properties', 'structuredContent')}`)
+        const i = (ok.anyOf as Json[]).findIndex((s) => s.$ref === CALL_TOOL_RESULT)
+        const at = pointer('paths', path, 'post', 'responses', '200', 'content', 'application/json', 'schema', 'anyOf', String(i), 'allOf', '1')
+        const structuredContent = rebase(tool.outputSchema, `${at}${pointer('properties', 'structuredContent')}`)
+        ok.anyOf[i] = { allOf: [{ $ref: CALL_TOOL_RESULT }, { type: 'object', properties: { structuredContent } }] }
       }
       paths[path] = { post: op }
     }
     cached = base
     return base
   }
+}
+
+/**
+ * A small valid-looking example of a schema, for the per-tool request body: required properties only,
+ * each its `default`, first `examples` entry, `const`, first `enum` value, or a placeholder of its
+ * type. An interactive page (`/docs`) pre-fills it, so "try it" sends `{"arguments":{"text":"string"}}`
+ * rather than every optional field of the generic body.
+ */
+export function exampleOf(schema: unknown): unknown {
+  if (schema === null || typeof schema !== 'object') return {}
+  const s = schema as Json
+  if ('default' in s) return s.default
+  if (Array.isArray(s.examples) && s.examples.length > 0) return s.examples[0]
+  if ('const' in s) return s.const
+  if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[0]
+  const type = Array.isArray(s.type) ? s.type[0] : s.type
+  switch (type) {
+    case 'string': return 'string'
+    case 'integer': return s.minimum ?? 0
+    case 'number': return s.minimum ?? 0
+    case 'boolean': return true
+    case 'array': return []
+    case 'null': return null
+  }
+  const props = (s.properties ?? {}) as Json
+  const required = Array.isArray(s.required) ? (s.required as string[]) : []
+  return Object.fromEntries(required.filter((k) => k in props).map((k) => [k, exampleOf(props[k])]))
 }
 
 /** A JSON pointer (RFC 6901) from path segments. */

@@ -64,7 +64,7 @@ export const ErrorSchema = Type.Object(
     message: Type.String(),
     data: Type.Optional(Type.Unknown())
   },
-  { description: 'The JSON-RPC error object.' }
+  { $id: 'McpError', description: 'The JSON-RPC error object.' }
 )
 export type ErrorBody = Static<typeof ErrorSchema>
 

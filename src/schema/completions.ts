@@ -19,5 +19,5 @@ export const CompleteResultSchema = Type.Object({
     hasMore: Type.Optional(Type.Boolean())
   }),
   ...resultFields
-}, { description: 'Completion suggestions (at most 100).' })
+}, { $id: 'CompleteResult', description: 'Completion suggestions (at most 100).' })
 export type CompleteResult = Static<typeof CompleteResultSchema>

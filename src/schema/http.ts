@@ -1,4 +1,4 @@
-import { Type, type TSchema } from '@sinclair/typebox'
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import { ErrorSchema } from './common.js'
 
 const version = Type.Optional(
@@ -36,7 +36,9 @@ export const CursorQuery = Type.Object({
 export const NotModified = Type.Null({ description: 'Not modified: the `If-None-Match` ETag is current.' })
 export const Accepted = Type.Null({ description: 'Accepted.' })
 
-const err = (description: string) => Type.Object(ErrorSchema.properties, { description })
+// A reference to the shared error object (`$id` McpError, added once by the plugin), so the OpenAPI
+// document names it once in components.schemas; the description is the response's own.
+const err = (description: string) => Type.Unsafe<Static<typeof ErrorSchema>>({ $ref: `${ErrorSchema.$id}#`, description })
 
 /** The error responses of a route, documented once. */
 export function errorResponses(...extra: (404 | 413)[]): Record<number, TSchema> {

@@ -18,7 +18,7 @@ export const InitializeResultSchema = Type.Object({
   serverInfo: ImplementationSchema,
   instructions: Type.Optional(Type.String()),
   ...resultFields
-}, { description: 'The negotiated version and what this server offers.' })
+}, { $id: 'InitializeResult', description: 'The negotiated version and what this server offers.' })
 export type InitializeResult = Static<typeof InitializeResultSchema>
 
 export const DiscoverResultSchema = Type.Object({
@@ -27,7 +27,7 @@ export const DiscoverResultSchema = Type.Object({
   serverInfo: ImplementationSchema,
   instructions: Type.Optional(Type.String()),
   ...cacheableFields
-}, { description: 'Supported versions, capabilities and identity of this server.' })
+}, { $id: 'DiscoverResult', description: 'Supported versions, capabilities and identity of this server.' })
 export type DiscoverResult = Static<typeof DiscoverResultSchema>
 
 export const LoggingLevels = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const

@@ -11,7 +11,7 @@ export const InputRequestSchema = Type.Object(
     ]),
     params: Type.Optional(JsonObject())
   },
-  { description: 'An elicitation, sampling or roots request the client must answer before retrying.' }
+  { $id: 'InputRequest', description: 'An elicitation, sampling or roots request the client must answer before retrying.' }
 )
 export type InputRequest = Static<typeof InputRequestSchema>
 
@@ -38,6 +38,6 @@ export const InputRequiredResultSchema = Type.Object(
     requestState: Type.Optional(Type.String({ description: 'Opaque; echo it on the retry.' })),
     _meta: Type.Optional(MetaSchema)
   },
-  { description: 'The server needs input before it can answer: retry with `inputResponses` and `requestState`.' }
+  { $id: 'InputRequiredResult', description: 'The server needs input before it can answer: retry with `inputResponses` and `requestState`.' }
 )
 export type InputRequiredResult = Static<typeof InputRequiredResultSchema>

@@ -18,12 +18,12 @@ export const PromptSchema = Type.Object({
   arguments: Type.Optional(Type.Array(PromptArgumentSchema)),
   icons: Type.Optional(Type.Array(IconSchema)),
   _meta: Type.Optional(MetaSchema)
-})
+}, { $id: 'Prompt' })
 export type Prompt = Static<typeof PromptSchema>
 
 export const ListPromptsResultSchema = Type.Object(
   { prompts: Type.Array(PromptSchema), ...paginatedFields },
-  { description: 'One page of prompts.' }
+  { $id: 'ListPromptsResult', description: 'One page of prompts.' }
 )
 
 export const PromptArgumentsSchema = Type.Record(Type.String(), Type.String(), {
@@ -41,14 +41,14 @@ export type GetPromptBody = Static<typeof GetPromptBodySchema>
 export const PromptMessageSchema = Type.Object({
   role: Type.Union([Type.Literal('user'), Type.Literal('assistant')]),
   content: ContentBlockSchema
-})
+}, { $id: 'PromptMessage' })
 export type PromptMessage = Static<typeof PromptMessageSchema>
 
 export const GetPromptResultSchema = Type.Object({
   description: Type.Optional(Type.String()),
   messages: Type.Array(PromptMessageSchema),
   ...resultFields
-})
+}, { $id: 'GetPromptResult' })
 export type GetPromptResult = Static<typeof GetPromptResultSchema>
 
 export const GetPromptResponseSchema = Type.Union([GetPromptResultSchema, InputRequiredResultSchema], {

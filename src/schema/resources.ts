@@ -13,7 +13,7 @@ export const ResourceSchema = Type.Object({
   annotations: Type.Optional(AnnotationsSchema),
   icons: Type.Optional(Type.Array(IconSchema)),
   _meta: Type.Optional(MetaSchema)
-})
+}, { $id: 'Resource' })
 export type Resource = Static<typeof ResourceSchema>
 
 export const ResourceTemplateSchema = Type.Object({
@@ -25,22 +25,22 @@ export const ResourceTemplateSchema = Type.Object({
   annotations: Type.Optional(AnnotationsSchema),
   icons: Type.Optional(Type.Array(IconSchema)),
   _meta: Type.Optional(MetaSchema)
-})
+}, { $id: 'ResourceTemplate' })
 export type ResourceTemplate = Static<typeof ResourceTemplateSchema>
 
 export const ListResourcesResultSchema = Type.Object(
   { resources: Type.Array(ResourceSchema), ...paginatedFields },
-  { description: 'One page of resources.' }
+  { $id: 'ListResourcesResult', description: 'One page of resources.' }
 )
 export const ListResourceTemplatesResultSchema = Type.Object(
   { resourceTemplates: Type.Array(ResourceTemplateSchema), ...paginatedFields },
-  { description: 'One page of resource templates.' }
+  { $id: 'ListResourceTemplatesResult', description: 'One page of resource templates.' }
 )
 
 export const ReadResourceResultSchema = Type.Object({
   contents: Type.Array(ResourceContentsSchema),
   ...cacheableFields
-})
+}, { $id: 'ReadResourceResult' })
 export type ReadResourceResult = Static<typeof ReadResourceResultSchema>
 export const ReadResourceResponseSchema = Type.Union([ReadResourceResultSchema, InputRequiredResultSchema], {
   description: 'The resource contents, or input_required (2026-07-28).'

@@ -19,7 +19,7 @@ const taskFields = {
 
 export const CreateTaskResultSchema = Type.Object(
   { resultType: Type.Literal('task'), ...taskFields, _meta: Type.Optional(MetaSchema) },
-  { description: 'The call runs as a task: poll Location (GET /tasks/{taskId}).' }
+  { $id: 'CreateTaskResult', description: 'The call runs as a task: poll Location (GET /tasks/{taskId}).' }
 )
 
 export const DetailedTaskSchema = Type.Object(
@@ -30,7 +30,7 @@ export const DetailedTaskSchema = Type.Object(
     result: Type.Optional(JsonObject('The final result (completed), e.g. a CallToolResult.')),
     error: Type.Optional(ErrorSchema)
   },
-  { description: 'The task, with its result, error or outstanding inputRequests inlined.' }
+  { $id: 'DetailedTask', description: 'The task, with its result, error or outstanding inputRequests inlined.' }
 )
 
 export const UpdateTaskBodySchema = Type.Object({ inputResponses: InputResponsesSchema, _meta: Type.Optional(MetaSchema) })

@@ -30,13 +30,13 @@ export const ToolSchema = Type.Object(
     icons: Type.Optional(Type.Array(IconSchema)),
     _meta: Type.Optional(MetaSchema)
   },
-  { description: 'A tool the client can call.' }
+  { $id: 'Tool', description: 'A tool the client can call.' }
 )
 export type Tool = Static<typeof ToolSchema>
 
 export const ListToolsResultSchema = Type.Object(
   { tools: Type.Array(ToolSchema), ...paginatedFields },
-  { description: 'One page of tools.' }
+  { $id: 'ListToolsResult', description: 'One page of tools.' }
 )
 
 /** `POST /tools/{name}/calls`: the `tools/call` params without `name`. */
@@ -66,7 +66,7 @@ export const CallToolResultSchema = Type.Object(
     isError: Type.Optional(Type.Boolean({ description: 'True when the tool itself failed.' })),
     ...resultFields
   },
-  { description: 'The result of a tool call.' }
+  { $id: 'CallToolResult', description: 'The result of a tool call.' }
 )
 export type CallToolResult = Static<typeof CallToolResultSchema>
 

@@ -1,0 +1,120 @@
+import swagger from '@fastify/swagger'
+import type { TSchema } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import type { McpServer } from '../core/mcp-server.js'
+import { ErrorSchema } from '../schema/common.js'
+import { CompleteResultSchema } from '../schema/completions.js'
+import {
+  AudioContentSchema,
+  BlobResourceContentsSchema,
+  ContentBlockSchema,
+  EmbeddedResourceSchema,
+  ImageContentSchema,
+  ResourceContentsSchema,
+  ResourceLinkSchema,
+  TextContentSchema,
+  TextResourceContentsSchema
+} from '../schema/content.js'
+import { DiscoverResultSchema, InitializeResultSchema } from '../schema/lifecycle.js'
+import { InputRequestSchema, InputRequiredResultSchema } from '../schema/mrtr.js'
+import { GetPromptResultSchema, ListPromptsResultSchema, PromptMessageSchema, PromptSchema } from '../schema/prompts.js'
+import {
+  ListResourceTemplatesResultSchema,
+  ListResourcesResultSchema,
+  ReadResourceResultSchema,
+  ResourceSchema,
+  ResourceTemplateSchema
+} from '../schema/resources.js'
+import { CreateTaskResultSchema, DetailedTaskSchema } from '../schema/tasks.js'
+import { CallToolResultSchema, ListToolsResultSchema, ToolSchema } from '../schema/tools.js'
+
+/**
+ * The schemas the OpenAPI document names in `components.schemas` (each has an `$id`): results,
+ * content blocks and the error object, so a generated client has a `CallToolResult` or `McpError`
+ * type instead of the same union inlined at every use. Only result schemas are here: request bodies
+ * are compiled by Ajv, which needs no names.
+ */
+export const SHARED_SCHEMAS: readonly TSchema[] = [
+  ErrorSchema,
+  TextContentSchema,
+  ImageContentSchema,
+  AudioContentSchema,
+  ResourceLinkSchema,
+  TextResourceContentsSchema,
+  BlobResourceContentsSchema,
+  ResourceContentsSchema,
+  EmbeddedResourceSchema,
+  ContentBlockSchema,
+  InputRequestSchema,
+  InputRequiredResultSchema,
+  ToolSchema,
+  ListToolsResultSchema,
+  CallToolResultSchema,
+  CreateTaskResultSchema,
+  DetailedTaskSchema,
+  PromptSchema,
+  ListPromptsResultSchema,
+  PromptMessageSchema,
+  GetPromptResultSchema,
+  ResourceSchema,
+  ResourceTemplateSchema,
+  ListResourcesResultSchema,
+  ListResourceTemplatesResultSchema,
+  ReadResourceResultSchema,
+  InitializeResultSchema,
+  DiscoverResultSchema,
+  CompleteResultSchema
+]
+
+export interface OpenApiSetup {
+  /** The server's name, title and version: the document's `info`. */
+  mcp: McpServer
+  /** With OAuth on: the RFC 9728 metadata URL, named in the bearer scheme's description. */
+  metadataUrl?: string | undefined
+}
+
+/**
+ * Register @fastify/swagger on the plugin's instance with the document's fixed parts: `info`, tags,
+ * `servers` (relative, so the document is right wherever it is served), `security` (bearer when
+ * OAuth is on, none otherwise) and the shared schemas, named by their `$id`.
+ */
+export async function registerOpenApi(fastify: FastifyInstance, { mcp, metadataUrl }: OpenApiSetup): Promise<void> {
+  for (const schema of SHARED_SCHEMAS) fastify.addSchema(schema)
+  const info = mcp.serverInfo
+  await fastify.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: info.title ?? info.name,
+        version: info.version,
+        description: 'Model Context Protocol methods as HTTP resources (the Pure HTTP transport, SEP-1612).',
+        license: { name: 'MIT', identifier: 'MIT' }
+      },
+      // Relative: the server this document is served from. The paths carry the mount prefix.
+      servers: [{ url: '/', description: 'This server' }],
+      tags: [
+        { name: 'lifecycle', description: 'initialize, server/discover, ping, logging/setLevel' },
+        { name: 'tools', description: 'tools/list and tools/call by name' },
+        { name: 'tool calls', description: 'One typed operation per registered tool' },
+        { name: 'prompts', description: 'prompts/list and prompts/get' },
+        { name: 'resources', description: 'resources/list, templates, read, subscribe' },
+        { name: 'completions', description: 'completion/complete' },
+        { name: 'messaging', description: 'Notifications and server-to-client requests' },
+        { name: 'tasks', description: 'The Tasks extension: long work polled to completion' },
+        { name: 'meta', description: 'This document' }
+      ],
+      ...(metadataUrl === undefined
+        ? { security: [] }
+        : {
+            components: {
+              securitySchemes: {
+                bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: `OAuth 2.1 access token; metadata: ${metadataUrl}` }
+              }
+            },
+            security: [{ bearer: [] }]
+          })
+    },
+    // Shared schemas are named by their $id (the default names them def-0, def-1, ...).
+    refResolver: { buildLocalReference: (json) => json.$id as string }
+  })
+}

@@ -1,0 +1,98 @@
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { fileURLToPath } from 'node:url'
+import t, { type Test } from 'tap'
+import puppeteer from 'puppeteer-core'
+import { McpServer } from '../src/core/mcp-server.js'
+import { DEMO_TOOLS, build, call } from './helper.js'
+import { reservePort, requireBinary } from './redis-server.js'
+
+// Debian's chromium, driven by puppeteer-core (which downloads no browser of its own).
+const chromium = requireBinary('chromium', 'chromium')
+const main = fileURLToPath(new URL('../dist/src/main.js', import.meta.url))
+t.setTimeout(600_000)
+
+/** `npm start` on a free port: Host and Origin checks on (loopback HOST), /docs on by default. */
+async function startDemo(t: Test): Promise<number> {
+  const { port, release } = await reservePort()
+  await release()
+  const child = spawn(process.execPath, [main], { env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'silent' }, stdio: 'ignore' })
+  t.teardown(async () => {
+    if (child.exitCode === null) await (child.kill('SIGTERM'), once(child, 'exit'))
+  })
+  for (let i = 0; i < 1200; i++) {
+    if (await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)) return port
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  throw new Error('the demo server did not start')
+}
+
+t.test('/docs of the demo: every tool has an operation, and "try it" on echo calls the server', async (t) => {
+  const port = await startDemo(t)
+  const origin = `http://127.0.0.1:${port}`
+  const refused = await fetch(`${origin}/ping`, { headers: { origin: 'http://evil.example' } })
+  t.equal(refused.status, 403, 'the Host and Origin checks are on')
+
+  const browser = await puppeteer.launch({ executablePath: chromium, headless: true, timeout: 120_000, args: ['--no-sandbox', '--disable-gpu'] })
+  t.teardown(() => browser.close())
+  const page = await browser.newPage()
+  // Waits, not timing assertions: a busy machine may take long to render the page.
+  page.setDefaultTimeout(120_000)
+  const problems: string[] = []
+  const foreign: string[] = []
+  const calls: { url: string; status: number }[] = []
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(`console error: ${message.text()}`)
+  })
+  page.on('pageerror', (error) => problems.push(`page error: ${(error as Error).message}`))
+  page.on('request', (request) => {
+    const url = request.url()
+    // Inline images (data:) are part of the page; anything else must come from this server.
+    if (!url.startsWith('data:') && new URL(url).origin !== origin) foreign.push(url)
+  })
+  page.on('response', (response) => {
+    if (response.url().includes('/tools/echo/calls')) calls.push({ url: response.url(), status: response.status() })
+  })
+
+  const loaded = await page.goto(`${origin}/docs`, { waitUntil: 'networkidle0' })
+  t.equal(loaded?.status(), 200)
+  const title = await page.$eval('.swagger-ui .info .title', (e) => e.textContent ?? '')
+  t.match(title, /^MCP Pure HTTP demo/, 'the page rendered the document (not blank)')
+  const operations = await page.$$eval('.opblock', (blocks) => blocks.map((b) => b.id))
+  for (const tool of DEMO_TOOLS) t.ok(operations.includes(`operations-tool_calls-callTool_${tool}`), `an operation for ${tool}`)
+  t.notOk(operations.some((id) => id.includes('docs')), 'the page itself is not in the document')
+
+  const echo = '#operations-tool_calls-callTool_echo'
+  await page.click(`${echo} .opblock-summary`)
+  const body = await page.waitForSelector(`${echo} textarea.body-param__text`)
+  t.strictSame(JSON.parse(await body!.evaluate((e) => (e as unknown as { value: string }).value)), { arguments: { text: 'string' } }, 'pre-filled with a minimal body')
+  await body!.click()
+  await page.keyboard.down('Control')
+  await page.keyboard.press('a')
+  await page.keyboard.up('Control')
+  await page.keyboard.press('Backspace')
+  await body!.type('{"arguments":{"text":"hello from the browser"}}')
+  await page.click(`${echo} button.execute`)
+  // A string, evaluated in the page (the tests compile without the DOM's types).
+  await page.waitForFunction(`document.querySelector('${echo} .live-responses-table')?.textContent.includes('hello from the browser')`, { timeout: 60_000 })
+  const shown = await page.$eval(`${echo} .live-responses-table`, (e) => e.textContent ?? '')
+  t.match(shown, /"text": "hello from the browser"/, 'the echoed text is in the page')
+  t.strictSame(calls, [{ url: `${origin}/tools/echo/calls`, status: 200 }], 'one call, to this server, answered 200')
+  t.strictSame(problems, [], 'no script errors')
+  t.strictSame(foreign, [], 'nothing fetched from another host')
+})
+
+t.test('docs is off unless asked for, and hidden from the document when on', async (t) => {
+  const { app: off } = await build(t)
+  t.equal((await call(off, { url: '/docs' })).status, 404)
+  const { app: on } = await build(t, { docs: true })
+  const page = await on.inject({ url: '/docs' })
+  t.equal(page.statusCode, 200)
+  t.match(page.headers['content-type'], /^text\/html/)
+  t.match(page.payload, /<title>MCP Pure HTTP demo: API reference<\/title>/)
+  const { app: untitled } = await build(t, { docs: true, mcp: new McpServer({ name: 'plain', version: '1.0.0' }) })
+  t.match((await untitled.inject({ url: '/docs' })).payload, /<title>plain: API reference<\/title>/, 'the name when there is no title')
+  const json = await call(on, { url: '/docs/json' })
+  t.strictSame(json.body, (await call(on, { url: '/openapi.json' })).body, '/docs/json is the server\'s own document')
+  t.notOk(Object.keys(json.body.paths).some((p) => p.startsWith('/docs')))
+})
