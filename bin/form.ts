@@ -46,8 +46,8 @@ function answer(rl: Interface, question: string): Promise<string | undefined> {
     const closed = () => resolve(undefined)
     rl.once('close', closed)
     rl.question(question, { signal: interrupt.signal }).then(
-      (text) => (rl.off('close', closed), resolve(text)),
-      (err: unknown) => (rl.off('close', closed), reject(err))
+      (text) => ((rl.off('close', closed), resolve(text))),
+      (err: unknown) => ((rl.off('close', closed), reject(err)))
     )
   })
 }

@@ -114,9 +114,9 @@ async function main(argv: string[]): Promise<number> {
       const polling = client.legacy ? client.poll({ signal: legacyPoll.signal, intervalMs: 200 }) : undefined
       const spinner = progress()
       let taskId: string | undefined
-      const onTask = (task: Json) => ((taskId = task.taskId), spinner.update(task))
+      const onTask = (task: Json) => (((taskId = task.taskId), spinner.update(task)))
       try {
-        const result = await interruptible(client.callTool(name, callArgs, { onTask, signal }), () => (spinner.done(), taskId === undefined ? 'the call was' : `task ${taskId} was`))
+        const result = await interruptible(client.callTool(name, callArgs, { onTask, signal }), () => ((spinner.done(), taskId === undefined ? 'the call was' : `task ${taskId} was`)))
         spinner.done()
         print(result, () => contentText(result.content))
         return result.isError === true ? 1 : 0

@@ -105,3 +105,8 @@ export function wireErrorOf(err: unknown): McpError | undefined {
       return new McpError(ErrorCode.internalError, err.message, 503, undefined, { 'retry-after': '1' })
   }
 }
+
+/** What was thrown or an abort's reason, as an Error (a reason may be any value). */
+export function asError(reason: unknown): Error {
+  return reason instanceof Error ? reason : new Error(String(reason))
+}

@@ -15,8 +15,8 @@ function addWaiting(live: Live) {
     await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }))
     aborted.push(ctx.requestId)
   }
-  live.mcp.tool({ name: 'wait' }, async (_a, ctx) => (await wait('tool', ctx), 'stopped'))
-  live.mcp.resource({ uri: 'x:slow', name: 'slow' }, (async (_uri: string, ctx: { signal: AbortSignal; requestId: string }) => (await wait('read', ctx), 'late')) as never)
+  live.mcp.tool({ name: 'wait' }, async (_a, ctx) => ((await wait('tool', ctx), 'stopped')))
+  live.mcp.resource({ uri: 'x:slow', name: 'slow' }, (async (_uri: string, ctx: { signal: AbortSignal; requestId: string }) => ((await wait('read', ctx), 'late'))) as never)
   return { aborted, started }
 }
 

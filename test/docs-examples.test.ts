@@ -63,7 +63,7 @@ function shell(t: Test, cwd: string): (command: string) => Promise<string> {
       n++
       // A command that never ends (a server started in the foreground, say) fails its example.
       const timer = setTimeout(() => reject(new Error(`still running after 60 s: ${command}`)), 60_000)
-      waiting = (text) => (clearTimeout(timer), resolve(text))
+      waiting = (text) => ((clearTimeout(timer), resolve(text)))
       bash.stdin.write(`${command}\nprintf '\\000done %d\\000' ${n}\n`)
     })
 }

@@ -33,7 +33,7 @@ export async function start(t: Test, args: string[], env: Record<string, string>
     if (child.exitCode !== null) throw new Error(`exited ${child.exitCode}: ${out}`)
     if (await fetch(`${base}/health`).then((r) => r.ok, () => false)) break
     if (i === 600) throw new Error(`not healthy within a minute: ${out}`)
-    await new Promise((r) => setTimeout(r, 100))
+    await new Promise((resolve) => setTimeout(resolve, 100))
   }
   return { base, child, log: () => out }
 }

@@ -20,7 +20,7 @@ t.test('an elicitation round that lands on the other instance still completes th
   for (let i = 0; i < 100; i++) {
     first = await post(url, { arguments: {}, _meta: meta })
     if (first.status === 200) break
-    await new Promise((r) => setTimeout(r, 50))
+    await new Promise((resolve) => setTimeout(resolve, 50))
   }
   t.equal(first!.body.resultType, 'input_required')
   const key = Object.keys(first!.body.inputRequests)[0]!

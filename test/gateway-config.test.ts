@@ -1,3 +1,4 @@
+/* eslint-disable no-template-curly-in-string -- `${VAR}` in a config file's strings is what these tests are about */
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'

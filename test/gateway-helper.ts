@@ -80,7 +80,7 @@ export const caps = (c: Record<string, unknown>, extra: Record<string, unknown> 
 export async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
   for (let i = 0; i < 1000; i++) {
     if (await check()) return
-    await new Promise((r) => setTimeout(r, 10))
+    await new Promise((resolve) => setTimeout(resolve, 10))
   }
   throw new Error(`timed out waiting for ${what}`)
 }

@@ -1,3 +1,4 @@
+/* eslint-disable no-template-curly-in-string -- `${VAR}` in a config file's strings is what these tests are about */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'

@@ -82,7 +82,7 @@ t.test('Redis relay: the same, through pub/sub on a real Redis', async (t) => {
     return r
   }
   // Each gateway's relay takes its own store's connection: the store is made first.
-  const pairOf = await pair(t, () => (store(), relay()), () => stores.at(-1))
+  const pairOf = await pair(t, () => ((store(), relay())), () => stores.at(-1))
   await roundTrip(t, pairOf)
 })
 

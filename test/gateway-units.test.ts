@@ -66,7 +66,7 @@ t.test('the log before the app: JSON lines at LOG_LEVEL, then the app logger', a
   const log = new LateLogger('warn')
   const written: string[] = []
   const write = process.stderr.write.bind(process.stderr)
-  process.stderr.write = ((s: string) => (written.push(s), true)) as never
+  process.stderr.write = ((s: string) => ((written.push(s), true))) as never
   try {
     log.info({ a: 1 }, 'hidden')
     log.error({ a: 2 }, 'shown')

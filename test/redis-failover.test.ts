@@ -10,7 +10,7 @@ const cluster = await startRedisCluster()
 t.teardown(() => cluster.stop())
 
 const sha = (s: string) => createHash('sha1').update(s).digest('hex')
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const OWNERS = 30
 const limits = { maxNotifications: 1_000_000, maxTasks: 1_000_000, maxIdempotencyRecords: 1_000_000, maxConnections: 1_000_000 }
 

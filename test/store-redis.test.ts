@@ -33,7 +33,7 @@ t.test('the contract', async (t) => {
   })
 })
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const sha1 = (s: string) => createHash('sha1').update(s).digest('hex')
 
 t.test('createStore: Redis when MCP_REDIS_URL is set, memory otherwise', async (t) => {

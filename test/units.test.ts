@@ -132,3 +132,11 @@ t.test('CallContext: a context no round has set up refuses to ask, with a clear 
   ctx.abort(new Error('stop'))
   t.equal((ctx.signal.reason as Error).message, 'stop')
 })
+
+t.test('asError: an abort reason that is not an Error becomes one; an Error stays itself', async (t) => {
+  const { asError } = await import('../src/errors.js')
+  const err = new Error('x')
+  t.equal(asError(err), err)
+  t.match(asError('gone'), { message: 'gone' })
+  t.ok(asError(42) instanceof Error)
+})

@@ -46,7 +46,7 @@ export async function startReceiver(answer: (n: number, d: Delivery) => Answer =
     port,
     got,
     async waitFor(n) {
-      for (let i = 0; i < 1000 && got.length < n; i++) await new Promise((r) => setTimeout(r, 10))
+      for (let i = 0; i < 1000 && got.length < n; i++) await new Promise((resolve) => setTimeout(resolve, 10))
       if (got.length < n) throw new Error(`expected ${n} deliveries, got ${got.length}: ${got.map((d) => d.body).join('\n')}`)
       return got
     },

@@ -18,7 +18,7 @@ async function serve(t: Test, allowed: string[]) {
     await ctx.progress(1, 2, 'half')
     await ctx.progress(2)
     const [hook] = await store.webhooks('anonymous')
-    for (let i = 0; i < 1000 && (await store.attempts(hook!.id)).length < 2; i++) await new Promise((r) => setTimeout(r, 10))
+    for (let i = 0; i < 1000 && (await store.attempts(hook!.id)).length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10))
     return 'done'
   })
   const app = await buildServer({ logger: false, mcp, webhooks: { store, allowedHosts: allowed, pollMs: 20, backoffMs: 5 } })
@@ -56,7 +56,7 @@ t.test('PureHttpClient registers, lists and deletes; the listener verifies and d
   listener.secret = hook.secret
   t.same((await client.listWebhooks()).map((h) => h.id), [hook.id])
   const started = await client.callTool('slow_compute', { n: 2 }, { task: { notify: true }, wait: false })
-  for (let i = 0; i < 500 && heard.at(-1)?.params.status !== 'completed'; i++) await new Promise((r) => setTimeout(r, 10))
+  for (let i = 0; i < 500 && heard.at(-1)?.params.status !== 'completed'; i++) await new Promise((resolve) => setTimeout(resolve, 10))
   t.same(heard.at(-1).params.result.structuredContent, { sum: 3 })
   t.ok(heard.every((n) => n.method === 'notifications/tasks' && n.params.taskId === (started as { taskId: string }).taskId))
   // The same delivery twice (a retry after a lost answer): handed on once.
@@ -93,7 +93,7 @@ t.test('mcp-http --webhook: progress and the task outcome arrive pushed; the web
   const child = spawn(process.execPath, [cli, '--url', url, '--webhook', String(port), 'call', 'slow_compute', '--arg', 'n=100'], { stdio: ['ignore', 'pipe', 'pipe'] })
   let stderr = ''
   child.stderr.on('data', (d: Buffer) => (stderr += String(d)))
-  for (let i = 0; i < 2000 && !/^task \S+: working\n/.test(stderr); i++) await new Promise((r) => setTimeout(r, 10))
+  for (let i = 0; i < 2000 && !/^task \S+: working\n/.test(stderr); i++) await new Promise((resolve) => setTimeout(resolve, 10))
   await new PureHttpClient({ url }).cancelTask(/^task (\S+):/.exec(stderr)![1]!)
   const [code] = await once(child, 'exit')
   t.equal(code, 1)
@@ -102,4 +102,3 @@ t.test('mcp-http --webhook: progress and the task outcome arrive pushed; the web
   t.same([bad.code, bad.stderr.split('\n')[0]], [2, 'mcp-http: --webhook takes a port, not x'])
   t.equal((await run(['--url', url, '--webhook', '70000', 'call', 'echo'])).code, 2)
 })
-

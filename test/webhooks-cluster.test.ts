@@ -52,7 +52,7 @@ async function instance(env: Record<string, string>): Promise<Instance> {
   for (let i = 0; ; i++) {
     if (child.exitCode !== null || i === 600) throw new Error(`instance did not start within 30 s:\n${out}`)
     if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) break
-    await new Promise((r) => setTimeout(r, 50))
+    await new Promise((resolve) => setTimeout(resolve, 50))
   }
   const made = { url, process: child }
   running.push(made)
@@ -76,7 +76,7 @@ t.test('two instances on one Redis deliver each message once', async (t) => {
   t.equal(registered.status, 201)
   await Promise.all(Array.from({ length: 16 }, (_, k) => progress(k % 2 === 0 ? a : b, `p${k}`)))
   const got = await rx.waitFor(32)
-  await new Promise((r) => setTimeout(r, 300))
+  await new Promise((resolve) => setTimeout(resolve, 300))
   const ids = got.map((d) => d.headers['webhook-id'])
   t.equal(got.length, 32, 'no message twice')
   t.equal(new Set(ids).size, 32)

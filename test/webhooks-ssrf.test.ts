@@ -80,7 +80,7 @@ t.test('a stored webhook whose target became internal: the message goes back to 
   await mcp.store.pushNotification('anonymous', { method: 'notifications/message', params: { data: 1 } })
   let log: any[] = []
   for (let i = 0; i < 500 && log.length === 0; i++) {
-    await new Promise((r) => setTimeout(r, 10))
+    await new Promise((resolve) => setTimeout(resolve, 10))
     log = (await call(app, { url: '/webhooks/wh_x/deliveries' })).body.deliveries
   }
   t.match(log, [{ status: 'returned', error: /^localhost resolves to .* loopback: refused$/ }])

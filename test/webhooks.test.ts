@@ -22,7 +22,7 @@ async function attemptsLogged(app: FastifyInstance, id: string, n: number): Prom
   for (let i = 0; ; i++) {
     const log = (await call(app, { url: `/webhooks/${id}/deliveries` })).body.deliveries
     if (log.length >= n || i === 1000) return log
-    await new Promise((r) => setTimeout(r, 5))
+    await new Promise((resolve) => setTimeout(resolve, 5))
   }
 }
 
@@ -145,7 +145,7 @@ t.test('a dead receiver: every attempt fails, and the message is back on /notifi
   await mcp.store.pushNotification('alice', { method: 'notifications/message', params: { level: 'info', data: 'lost?' } })
   let queued: unknown[] = []
   for (let i = 0; i < 500 && queued.length === 0; i++) {
-    await new Promise((r) => setTimeout(r, 10))
+    await new Promise((resolve) => setTimeout(resolve, 10))
     queued = (await call(app, { url: '/notifications' })).body
   }
   t.same(queued, [{ method: 'notifications/message', params: { level: 'info', data: 'lost?' } }], 'nothing lost')
@@ -162,7 +162,7 @@ async function queuedEventually(app: FastifyInstance, n: number): Promise<any[]>
     if (got.body.length > 0) {
       all.push(...got.body)
       await call(app, { method: 'POST', url: '/notifications', headers: { 'mcp-message-group': got.headers['mcp-message-group'] as string } })
-    } else await new Promise((r) => setTimeout(r, 10))
+    } else await new Promise((resolve) => setTimeout(resolve, 10))
   }
   return all
 }

@@ -164,8 +164,8 @@ export class PureHttpTransport {
       signal?.addEventListener('abort', abandon, { once: true })
       const settle = () => signal?.removeEventListener('abort', abandon)
       this.asked.set(id, {
-        resolve: (result) => (settle(), resolve(result)),
-        reject: (error) => (settle(), reject(error))
+        resolve: (result) => ((settle(), resolve(result))),
+        reject: (error) => ((settle(), reject(error)))
       })
       this.deliver({ jsonrpc: '2.0', id, method, params })
     })

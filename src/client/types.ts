@@ -102,7 +102,7 @@ export class McpHttpError extends Error {
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted === true) return resolve()
-    const done = () => (clearTimeout(timer), signal?.removeEventListener('abort', done), resolve())
+    const done = () => ((clearTimeout(timer), signal?.removeEventListener('abort', done), resolve()))
     const timer = setTimeout(done, ms)
     signal?.addEventListener('abort', done, { once: true })
   })

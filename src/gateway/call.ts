@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { RequestContext } from '../core/request-context.js'
-import { McpError, errors } from '../errors.js'
+import { McpError, asError, errors } from '../errors.js'
 import { missingCapabilities, questionFor } from '../mrtr/questions.js'
 import type { InputRequest } from '../schema/mrtr.js'
 import type { ServerMessage } from '../store/types.js'
@@ -90,7 +90,7 @@ export class UpstreamCall {
       const key = `q${this.#seq++}`
       this.#questions.set(key, { request, resolve, reject })
       // The upstream withdrew its request (it was cancelled): nothing to ask any more.
-      signal.addEventListener('abort', () => this.#questions.delete(key) && reject(signal.reason as Error), { once: true })
+      signal.addEventListener('abort', () => this.#questions.delete(key) && reject(asError(signal.reason)), { once: true })
       this.#poke()
     })
   }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Cluster, Redis } from 'ioredis'
-import { errors } from '../errors.js'
+import { asError, errors } from '../errors.js'
 import type { Outcome, RoundRef } from './call.js'
 
 /** A client's retry, sent to the instance whose upstream request it answers. */
@@ -105,7 +105,7 @@ export class RedisRelay implements RoundRelay {
     const id = randomUUID()
     const outcome = new Promise<Outcome>((resolve, reject) => {
       this.#waiting.set(id, resolve)
-      signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true })
+      signal.addEventListener('abort', () => reject(asError(signal.reason)), { once: true })
     })
     // Rejected after the wait has ended (nobody listened): nothing to report.
     outcome.catch(() => undefined)

@@ -23,8 +23,7 @@ export const WebhookConfig = {
   MCP_WEBHOOK_POLL_MS: Int(10, 60_000, 1000, 'How often an instance looks for deliveries due (those another instance queued or gave up).')
 }
 
-const Schema = Type.Object(WebhookConfig)
-type Values = Static<typeof Schema>
+type Values = Static<ReturnType<typeof Type.Object<typeof WebhookConfig>>>
 
 /** The plugin's `webhooks` option from the configuration; false when `MCP_WEBHOOKS=off`. */
 export function webhooksFromConfig(c: Values): WebhookOptions | false {

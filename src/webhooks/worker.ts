@@ -53,7 +53,7 @@ export class DeliveryWorker {
   async stop(): Promise<void> {
     this.#running = false
     clearInterval(this.#timer)
-    while (this.#ticking || this.#inflight.size > 0) await Promise.race([...this.#inflight, new Promise((r) => setTimeout(r, 5))])
+    while (this.#ticking || this.#inflight.size > 0) await Promise.race([...this.#inflight, new Promise((resolve) => setTimeout(resolve, 5))])
     await this.#sender.close()
   }
 
