@@ -1,7 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
-import type { OAuthOptions } from './auth/oauth.js'
-import { isLoopbackHost, loopbackOnly, type HostOriginOptions } from './auth/origin.js'
+import { oauthProblems } from './config-options.js'
 import { ConfigurationError } from './errors.js'
 import { SUPPORTED_VERSIONS } from './protocol.js'
 import { redisProblems } from './store/redis-config.js'
@@ -102,61 +101,4 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return config
 }
 
-const OAUTH_REQUIRED = ['MCP_OAUTH_ISSUER', 'MCP_OAUTH_JWKS_URL'] as const
-const OAUTH_OTHERS = [...OAUTH_REQUIRED, 'MCP_OAUTH_AUTHORIZATION_SERVERS', 'MCP_OAUTH_ALGORITHMS', 'MCP_OAUTH_RESOURCE_METADATA_URL'] as const
-
-function oauthProblems(c: Config): string[] {
-  if (c.MCP_OAUTH_AUDIENCE !== undefined) {
-    return OAUTH_REQUIRED.filter((k) => c[k] === undefined).map((k) => `${k} is required when MCP_OAUTH_AUDIENCE is set`)
-  }
-  const set = OAUTH_OTHERS.filter((k) => c[k] !== undefined)
-  return set.length === 0 ? [] : [`MCP_OAUTH_AUDIENCE is required when ${set.join(', ')} is set (it turns OAuth on)`]
-}
-
-const list = (v: string): string[] => v.split(/[\s,]+/).filter((s) => s !== '')
-
-/** The server's `oauth` option from `MCP_OAUTH_*`; undefined when `MCP_OAUTH_AUDIENCE` is not set. */
-export function oauthFromConfig(c: Config): OAuthOptions | undefined {
-  if (c.MCP_OAUTH_AUDIENCE === undefined) return undefined
-  const options: OAuthOptions = {
-    audience: c.MCP_OAUTH_AUDIENCE,
-    issuer: list(c.MCP_OAUTH_ISSUER!),
-    jwksUrl: c.MCP_OAUTH_JWKS_URL!,
-    clockToleranceSec: c.MCP_OAUTH_CLOCK_TOLERANCE_SEC
-  }
-  if (c.MCP_OAUTH_AUTHORIZATION_SERVERS !== undefined) options.authorizationServers = list(c.MCP_OAUTH_AUTHORIZATION_SERVERS)
-  if (c.MCP_OAUTH_ALGORITHMS !== undefined) options.algorithms = list(c.MCP_OAUTH_ALGORITHMS)
-  if (c.MCP_OAUTH_RESOURCE_METADATA_URL !== undefined) options.resourceMetadataUrl = c.MCP_OAUTH_RESOURCE_METADATA_URL
-  return options
-}
-
-/**
- * Host and Origin allow-lists against DNS rebinding: `MCP_ALLOWED_HOSTS` / `MCP_ALLOWED_ORIGINS`
- * (`*`: any), else, when HOST is a loopback address, the loopback names on PORT.
- */
-export function hostOriginFromConfig(c: Config): HostOriginOptions {
-  const defaults: HostOriginOptions = isLoopbackHost(c.HOST) ? loopbackOnly(c.PORT) : {}
-  const pick = (v: string | undefined, fallback: readonly string[] | undefined) =>
-    v === undefined ? fallback : v.trim() === '*' ? undefined : list(v)
-  const out: HostOriginOptions = {}
-  const hosts = pick(c.MCP_ALLOWED_HOSTS, defaults.allowedHosts)
-  const origins = pick(c.MCP_ALLOWED_ORIGINS, defaults.allowedOrigins)
-  if (hosts !== undefined) out.allowedHosts = hosts
-  if (origins !== undefined) out.allowedOrigins = origins
-  return out
-}
-
-/** Fastify's `trustProxy` from `MCP_TRUST_PROXY`: `true` (any), or a list of addresses/CIDRs. */
-export function trustProxyFromConfig(c: Config): boolean | string[] {
-  const v = c.MCP_TRUST_PROXY?.trim()
-  if (v === undefined || v === 'false') return false
-  return v === 'true' ? true : list(v)
-}
-
-/**
- * Fastify's `logger` from `LOG_LEVEL`. `silent` is no logger at all rather than a silent pino one:
- * Fastify then creates no child logger per request.
- */
-export function loggerFromConfig(c: Config): false | { level: string } {
-  return c.LOG_LEVEL === 'silent' ? false : { level: c.LOG_LEVEL }
-}
+export { hostOriginFromConfig, loggerFromConfig, oauthFromConfig, trustProxyFromConfig } from './config-options.js'
