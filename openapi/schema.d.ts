@@ -2819,12 +2819,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2833,12 +2828,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2897,12 +2896,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Request body too large. */
@@ -2911,12 +2905,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -2925,12 +2914,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -2980,12 +2973,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -2994,12 +2982,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -3008,12 +2991,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -3047,12 +3034,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -3061,12 +3043,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -3075,12 +3052,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
@@ -3131,12 +3112,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
@@ -3145,12 +3121,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
             /** @description Internal error -32603; the body never carries details. */
@@ -3159,12 +3130,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JSON-RPC error code. */
-                        code: number;
-                        message: string;
-                        data?: unknown;
-                    };
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
                 };
             };
         };
