@@ -1,3 +1,5 @@
+// Past ~8 KB on purpose: one method per MCP step, so that the whole protocol surface is read in one
+// place; the logic of each step lives in the module it calls (lifecycle, tools, messages, tasks, ...).
 import { queueOutlet } from '../messaging/notify.js'
 import type { Era } from '../protocol.js'
 import type { Implementation } from '../schema/common.js'

@@ -1,3 +1,5 @@
+// Past ~8 KB on purpose: one registration method per kind (tool, prompt, resource, template), each
+// preparing everything a request needs at registration; the checks they share are in definition-checks.ts.
 import { Type } from '@sinclair/typebox'
 import type { Ajv } from 'ajv'
 import { ConfigurationError } from '../errors.js'
