@@ -6,6 +6,7 @@ import { SCRIPTS } from '../src/store/redis-scripts.js'
 import { loadConfig } from '../src/config.js'
 import { createStore } from '../src/store/index.js'
 import { storeContract } from './store-contract.js'
+import { redisStoreFactory } from './redis-store-factory.js'
 import { cli, startRedisCluster } from './redis-cluster.js'
 
 // A real Redis Cluster (3 masters, 3 replicas), started once for this file; without the
@@ -14,25 +15,10 @@ const cluster = await startRedisCluster()
 t.teardown(() => cluster.stop())
 const seeds = cluster.seeds.split(',')
 
-const prefixes = new WeakMap<RedisStore, string>()
 const open = (options: Partial<RedisStoreOptions> = {}) => new RedisStore({ clusterNodes: seeds, ...options })
 
 t.test('the contract, on Redis Cluster', async (t) => {
-  storeContract(t, {
-    create: async (limits) => {
-      const prefix = `t${randomUUID().slice(0, 8)}:`
-      const store = open({ prefix, limits })
-      prefixes.set(store, prefix)
-      return store
-    },
-    peer: async (store) => {
-      const s = store as RedisStore
-      const peer = open({ prefix: prefixes.get(s)!, limits: s.limits })
-      prefixes.set(peer, prefixes.get(s)!)
-      await peer.ping()
-      return peer
-    }
-  })
+  storeContract(t, redisStoreFactory(open))
 })
 
 t.test('every script ran on the cluster, each on one slot', async (t) => {

@@ -4,33 +4,17 @@ import { Redis } from 'ioredis'
 import { RedisStore, type RedisStoreOptions } from '../src/store/redis.js'
 import { createStore, MemoryStore } from '../src/store/index.js'
 import { storeContract } from './store-contract.js'
+import { redisStoreFactory } from './redis-store-factory.js'
 import { startRedis } from './redis-server.js'
 
 // A real redis-server, started here and stopped at the end; without one this fails (never skips).
 const redis = await startRedis()
 t.teardown(() => redis.stop())
 
-const prefixes = new WeakMap<RedisStore, string>()
 const open = (options: Partial<RedisStoreOptions> = {}) => new RedisStore({ url: redis.url, ...options })
 
 t.test('the contract', async (t) => {
-  storeContract(t, {
-    // Each store its own prefix: the tests share one Redis, as several servers may.
-    create: async (limits) => {
-      const prefix = `t${randomUUID().slice(0, 8)}:`
-      const store = open({ prefix, limits })
-      prefixes.set(store, prefix)
-      return store
-    },
-    peer: async (store) => {
-      const s = store as RedisStore
-      const peer = open({ prefix: prefixes.get(s)!, limits: s.limits })
-      prefixes.set(peer, prefixes.get(s)!)
-      // Ready means subscribed too: a peer that is not yet listening misses a cancel.
-      await peer.ping()
-      return peer
-    }
-  })
+  storeContract(t, redisStoreFactory(open))
 })
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
