@@ -27,7 +27,7 @@ t.test('--arg values are typed by the tool input schema', async (t) => {
   t.same(JSON.parse(typed.stdout), { text: 'true', n: 42, maybe: '7', choice: '1', anything: [1], extra: null })
   const wrong = await run([...url, 'call', 'typed', '--arg', 'text=a', '--arg', 'n=many', '--arg', 'maybe=x', '--arg', 'choice=2', '--arg', 'anything=1'])
   t.equal(wrong.code, 1)
-  t.match(wrong.stderr, /n must be number/, 'a number field given text: the server says why')
+  t.match(wrong.stdout, /^Invalid arguments for tool typed: n must be number/, 'a number field given text: the server says why (an isError result)')
 })
 
 t.test('a read that needs roots suggests --roots', async (t) => {

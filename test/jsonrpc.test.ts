@@ -46,12 +46,18 @@ t.test('every demo tool answers the same through Pure HTTP and through /mcp, in 
         t.equal(json.status, era === 'modern' && pure.body.code === -32021 ? 400 : 200)
       }
     }
-    // A tool's own failure and a protocol error look the same too (only the status differs: in-band 200).
+    // Arguments that fail the input schema are the tool's failure (SEP-1303): the same isError result
+    // on both faces in every era; an unknown tool stays a protocol error, the same object (in-band 200 on /mcp).
     const badPure = await call(app, { method: 'POST', url: '/tools/add/calls', headers: pureHeaders(era), payload: JSON.stringify({ arguments: { a: 'x', b: 1 } }) })
     const badJson = await rpc(app, 'tools/call', { name: 'add', arguments: { a: 'x', b: 1 } }, { era })
-    t.equal(badPure.status, 400)
-    t.equal(badJson.status, 200)
-    t.same(badJson.body.error, badPure.body)
+    t.same([badPure.status, badJson.status], [200, 200])
+    t.same(badPure.body.content, [{ type: 'text', text: 'Invalid arguments for tool add: a must be number' }])
+    t.equal(badPure.body.isError, true)
+    t.same(badJson.body.result, badPure.body, `invalid arguments (${era})`)
+    const unknownPure = await call(app, { method: 'POST', url: '/tools/nope/calls', headers: pureHeaders(era), payload: '{}' })
+    const unknownJson = await rpc(app, 'tools/call', { name: 'nope' }, { era })
+    t.same([unknownPure.status, unknownJson.status], [404, 200])
+    t.same(unknownJson.body.error, unknownPure.body)
   }
 })
 
@@ -340,7 +346,8 @@ t.test('JSON Schema 2020-12 input schemas compile with a 2020-12 validator and k
   t.same((await rpc(app, 'tools/list')).body.result.tools[0].inputSchema, schema)
   t.equal((await rpc(app, 'tools/call', { name: 'modern', arguments: { x: 1, tags: ['a'] } })).body.result.content[0].text, '{"x":1,"tags":["a"]}')
   const bad = await rpc(app, 'tools/call', { name: 'modern', arguments: { x: 1, tags: ['a', 'b'] } })
-  t.match(bad.body.error, { code: -32602, message: /Invalid arguments for tool modern: tags/ })
+  t.equal(bad.body.result.isError, true)
+  t.match(bad.body.result.content[0].text, /^Invalid arguments for tool modern: tags/)
 })
 
 t.test('the endpoint can move or be switched off', async (t) => {

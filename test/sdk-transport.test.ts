@@ -200,7 +200,7 @@ t.test('the adapter on its own: methods it lacks, stray responses, errors, closi
   await transport.send({ jsonrpc: '2.0', id: 2, method: 'tasks/list' })
   t.same((await reply(2)).error, { code: -32601, message: 'Method not found: tasks/list' })
   await transport.send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'add', arguments: { a: 1, b: 'x' } } })
-  t.match((await reply(3)).error, { code: -32602, data: { path: '/b' } })
+  t.match((await reply(3)).result, { isError: true, content: [{ type: 'text', text: 'Invalid arguments for tool add: b must be number' }] })
   await transport.send({ jsonrpc: '2.0', id: 'nobody-asked', result: {} })
   await transport.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 99 } })
 

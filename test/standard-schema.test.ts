@@ -66,9 +66,10 @@ t.test('a zod tool is called and validated like a TypeBox one: same status, same
     const box = await call(app, post('/tools/box/calls', { arguments: args }))
     const zod = await call(app, post('/tools/zod/calls', { arguments: args }))
     t.equal(zod.status, box.status, JSON.stringify(args))
-    t.same(zod.body, { ...box.body, message: box.body.message.replace('tool box', 'tool zod') }, JSON.stringify(args))
+    t.same(zod.body, JSON.parse(JSON.stringify(box.body).replace('tool box', 'tool zod')), JSON.stringify(args))
+    t.equal(zod.body.isError, true, 'SEP-1303: invalid arguments are a tool error')
   }
-  t.equal((await call(app, post('/tools/zod/calls', { arguments: { a: 1 } }))).body.message, 'Invalid arguments for tool zod: b is required')
+  t.equal((await call(app, post('/tools/zod/calls', { arguments: { a: 1 } }))).body.content[0].text, 'Invalid arguments for tool zod: b is required')
 })
 
 t.test("what JSON Schema cannot say is still checked, by the library's own validate", async (t) => {
@@ -76,10 +77,10 @@ t.test("what JSON Schema cannot say is still checked, by the library's own valid
   const ok = await call(app, post('/tools/refined/calls', { arguments: { code: 'X-1' } }))
   t.same(ok.body.content, [{ type: 'text', text: 'X-1:1' }], 'the default from the JSON Schema reached the handler')
   const refused = await call(app, post('/tools/refined/calls', { arguments: { code: 'Y-1' } }))
-  t.equal(refused.status, 400)
-  t.same(refused.body, { code: -32602, message: 'Invalid arguments for tool refined: code must start with X-', data: { path: '/code' } })
+  t.equal(refused.status, 200)
+  t.same(refused.body, { content: [{ type: 'text', text: 'Invalid arguments for tool refined: code must start with X-' }], isError: true, resultType: 'complete' })
   const later = await call(app, post('/tools/later/calls', { arguments: { id: 'a' } }))
-  t.equal(later.body.message, 'Invalid arguments for tool later: (root) needs asynchronous validation, which this server does not run')
+  t.equal(later.body.content[0].text, 'Invalid arguments for tool later: (root) needs asynchronous validation, which this server does not run')
   const liar = await call(app, post('/tools/liar/calls', {}))
   t.match(liar.body.message, /n must be integer/)
 })
@@ -99,8 +100,8 @@ t.test('any library that implements Standard JSON Schema is taken, not only zod'
   mcp.tool({ name: 'half', input: even }, ({ n }) => String(n / 2))
   const { app } = await build(t, { mcp })
   t.same((await call(app, post('/tools/half/calls', { arguments: { n: 8 } }))).body.content, [{ type: 'text', text: '4' }])
-  t.equal((await call(app, post('/tools/half/calls', { arguments: { n: 7 } }))).body.message, 'Invalid arguments for tool half: n must be even')
-  t.equal((await call(app, post('/tools/half/calls', { arguments: { n: 'x' } }))).body.message, 'Invalid arguments for tool half: n must be integer')
+  t.equal((await call(app, post('/tools/half/calls', { arguments: { n: 7 } }))).body.content[0].text, 'Invalid arguments for tool half: n must be even')
+  t.equal((await call(app, post('/tools/half/calls', { arguments: { n: 'x' } }))).body.content[0].text, 'Invalid arguments for tool half: n must be integer')
 })
 
 t.test('a zod state schema checks the state a hand-rolled prompt carries between rounds', async (t) => {

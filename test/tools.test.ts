@@ -11,6 +11,11 @@ const post = (url: string, body: unknown, headers: Record<string, string> = {}) 
   headers: { 'content-type': 'application/json', ...headers }
 })
 
+/** The text of a 200 `isError` result (how invalid arguments answer); anything else fails the test. */
+function invalid(res: { status: number; body: any }): string | undefined {
+  return res.status === 200 && res.body.isError === true ? res.body.content[0].text : undefined
+}
+
 t.test('GET /tools lists the catalogue with modern-era fields', async (t) => {
   const { app } = await build(t)
   const res = await call(app, { url: '/tools' })
@@ -95,15 +100,16 @@ t.test('POST /tools/{name}/calls runs the tool', async (t) => {
   t.notOk('resultType' in legacy.body)
 })
 
-t.test('arguments are validated against the input schema, naming the field', async (t) => {
+t.test('arguments that fail the input schema are a tool error naming the field (SEP-1303)', async (t) => {
   const { app } = await build(t)
   const missing = await call(app, post('/tools/add/calls', { arguments: { a: 1 } }))
-  t.equal(missing.status, 400)
-  t.same(missing.body, { code: -32602, message: 'Invalid arguments for tool add: b is required', data: { path: '/b' } })
+  t.equal(missing.status, 200)
+  t.same(missing.body, { content: [{ type: 'text', text: 'Invalid arguments for tool add: b is required' }], isError: true, resultType: 'complete' })
   const wrong = await call(app, post('/tools/add/calls', { arguments: { a: 1, b: 'two' } }))
-  t.equal(wrong.body.message, 'Invalid arguments for tool add: b must be number')
+  t.equal(invalid(wrong), 'Invalid arguments for tool add: b must be number')
   const noArgs = await call(app, post('/tools/echo/calls', {}))
-  t.equal(noArgs.body.message, 'Invalid arguments for tool echo: text is required')
+  t.equal(invalid(noArgs), 'Invalid arguments for tool echo: text is required')
+  // A body that is not a call at all is still the protocol's error.
   const notObject = await call(app, post('/tools/echo/calls', { arguments: 'text' }))
   t.equal(notObject.status, 400)
   t.equal(notObject.body.code, -32602)
@@ -184,7 +190,7 @@ t.test('the demo catalogue: get_weather is deterministic per location', async (t
   t.match(a.body.content[0].text, /^Weather in Oslo: [A-Za-z ]+, \d+°C$/)
   t.equal(a.body.content[0].text, b.body.content[0].text)
   const empty = await call(app, post('/tools/get_weather/calls', { arguments: { location: '' } }))
-  t.same([empty.status, empty.body.message], [400, 'Invalid arguments for tool get_weather: location must NOT have fewer than 1 characters'])
+  t.equal(invalid(empty), 'Invalid arguments for tool get_weather: location must NOT have fewer than 1 characters')
 })
 
 t.test('validation messages for closed objects and enums; throwing a non-Error', async (t) => {
@@ -199,12 +205,12 @@ t.test('validation messages for closed objects and enums; throwing a non-Error',
   })
   const { app } = await build(t, { mcp })
   const extra = await call(app, post('/tools/strict/calls', { arguments: { mode: 'a', other: 1 } }))
-  t.same(extra.body, { code: -32602, message: 'Invalid arguments for tool strict: other is not allowed', data: { path: '/other' } })
+  t.equal(invalid(extra), 'Invalid arguments for tool strict: other is not allowed')
   const enumErr = await call(app, post('/tools/pick/calls', { arguments: { c: 'green' } }))
-  t.equal(enumErr.body.message, 'Invalid arguments for tool pick: c must be one of ["red","blue"]')
+  t.equal(invalid(enumErr), 'Invalid arguments for tool pick: c must be one of ["red","blue"]')
   mcp.tool({ name: 'some', input: Type.Object({}, { minProperties: 1 }) }, () => 'ok')
   const root = await call(app, post('/tools/some/calls', { arguments: {} }))
-  t.same(root.body, { code: -32602, message: 'Invalid arguments for tool some: (root) must NOT have fewer than 1 properties', data: { path: '' } })
+  t.equal(invalid(root), 'Invalid arguments for tool some: (root) must NOT have fewer than 1 properties')
   const odd = await call(app, post('/tools/odd/calls', {}))
   t.same(odd.body.content, [{ type: 'text', text: 'a string' }])
 })

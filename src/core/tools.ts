@@ -15,9 +15,9 @@ import { finish } from './results.js'
 import { describeErrors } from './validation.js'
 
 /**
- * `tools/call`. Arguments are checked against the tool's compiled input schema (400 -32602 naming
- * the field); a handler that throws becomes an `isError` result, as MCP wants tool failures reported
- * to the model; a protocol error ({@link McpError}) is passed through. A round that needs input
+ * `tools/call`. Arguments are checked against the tool's compiled input schema; arguments that fail
+ * it and a handler that throws both become an `isError` result naming the problem, as MCP wants tool
+ * failures reported to the model (SEP-1303); a protocol error ({@link McpError}) is passed through. A round that needs input
  * answers `input_required` (see {@link runRound}).
  */
 export async function callTool(
@@ -36,9 +36,10 @@ export async function callTool(
     throw errors.insufficientScope(`tool ${name}`, entry.scopes)
   }
   const args = body.arguments ?? {}
+  // SEP-1303: arguments that fail the input schema are a tool execution error the model can read
+  // and correct, not a protocol error; a body that is not a call at all was refused by the face.
   if (!entry.validateInput(args)) {
-    const { message, path } = describeErrors(entry.validateInput.errors)
-    throw errors.invalidParams(`Invalid arguments for tool ${name}: ${message}`, { path })
+    return toolError(ctx, `Invalid arguments for tool ${name}: ${describeErrors(entry.validateInput.errors).message}`)
   }
   const takes = entry.task.mode !== 'forbidden' && clientTakesTasks(ctx.clientCapabilities)
   if (entry.task.mode === 'required' && !takes) {
