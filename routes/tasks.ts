@@ -2,15 +2,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { settleGet } from '../src/http/meta.js'
 import { sendRepresentation, sendResult } from '../src/http/representation.js'
-import { createContext, paramsFromHeaders } from '../src/http/request.js'
+import { createContext, paramsFromHeaders, paramsFromPost } from '../src/http/request.js'
 import { CommonHeaders, GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
 import { AckSchema, CancelTaskBodySchema, DetailedTaskSchema, UpdateTaskBodySchema } from '../src/schema/tasks.js'
 import { etagOf } from '../src/core/etag.js'
 import { TERMINAL, type TaskStatus } from '../src/store/types.js'
 import { hasNoBody } from './notifications.js'
-
-// Pure HTTP does not refuse a client that did not declare the Tasks extension yet (issue 15 will).
-const UNGATED = { gate: false }
 
 const TaskParams = Type.Object({ taskId: Type.String({ minLength: 1, maxLength: 128 }) })
 
@@ -34,7 +31,7 @@ const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       await settleGet(request, reply)
-      const task = await fastify.mcp.tasks.get(await createContext(request, reply, paramsFromHeaders(request)), request.params.taskId, UNGATED)
+      const task = await fastify.mcp.tasks.get(await createContext(request, reply, paramsFromHeaders(request)), request.params.taskId)
       if (!TERMINAL.has(task.status as TaskStatus)) reply.header('retry-after', String(Math.max(1, Math.ceil(task.pollIntervalMs / 1000))))
       const body = JSON.stringify(task)
       return sendRepresentation(request, reply, { body, etag: etagOf(body) }, { ttlMs: 0, cacheScope: 'private' })
@@ -56,7 +53,7 @@ const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     },
     async (request, reply) => {
-      await fastify.mcp.tasks.update(await createContext(request, reply, request.body), request.params.taskId, request.body.inputResponses, UNGATED)
+      await fastify.mcp.tasks.update(await createContext(request, reply, paramsFromPost(request, request.body)), request.params.taskId, request.body.inputResponses)
       return sendResult(request, reply, { resultType: 'complete' })
     }
   )
@@ -85,7 +82,7 @@ const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     },
     async (request, reply) => {
-      await fastify.mcp.tasks.cancel(await createContext(request, reply, request.body), request.params.taskId, UNGATED)
+      await fastify.mcp.tasks.cancel(await createContext(request, reply, paramsFromPost(request, request.body)), request.params.taskId)
       return sendResult(request, reply, { resultType: 'complete' })
     }
   )

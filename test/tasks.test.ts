@@ -1,5 +1,5 @@
 import t from 'tap'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyRequest, InjectOptions } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { McpServer } from '../src/core/mcp-server.js'
 import type { Principal } from '../src/core/request-context.js'
@@ -7,12 +7,19 @@ import { createDemoServer } from '../src/demo/catalogue.js'
 import { elicit } from '../src/mrtr/questions.js'
 import { resolver } from '../src/mrtr/resolvers.js'
 import { inputRequired } from '../src/mrtr/rounds.js'
+import { encodeJsonHeader } from '../src/headers.js'
 import { build, call } from './helper.js'
 
 const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } }
 const ASKING = { ...TASKS, elicitation: {}, roots: {}, sampling: {} }
 const meta = (caps: Record<string, unknown> = TASKS) => ({ 'io.modelcontextprotocol/clientCapabilities': caps })
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const DECLARED = { 'mcp-meta': encodeJsonHeader(meta()) }
+
+/** A tasks/* request from a client that declares the extension, as the extension requires (Mcp-Meta). */
+function taskCall(app: FastifyInstance, options: InjectOptions & { headers?: Record<string, string> }) {
+  return call(app, { ...options, headers: { ...DECLARED, ...options.headers } })
+}
 
 async function start(app: FastifyInstance, tool: string, body: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
   return call(app, { method: 'POST', url: `/tools/${tool}/calls`, payload: { _meta: meta(), ...body }, headers })
@@ -20,7 +27,7 @@ async function start(app: FastifyInstance, tool: string, body: Record<string, un
 
 async function until(app: FastifyInstance, id: string, done: (task: any) => boolean, headers: Record<string, string> = {}) {
   for (let i = 0; i < 200; i++) {
-    const res = await call(app, { url: `/tasks/${id}`, headers })
+    const res = await taskCall(app, { url: `/tasks/${id}`, headers })
     if (done(res.body)) return res
     await sleep(10)
   }
@@ -28,6 +35,28 @@ async function until(app: FastifyInstance, id: string, done: (task: any) => bool
 }
 
 const demo = () => createDemoServer({ taskStepMs: 20 })
+
+t.test('tasks/get, tasks/update and tasks/cancel refuse a client that did not declare the extension', async (t) => {
+  const { app } = await build(t, { mcp: demo() })
+  const id = (await start(app, 'failing_job')).body.taskId
+  t.type(id, 'string')
+  const cases = [
+    { url: `/tasks/${id}` },
+    { method: 'POST' as const, url: `/tasks/${id}/update`, payload: { inputResponses: {} } },
+    { method: 'POST' as const, url: `/tasks/${id}/cancel` },
+    { url: `/tasks/${id}`, headers: { 'mcp-meta': encodeJsonHeader(meta({})) } }
+  ]
+  for (const c of cases) {
+    const res = await call(app, c)
+    t.same([res.status, res.body.code, res.body.data], [400, -32021, { requiredCapabilities: TASKS }], `${c.method ?? 'GET'} ${c.url}`)
+  }
+  const inBody = await call(app, { method: 'POST', url: `/tasks/${id}/cancel`, payload: { _meta: meta() } })
+  t.equal(inBody.status, 200, 'declared in the body _meta')
+  const bare = await taskCall(app, { method: 'POST', url: `/tasks/${id}/cancel` })
+  t.equal(bare.status, 200, 'a bare POST declares it in Mcp-Meta')
+  const both = await call(app, { method: 'POST', url: `/tasks/${id}/cancel`, headers: DECLARED, payload: { _meta: meta() } })
+  t.same([both.status, both.body.code], [400, -32602], 'not in both places')
+})
 
 t.test('negotiation: tasks only for clients that declare the extension', async (t) => {
   const { app } = await build(t, { mcp: demo() })
@@ -79,16 +108,16 @@ t.test('a task: 202 with Location and Retry-After, stored before the answer, pol
   t.same(Object.keys(task).sort(), ['createdAt', 'lastUpdatedAt', 'pollIntervalMs', 'resultType', 'status', 'taskId', 'ttlMs'], 'the flat CreateTaskResult')
   t.equal(created.headers.location, `/tasks/${task.taskId}`)
   t.equal(created.headers['retry-after'], '1')
-  const first = await call(app, { url: created.headers.location as string })
+  const first = await taskCall(app, { url: created.headers.location as string })
   t.same([first.status, first.body.resultType, first.body.taskId], [200, 'complete', task.taskId], 'a GET right after the 202 finds it')
   t.equal(first.headers['retry-after'], '1')
-  const same = await app.inject({ url: `/tasks/${task.taskId}`, headers: { 'if-none-match': first.headers.etag as string } })
+  const same = await app.inject({ url: `/tasks/${task.taskId}`, headers: { ...DECLARED, 'if-none-match': first.headers.etag as string } })
   t.ok([200, 304].includes(same.statusCode))
   const done = await until(app, task.taskId, (b) => b.status === 'completed')
   t.same(done.body.result.structuredContent, { sum: 55 })
   t.equal(done.body.statusMessage, 'added 10 of 10', 'progress became the status message')
   t.equal(done.headers['retry-after'], undefined, 'no Retry-After once terminal')
-  const cached = await app.inject({ url: `/tasks/${task.taskId}`, headers: { 'if-none-match': done.headers.etag as string } })
+  const cached = await app.inject({ url: `/tasks/${task.taskId}`, headers: { ...DECLARED, 'if-none-match': done.headers.etag as string } })
   t.equal(cached.statusCode, 304, 'cheap polling: 304 while nothing changed')
 })
 
@@ -125,16 +154,16 @@ t.test('input mid-task: input_required, partial answers, ignored keys, checked a
   const id = (await start(app, 'two_questions', { _meta: meta(ASKING) })).body.taskId
   const asking = await until(app, id, (b) => b.status === 'input_required')
   t.same(Object.keys(asking.body.inputRequests), ['1.q'])
-  const bad = await call(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '1.q': { action: 'accept', content: { v: 5 } } } } })
+  const bad = await taskCall(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '1.q': { action: 'accept', content: { v: 5 } } } } })
   t.same([bad.status, bad.body.code], [400, -32602])
-  const ack = await call(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '1.q': { action: 'accept', content: { v: 'a' } }, nope: { action: 'accept' } } } })
+  const ack = await taskCall(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '1.q': { action: 'accept', content: { v: 'a' } }, nope: { action: 'accept' } } } })
   t.same([ack.status, ack.body], [200, { resultType: 'complete' }])
   const second = await until(app, id, (b) => b.status === 'input_required' && b.inputRequests['2.x'] !== undefined)
   t.same(Object.keys(second.body.inputRequests).sort(), ['2.x', '2.y'], 'keys are never reused over the task\'s life')
-  await call(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '2.x': { action: 'accept', content: { n: 2 } }, '1.q': { action: 'accept', content: { v: 'late' } } } } })
-  const partial = await call(app, { url: `/tasks/${id}` })
+  await taskCall(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '2.x': { action: 'accept', content: { n: 2 } }, '1.q': { action: 'accept', content: { v: 'late' } } } } })
+  const partial = await taskCall(app, { url: `/tasks/${id}` })
   t.same([partial.body.status, Object.keys(partial.body.inputRequests)], ['input_required', ['2.y']], 'a partial answer leaves it input_required')
-  await call(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '2.y': { action: 'accept', content: { n: 40 } } } } })
+  await taskCall(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '2.y': { action: 'accept', content: { n: 40 } } } } })
   const done = await until(app, id, (b) => b.status === 'completed')
   t.equal(done.body.result.content[0].text, 'a 42')
 })
@@ -154,25 +183,25 @@ t.test('cancel: cooperative through the signal; unknown, expired and other princ
   const id = (await start(app, 'forever')).body.taskId
   const bob = { 'x-user': 'bob' }
   for (const [method, url] of [['GET', `/tasks/${id}`], ['POST', `/tasks/${id}/update`], ['POST', `/tasks/${id}/cancel`]] as const) {
-    const res = await call(app, { method, url, headers: bob, ...(method === 'POST' ? { payload: url.endsWith('update') ? { inputResponses: {} } : {} } : {}) })
+    const res = await taskCall(app, { method, url, headers: bob, ...(method === 'POST' ? { payload: url.endsWith('update') ? { inputResponses: {} } : {} } : {}) })
     t.same([res.status, res.body.code], [404, -32602], `bob: ${method} ${url}`)
   }
   const other = (await start(app, 'forever')).body.taskId
   // A cancellation heard from the store with no reason (as another instance may publish it).
   await mcp.store.publishCancel('alice', `task:${other}`, undefined)
   t.equal((await until(app, other, (b) => b.status !== 'working')).body.result.content[0].text, 'stopped')
-  const cancel = await call(app, { method: 'POST', url: `/tasks/${id}/cancel`, payload: {} })
+  const cancel = await taskCall(app, { method: 'POST', url: `/tasks/${id}/cancel`, payload: {} })
   t.same([cancel.status, cancel.body], [200, { resultType: 'complete' }])
   const cancelled = await until(app, id, (b) => b.status === 'cancelled')
   t.equal(cancelled.body.statusMessage, 'Cancelled by the client')
   await sleep(20)
   t.same(seen, ['The task was cancelled', 'Cancelled by the client'], 'the handlers saw their signals abort')
-  t.equal((await call(app, { url: `/tasks/${id}` })).body.status, 'cancelled', 'its late result did not overwrite the cancellation')
+  t.equal((await taskCall(app, { url: `/tasks/${id}` })).body.status, 'cancelled', 'its late result did not overwrite the cancellation')
   const q = (await start(app, 'quick')).body.taskId
   await sleep(80)
-  t.same((await call(app, { url: `/tasks/${q}` })).status, 404, 'expired after its ttl')
-  t.equal((await call(app, { url: '/tasks/never-was' })).status, 404)
-  const unknownCancel = await call(app, { method: 'POST', url: '/tasks/never-was/cancel', payload: {} })
+  t.same((await taskCall(app, { url: `/tasks/${q}` })).status, 404, 'expired after its ttl')
+  t.equal((await taskCall(app, { url: '/tasks/never-was' })).status, 404)
+  const unknownCancel = await taskCall(app, { method: 'POST', url: '/tasks/never-was/cancel', payload: {} })
   t.equal(unknownCancel.status, 404)
 })
 
@@ -230,9 +259,9 @@ t.test('inside a task: roots, sampling, plain progress, logs; a misused input_re
   const roots = await until(app, id, (b) => b.status === 'input_required')
   t.equal(roots.body.statusMessage, '1', 'progress without a message: the count')
   t.same(Object.values(roots.body.inputRequests).map((r: any) => r.method), ['roots/list'])
-  await call(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '1.q': { roots: [{ uri: 'file:///x' }] } } } })
+  await taskCall(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '1.q': { roots: [{ uri: 'file:///x' }] } } } })
   await until(app, id, (b) => b.inputRequests?.['2.q'] !== undefined)
-  await call(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '2.q': { role: 'assistant', content: {}, model: 'm9' } } } })
+  await taskCall(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '2.q': { role: 'assistant', content: {}, model: 'm9' } } } })
   const finished = await until(app, id, (b) => b.status === 'completed')
   t.equal(finished.body.result.content[0].text, '1 roots, model m9')
   t.equal(finished.body.statusMessage, '2/4')
@@ -246,7 +275,7 @@ t.test('demo: needs_input_task takes no for an answer', async (t) => {
   const { app } = await build(t, { mcp: demo() })
   const id = (await start(app, 'needs_input_task', { _meta: meta(ASKING) })).body.taskId
   await until(app, id, (b) => b.status === 'input_required')
-  await call(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '1.q': { action: 'decline' } } } })
+  await taskCall(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '1.q': { action: 'decline' } } } })
   t.equal((await until(app, id, (b) => b.status === 'completed')).body.result.content[0].text, 'Not deployed.')
 })
 
@@ -254,28 +283,28 @@ t.test('demo: slow_compute cancelled mid-way; needs_input_task approved', async 
   const { app } = await build(t, { mcp: createDemoServer({ taskStepMs: 200 }) })
   const slow = (await start(app, 'slow_compute', { arguments: { n: 50 } })).body.taskId
   await until(app, slow, (b) => b.statusMessage !== undefined)
-  await call(app, { method: 'POST', url: `/tasks/${slow}/cancel`, payload: {} })
+  await taskCall(app, { method: 'POST', url: `/tasks/${slow}/cancel`, payload: {} })
   const cancelled = await until(app, slow, (b) => b.status === 'cancelled')
   t.equal(cancelled.body.result, undefined, 'no result for a cancelled task')
   const approve = (await start(app, 'needs_input_task', { _meta: meta(ASKING) })).body.taskId
   await until(app, approve, (b) => b.status === 'input_required')
-  await call(app, { method: 'POST', url: `/tasks/${approve}/update`, payload: { inputResponses: { '1.q': { action: 'accept', content: { approve: true } } } } })
+  await taskCall(app, { method: 'POST', url: `/tasks/${approve}/update`, payload: { inputResponses: { '1.q': { action: 'accept', content: { approve: true } } } } })
   t.equal((await until(app, approve, (b) => b.status === 'completed')).body.result.content[0].text, 'Deployed.')
-  const done = await call(app, { method: 'POST', url: `/tasks/${approve}/cancel` })
+  const done = await taskCall(app, { method: 'POST', url: `/tasks/${approve}/cancel` })
   t.equal(done.status, 200, 'cancelling a finished task is acknowledged')
-  t.equal((await call(app, { url: `/tasks/${approve}` })).body.status, 'completed', 'and changes nothing')
+  t.equal((await taskCall(app, { url: `/tasks/${approve}` })).body.status, 'completed', 'and changes nothing')
 })
 
 t.test('cancelling a task that waits for input stops the wait', async (t) => {
   const { app } = await build(t, { mcp: demo() })
   const id = (await start(app, 'needs_input_task', { _meta: meta(ASKING) })).body.taskId
   await until(app, id, (b) => b.status === 'input_required')
-  await call(app, { method: 'POST', url: `/tasks/${id}/cancel`, payload: {} })
+  await taskCall(app, { method: 'POST', url: `/tasks/${id}/cancel`, payload: {} })
   const task = await until(app, id, (b) => b.status === 'cancelled')
   t.equal(task.body.inputRequests, undefined, 'nothing is outstanding any more')
-  const late = await call(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '1.q': { action: 'accept', content: { approve: true } } } } })
+  const late = await taskCall(app, { method: 'POST', url: `/tasks/${id}/update`, payload: { inputResponses: { '1.q': { action: 'accept', content: { approve: true } } } } })
   t.same([late.status, late.body], [200, { resultType: 'complete' }], 'a late answer is acknowledged and ignored')
-  t.equal((await call(app, { url: `/tasks/${id}` })).body.status, 'cancelled')
+  t.equal((await taskCall(app, { url: `/tasks/${id}` })).body.status, 'cancelled')
 })
 
 t.test('a task never asks what the client did not declare: it fails with -32021', async (t) => {

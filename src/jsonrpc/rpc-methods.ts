@@ -52,7 +52,6 @@ const Empty = Type.Object(Meta)
 const Cursor = Type.Object({ cursor: Type.Optional(Type.String({ maxLength: 512 })), ...Meta })
 const Name = Type.String({ minLength: 1, maxLength: 128 })
 // The tasks methods refuse a client that did not declare the Tasks extension (its MUST).
-const GATED = { gate: true }
 const TaskId = Type.String({ minLength: 1, maxLength: 128 })
 
 const list = (kind: ListKind) =>
@@ -107,14 +106,14 @@ const METHODS = new Map<string, Method>([
   // The Tasks extension, for a client that declared it (else -32021). Its v2 drops tasks/result and
   // tasks/list (the result is inlined in tasks/get), so those stay -32601.
   ['tasks/get', method(BOTH, Type.Object({ taskId: TaskId, ...Meta }), async (p, call) =>
-    call.request.server.mcp.tasks.get(await call.context(), p.taskId, GATED)
+    call.request.server.mcp.tasks.get(await call.context(), p.taskId)
   )],
   ['tasks/update', method(BOTH, Type.Object({ taskId: TaskId, ...UpdateTaskBodySchema.properties }), async (p, call) => {
-    await call.request.server.mcp.tasks.update(await call.context(), p.taskId, p.inputResponses, GATED)
+    await call.request.server.mcp.tasks.update(await call.context(), p.taskId, p.inputResponses)
     return { resultType: 'complete' }
   })],
   ['tasks/cancel', method(BOTH, Type.Object({ taskId: TaskId, ...Meta }), async (p, call) => {
-    await call.request.server.mcp.tasks.cancel(await call.context(), p.taskId, GATED)
+    await call.request.server.mcp.tasks.cancel(await call.context(), p.taskId)
     return { resultType: 'complete' }
   })]
 ])
