@@ -61,7 +61,7 @@ t.test('backingOff: waits 1 s after a failure, doubling, and a success resets it
     return new Uint8Array(32)
   }
   const get = backingOff(remote as never, () => clock)
-  const attempt = () => get({ alg: 'RS256' }, {} as never)
+  const attempt = async () => await get({ alg: 'RS256' }, {} as never)
   await t.rejects(attempt(), /fetch failed/)
   await t.rejects(attempt(), /fetch failed/, 'within the second: the same failure, no fetch')
   t.equal(calls, 1)
@@ -98,7 +98,7 @@ t.test('authFailureLimit: the window rolls over; no options, no limit', async (t
   const limit = authFailureLimit({ max: 1, timeWindowMs: 1000 }, () => clock)!
   limit.check('a')
   limit.failed('a')
-  t.throws(() => limit.check('a'), { status: 429 }, 'over')
+  t.throws(() => limit.check('a'), /Too many refused authentications/, 'over')
   limit.check('b')
   clock = 1000
   limit.check('a')

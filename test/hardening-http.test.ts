@@ -137,7 +137,7 @@ t.test('Host: loopback names on its port by default, and only well-formed ones',
   ours(t, await ping(`127.0.0.1:${port}:${port}`), 403, -32600, 'a port twice')
   const origin = await raw(port, `GET /ping HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nOrigin: http://evil.example\r\nConnection: close\r\n\r\n`)
   ours(t, origin, 403, -32600, 'a foreign Origin')
-  t.equal((await raw(port, `GET /health HTTP/1.1\r\nHost: anything\r\nConnection: close\r\n\r\n`)).status, 200, 'probes are not checked')
+  t.equal((await raw(port, 'GET /health HTTP/1.1\r\nHost: anything\r\nConnection: close\r\n\r\n')).status, 200, 'probes are not checked')
 })
 
 t.test('Host: a list given is used; an explicit port twice is refused even there', async (t) => {
@@ -156,7 +156,7 @@ t.test('Host: off the loopback address, any Host, and a warning at start', async
   t.teardown(() => app.close())
   const port = (app.server.address() as AddressInfo).port
   t.match(lines.join(''), /non-loopback address with no allowedHosts/, 'warned')
-  t.equal((await raw(port, `GET /ping HTTP/1.1\r\nHost: mcp.example\r\nConnection: close\r\n\r\n`)).status, 202, 'any Host')
+  t.equal((await raw(port, 'GET /ping HTTP/1.1\r\nHost: mcp.example\r\nConnection: close\r\n\r\n')).status, 202, 'any Host')
 })
 
 t.test('a client that sends half a body is cut off after requestTimeoutMs', async (t) => {
