@@ -128,7 +128,8 @@ t.test('bodies: invalid UTF-8 is refused, __proto__ is named, 1e309 is refused, 
 })
 
 t.test('Host: loopback names on its port by default, and only well-formed ones', async (t) => {
-  const { port } = await listening(t)
+  const { app, port } = await listening(t)
+  t.equal((await app.inject({ url: '/ping', headers: { host: 'evil.example' } })).statusCode, 202, 'inject() is in-process: not checked')
   const ping = (host: string) => raw(port, `GET /ping HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
   t.equal((await ping(`127.0.0.1:${port}`)).status, 202, 'its loopback address')
   t.equal((await ping(`localhost:${port}`)).status, 202, 'localhost')

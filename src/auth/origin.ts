@@ -1,5 +1,5 @@
 import type { onRequestHookHandler } from 'fastify'
-import type { Server } from 'node:net'
+import { Socket, type Server } from 'node:net'
 import { errors } from '../errors.js'
 
 /** Which `Host` and `Origin` values a server answers (protection against DNS rebinding). */
@@ -17,7 +17,7 @@ export interface HostOriginOptions {
   /**
    * With no `allowedHosts`: once the server listens on a loopback address, accept only its loopback
    * names on its port (what {@link loopbackOnly} lists); on any other address, any Host. `buildServer`
-   * sets it; a request before `listen()` (`inject`) is not checked.
+   * sets it; `inject()` requests, which come from the process itself, are not checked.
    */
   loopbackByDefault?: boolean
 }
@@ -48,6 +48,8 @@ export function hostOriginCheck(options: HostOriginOptions, server?: Server): on
   }
   return (request, _reply, done) => {
     if (!settled) settle()
+    // The loopback default guards the network: an in-process `inject()` has no socket to rebind.
+    if (listening !== undefined && !(request.raw.socket instanceof Socket)) return done()
     if (hosts !== undefined) {
       const host = (request.headers.host ?? '').toLowerCase()
       const m = HOST.exec(host)
