@@ -211,3 +211,18 @@ t.test('shutdown: a request on a kept-alive connection gets our 503 and Connecti
   t.equal(after.headers.connection, 'close', 'Connection: close')
   t.ok(after.headers['retry-after'] && after.headers['mcp-request-id'] && after.headers['mcp-protocol-version'], 'Retry-After and our headers')
 })
+
+t.test('requestTimeoutMs: 30 s by default, headers within it; 0 turns it off', async (t) => {
+  const byDefault = await buildServer({ logger: false, mcp: createDemoServer() })
+  t.teardown(() => byDefault.close())
+  t.equal(byDefault.server.requestTimeout, 30_000)
+  t.equal(byDefault.server.headersTimeout, 30_000, 'headers must arrive within the same time')
+  const off = await buildServer({ logger: false, mcp: createDemoServer(), requestTimeoutMs: 0 })
+  t.teardown(() => off.close())
+  t.equal(off.server.requestTimeout, 0)
+})
+
+t.test('loopbackByDefault: false keeps any Host on loopback', async (t) => {
+  const { port } = await listening(t, { loopbackByDefault: false })
+  t.equal((await raw(port, 'GET /ping HTTP/1.1\r\nHost: mcp.example\r\nConnection: close\r\n\r\n')).status, 202)
+})
