@@ -31,25 +31,34 @@ const HOST = /^(\[[0-9a-f:.]+\]|[a-z0-9._~!$&'()*+,;=%-]*)(?::(\d{1,5}))?$/
  * Origin. Two Set lookups a request. Undefined when there is nothing to check.
  */
 export function hostOriginCheck(options: HostOriginOptions, server?: Server): onRequestHookHandler | undefined {
-  let hosts = options.allowedHosts === undefined ? undefined : new Set(options.allowedHosts.map((h) => h.toLowerCase()))
-  let origins = options.allowedOrigins === undefined ? undefined : new Set(options.allowedOrigins.map((o) => o.toLowerCase()))
-  const listening = hosts === undefined && options.loopbackByDefault === true && server !== undefined ? server : undefined
-  if (hosts === undefined && origins === undefined && listening === undefined) return undefined
-  // Settled on the first request after listen(): the loopback names on the bound port, or nothing.
+  const givenHosts = options.allowedHosts === undefined ? undefined : new Set(options.allowedHosts.map((h) => h.toLowerCase()))
+  const givenOrigins = options.allowedOrigins === undefined ? undefined : new Set(options.allowedOrigins.map((o) => o.toLowerCase()))
+  const listening = givenHosts === undefined && options.loopbackByDefault === true && server !== undefined ? server : undefined
+  if (givenHosts === undefined && givenOrigins === undefined && listening === undefined) return undefined
+  // The loopback default, settled on the first request after listen(): its names on the bound port.
   let settled = listening === undefined
+  let ownHosts: Set<string> | undefined
+  let ownOrigins: Set<string> | undefined
   const settle = (): void => {
     const address = listening!.address()
     if (address === null || typeof address === 'string') return
     settled = true
     if (!isLoopbackHost(address.address)) return
     const own = loopbackOnly(address.port)
-    hosts = new Set(own.allowedHosts)
-    origins ??= new Set(own.allowedOrigins)
+    ownHosts = new Set(own.allowedHosts)
+    ownOrigins = new Set(own.allowedOrigins)
   }
   return (request, _reply, done) => {
-    if (!settled) settle()
-    // The loopback default guards the network: an in-process `inject()` has no socket to rebind.
-    if (listening !== undefined && !(request.raw.socket instanceof Socket)) return done()
+    let hosts = givenHosts
+    let origins = givenOrigins
+    if (listening !== undefined) {
+      if (!settled) settle()
+      // The default guards the network: an in-process `inject()` has no socket to rebind. Given lists always apply.
+      if (request.raw.socket instanceof Socket) {
+        hosts = ownHosts
+        origins ??= ownOrigins
+      }
+    }
     if (hosts !== undefined) {
       const host = (request.headers.host ?? '').toLowerCase()
       const m = HOST.exec(host)
