@@ -1,12 +1,19 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ProtectedResourceMetadataSchema, type ProtectedResourceMetadata } from '../src/schema/auth.js'
 import { errorResponses } from '../src/schema/http.js'
+import type { McpServer } from '../src/core/mcp-server.js'
 
 export interface WellKnownOptions {
   resource: string
   authorizationServers: readonly string[]
   /** When absent, the scopes the registered tools require, kept current as tools come and go. */
   scopesSupported?: readonly string[] | undefined
+  /** Also serve the document here (RFC 9728's path-inserted URL of an audience with a path), relative to the plugin. */
+  alsoAt?: string | undefined
+  /** Serve only `alsoAt`, not the plugin's own well-known path (buildServer's root copy). */
+  onlyAlso?: boolean
+  /** The catalogue whose tool scopes the document lists (default: the plugin's). */
+  mcp?: McpServer
 }
 
 /**
@@ -14,7 +21,7 @@ export interface WellKnownOptions {
  * Public by nature: its route sets `config.mcpPublic`, which the authentication hook honours.
  */
 const wellKnown: FastifyPluginAsyncTypebox<WellKnownOptions> = async (fastify, opts) => {
-  const mcp = fastify.mcp
+  const mcp = opts.mcp ?? fastify.mcp
   let body: ProtectedResourceMetadata | undefined
   const unsubscribe = mcp.onChange((kind) => {
     if (kind === 'tools') body = undefined
@@ -30,20 +37,25 @@ const wellKnown: FastifyPluginAsyncTypebox<WellKnownOptions> = async (fastify, o
     }
   }
 
-  fastify.get(
-    '/.well-known/oauth-protected-resource',
-    {
-      config: { mcpPublic: true },
-      schema: {
-        operationId: 'oauthProtectedResource',
-        summary: 'OAuth 2.0 Protected Resource Metadata (RFC 9728)',
-        tags: ['meta'],
-        security: [],
-        response: { 200: ProtectedResourceMetadataSchema, ...errorResponses() }
-      }
-    },
-    async () => (body ??= document())
-  )
+  if (opts.onlyAlso !== true) {
+    fastify.get(
+      '/.well-known/oauth-protected-resource',
+      {
+        config: { mcpPublic: true },
+        schema: {
+          operationId: 'oauthProtectedResource',
+          summary: 'OAuth 2.0 Protected Resource Metadata (RFC 9728)',
+          tags: ['meta'],
+          security: [],
+          response: { 200: ProtectedResourceMetadataSchema, ...errorResponses() }
+        }
+      },
+      async () => (body ??= document())
+    )
+  }
+  if (opts.alsoAt !== undefined) {
+    fastify.get(opts.alsoAt, { config: { mcpPublic: true }, schema: { hide: true } }, async () => (body ??= document()))
+  }
 }
 
 export default wellKnown

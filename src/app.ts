@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
-import { oauthSetup, type OAuthOptions } from './auth/oauth.js'
+import { WELL_KNOWN_PATH, oauthSetup, type OAuthOptions } from './auth/oauth.js'
 import type { HostOriginOptions } from './auth/origin.js'
 import type { Principal } from './core/request-context.js'
 import type { McpServer } from './core/mcp-server.js'
@@ -131,7 +131,11 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   if (opts.webhooks !== undefined && opts.webhooks !== false) await fastify.register(webhooks, opts.webhooks === true ? {} : opts.webhooks)
   if (opts.jsonRpc !== false) await fastify.register(mcpEndpoint, { ...opts.jsonRpc, defaultVersion, metadataUrl })
   await fastify.register(openapiRoutes)
-  if (oauth !== undefined) await fastify.register(wellKnownRoutes, oauth.metadata)
+  if (oauth !== undefined) {
+    // RFC 9728's path-inserted URL, when it falls under this plugin's prefix (buildServer serves the rest).
+    const inserted = oauth.insertedPath !== undefined && oauth.insertedPath.startsWith(`${fastify.prefix}/`) ? oauth.insertedPath.slice(fastify.prefix.length) : undefined
+    await fastify.register(wellKnownRoutes, { ...oauth.metadata, alsoAt: inserted === WELL_KNOWN_PATH ? undefined : inserted })
+  }
   await allowed.answer()
   // After the 405 answers: the page's routes (static files under a wildcard) are not MCP methods.
   if (opts.docs === true) await registerDocsPage(fastify, mcp)

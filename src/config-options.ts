@@ -47,6 +47,8 @@ export function hostOriginFromConfig(c: Config): HostOriginOptions {
   const hosts = pick(c.MCP_ALLOWED_HOSTS, defaults.allowedHosts)
   const origins = pick(c.MCP_ALLOWED_ORIGINS, defaults.allowedOrigins)
   if (hosts !== undefined) out.allowedHosts = hosts
+  // `*` is any Host, even on loopback: not buildServer's loopback default.
+  else if (c.MCP_ALLOWED_HOSTS !== undefined) out.loopbackByDefault = false
   if (origins !== undefined) out.allowedOrigins = origins
   return out
 }

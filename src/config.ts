@@ -25,6 +25,7 @@ export const ConfigSchema = Type.Object({
   ),
   MCP_PAGE_SIZE: Int(1, 10000, 100, 'Items per list page.'),
   MCP_BODY_LIMIT: Int(1024, 64 * 1024 * 1024, 1024 * 1024, 'Largest request body in bytes (413 beyond).'),
+  MCP_REQUEST_TIMEOUT_MS: Int(0, 3_600_000, 30_000, 'Time a client has to send a whole request, headers and body (408 beyond; 0: none).'),
   MCP_CACHE_TTL_MS: Int(0, 86_400_000, 0, 'ttlMs of lists, reads and discover (2026-07-28).'),
   MCP_STATE_KEYS: Type.Optional(
     Type.String({

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import { errors } from './errors.js'
+import { jsonProblem } from './core/json-limits.js'
 
 /** Header names of the Pure HTTP binding, lower-cased as Node presents them. */
 export const Header = {
@@ -73,6 +74,8 @@ export function decodeJsonHeader(
   } catch {
     throw errors.invalidParams(`Invalid ${display(name)} header: not valid JSON`)
   }
+  const problem = jsonProblem(value)
+  if (problem !== undefined) throw errors.invalidParams(`Invalid ${display(name)} header: it ${problem}`)
   const ok = expect === 'object' ? isPlainObject(value) : typeof value === 'string'
   if (!ok) throw errors.invalidParams(`Invalid ${display(name)} header: must be a JSON ${expect}`)
   return value

@@ -56,6 +56,7 @@ export async function serve(
     ...first!,
     logger: loggerFromConfig(config),
     bodyLimit: config.MCP_BODY_LIMIT,
+    requestTimeoutMs: config.MCP_REQUEST_TIMEOUT_MS,
     loadShedding: { maxEventLoopDelayMs: config.MCP_MAX_EVENT_LOOP_DELAY_MS, maxHeapUsedBytes: config.MCP_MAX_HEAP_USED_BYTES },
     trustProxy: trustProxyFromConfig(config)
   })

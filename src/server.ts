@@ -1,11 +1,16 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { METHODS } from 'node:http'
 import { mcpPlugin, type McpPluginOptions } from './app.js'
 import type { Socket } from 'node:net'
+import { isLoopbackHost } from './auth/origin.js'
+import { insertedPathOf } from './auth/oauth.js'
+import wellKnownRoutes from '../routes/well-known.js'
 import { ErrorCode } from './errors.js'
 import { LATEST_VERSION } from './protocol.js'
-import { mcpRequestId } from './headers.js'
+import { mcpRequestId, newRequestId } from './headers.js'
 import { loadShedding, probes, type PressureOptions } from './http/probes.js'
+import { frameworkErrors, redactedRequest, shapeRootErrors } from './http/root-errors.js'
 
 export interface BuildServerOptions extends McpPluginOptions {
   /** Fastify logger option (default: info-level JSON logs). */
@@ -20,6 +25,12 @@ export interface BuildServerOptions extends McpPluginOptions {
   loadShedding?: PressureOptions
   /** Fastify's `trustProxy`: whose `X-Forwarded-For` names the client (per-IP rate limits behind a proxy). */
   trustProxy?: boolean | string[]
+  /**
+   * How long a client may take to send a whole request, headers and body (ms, default 30 000; 0: no
+   * limit). A slower one gets 408 and its connection closed, so half-sent bodies cannot pin memory.
+   * The headers alone must arrive within the same time. Handlers and streamed answers are not limited.
+   */
+  requestTimeoutMs?: number
 }
 
 /**
@@ -30,24 +41,52 @@ export interface BuildServerOptions extends McpPluginOptions {
  * await app.listen({ host: '127.0.0.1', port: 3000 })
  */
 export async function buildServer(options: BuildServerOptions): Promise<FastifyInstance> {
-  const { logger, bodyLimit, prefix, probes: withProbes, loadShedding: shedding, trustProxy, ...plugin } = {
-    logger: { level: 'info' },
+  const { logger, bodyLimit, prefix, probes: withProbes, loadShedding: shedding, trustProxy, requestTimeoutMs, ...plugin } = {
+    logger: { level: 'info' } as FastifyServerOptions['logger'],
     bodyLimit: 1024 * 1024,
+    requestTimeoutMs: 30_000,
+    loopbackByDefault: true,
     ...options
   }
+  const version = plugin.defaultProtocolVersion ?? LATEST_VERSION
+  const timeout = Math.max(0, requestTimeoutMs)
   const app = Fastify({
-    logger,
+    logger: typeof logger === 'object' && logger !== null ? { ...logger, serializers: { req: redactedRequest, ...logger.serializers } } : logger,
     bodyLimit,
+    requestTimeout: timeout,
+    // Node checks timeouts every 30 s by default: a 30 s limit could then take a minute.
+    http: timeout > 0 ? { headersTimeout: timeout, connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(timeout / 4))) } : {},
+    // During shutdown the 503 is ours (shapeRootErrors), in the binding's shape.
+    return503OnClosing: false,
+    frameworkErrors: frameworkErrors(version),
     trustProxy: trustProxy ?? false,
     // The client's Mcp-Request-Id, when well-formed, is the log's request id too.
     genReqId: mcpRequestId,
     routerOptions: { maxParamLength: 4096 },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
-    clientErrorHandler: (err, socket) => clientErrorHandler(err, socket, plugin.defaultProtocolVersion ?? LATEST_VERSION)
+    clientErrorHandler: (err, socket) => clientErrorHandler(err, socket, version)
   }).withTypeProvider<TypeBoxTypeProvider>()
+  // Every method Node parses reaches the router, so a known path answers 405 to TRACE or PROPFIND too.
+  for (const method of METHODS) if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true })
+  shapeRootErrors(app, version, prefix !== undefined && prefix !== '')
+  if (plugin.allowedHosts === undefined && plugin.loopbackByDefault !== false) {
+    app.addHook('onListen', async function () {
+      const address = this.server.address()
+      if (address !== null && typeof address !== 'string' && !isLoopbackHost(address.address)) {
+        this.log.warn({ address: address.address }, 'MCP: listening on a non-loopback address with no allowedHosts: any Host header is accepted (set allowedHosts, MCP_ALLOWED_HOSTS, against DNS rebinding)')
+      }
+    })
+  }
   if (shedding !== undefined) await loadShedding(app, shedding)
   if (withProbes !== false) await app.register(probes(() => plugin.mcp.store))
   await app.register(mcpPlugin, prefix === undefined ? plugin : { ...plugin, prefix })
+  // RFC 9728's path-inserted metadata URL outside the prefix (`/.well-known/oauth-protected-resource/mcp`).
+  const inserted = plugin.oauth === undefined ? undefined : insertedPathOf(new URL(plugin.oauth.audience))
+  if (inserted !== undefined && prefix !== undefined && !inserted.startsWith(`${prefix}/`)) {
+    const { audience, issuer, authorizationServers, scopesSupported } = plugin.oauth!
+    const metadata = { resource: audience, authorizationServers: authorizationServers ?? (typeof issuer === 'string' ? [issuer] : issuer), scopesSupported }
+    await app.register(wellKnownRoutes, { ...metadata, alsoAt: inserted, onlyAlso: true, mcp: plugin.mcp })
+  }
   return app
 }
 
@@ -70,7 +109,7 @@ function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket, version:
   /* c8 ignore next */
   if (socket.writable) {
     socket.write(
-      `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nMcp-Protocol-Version: ${version}\r\nConnection: close\r\n\r\n${body}`
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nMcp-Protocol-Version: ${version}\r\nMcp-Request-Id: ${newRequestId()}\r\nConnection: close\r\n\r\n${body}`
     )
   }
   socket.destroy(err)

@@ -407,7 +407,7 @@ t.test('configuration from the environment', async (t) => {
   t.equal(oauthFromConfig(base), undefined, 'OAuth is off by default')
   t.same(hostOriginFromConfig(base), loopbackOnly(3000), 'the default HOST is loopback: its names only')
   t.same(hostOriginFromConfig(loadConfig({ HOST: '0.0.0.0' })), {}, 'not bound to loopback: no default lists')
-  t.same(hostOriginFromConfig(loadConfig({ MCP_ALLOWED_HOSTS: '*', MCP_ALLOWED_ORIGINS: ' * ' })), {}, '* turns the checks off')
+  t.same(hostOriginFromConfig(loadConfig({ MCP_ALLOWED_HOSTS: '*', MCP_ALLOWED_ORIGINS: ' * ' })), { loopbackByDefault: false }, '* turns the checks off, even buildServer\'s loopback default')
   t.same(hostOriginFromConfig(loadConfig({ HOST: '0.0.0.0', MCP_ALLOWED_HOSTS: 'a.example, b.example', MCP_ALLOWED_ORIGINS: 'https://a.example' })), {
     allowedHosts: ['a.example', 'b.example'],
     allowedOrigins: ['https://a.example']

@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify'
 import { errors as jose, type JSONWebKeySet, type JWTPayload } from 'jose'
 import type { Principal } from '../core/request-context.js'
 import { McpError, errors } from '../errors.js'
-import { parseUrl, tokenVerifier } from './verify.js'
+import { isKeySetFailure, parseUrl, tokenVerifier } from './verify.js'
 
 export { DEFAULT_ALGORITHMS } from './verify.js'
 
@@ -36,8 +36,6 @@ export type Authenticate = (request: FastifyRequest) => Promise<Principal>
 // RFC 6750 section 2.1: the scheme is case-insensitive, the token is b64token.
 const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
 const BEARER_SCHEME = /^bearer(?: |$)/i
-// Failures of the key set itself (unreachable, not JSON, bad keys): the server's problem, not the token's.
-const KEY_SET_FAILURES = new Set(['ERR_JOSE_GENERIC', 'ERR_JWKS_TIMEOUT', 'ERR_JWKS_INVALID', 'ERR_JWK_INVALID'])
 
 /**
  * An OAuth 2.1 resource server: the `authenticate` function of `mcpPlugin` that accepts
@@ -63,6 +61,7 @@ export function bearerAuth(options: BearerAuthOptions): Authenticate {
   return async (request) => {
     const header = takeAuthorization(request)
     if (header === undefined) throw refuse('Authorization required: send an OAuth access token as "Authorization: Bearer <token>"')
+    if (header === DUPLICATE) throw refuse('Send one Authorization header, not several', 'invalid_request')
     const m = BEARER.exec(header)
     if (m === null) {
       if (BEARER_SCHEME.test(header)) throw refuse('Malformed Authorization header: expected "Bearer <token>"', 'invalid_request')
@@ -72,11 +71,11 @@ export function bearerAuth(options: BearerAuthOptions): Authenticate {
     try {
       payload = await verify(m[1]!)
     } catch (err) {
-      const code = err instanceof jose.JOSEError ? err.code : undefined
-      if (code === undefined || KEY_SET_FAILURES.has(code)) {
+      if (isKeySetFailure(err)) {
         request.log.error({ err }, 'cannot verify access tokens: the key set is unavailable')
         throw errors.unavailable("Cannot verify the access token now: the authorization server's keys are unavailable", 5)
       }
+      const code = (err as jose.JOSEError).code
       request.log.info({ reason: code, detail: (err as Error).message }, 'access token rejected')
       throw refuse(code === 'ERR_JWT_EXPIRED' ? 'The access token has expired' : 'Invalid access token', 'invalid_token')
     }
@@ -96,14 +95,23 @@ export function bearerAuth(options: BearerAuthOptions): Authenticate {
   }
 }
 
+const DUPLICATE = Symbol('several Authorization headers')
+
 /** Read the Authorization header and remove it from the request, so nothing downstream can forward it. */
-function takeAuthorization(request: FastifyRequest): string | undefined {
+function takeAuthorization(request: FastifyRequest): string | typeof DUPLICATE | undefined {
   const raw = request.raw
   const value = raw.headers.authorization
   if (value === undefined) return undefined
   delete raw.headers.authorization
   const list = raw.rawHeaders
-  for (let i = list.length - 2; i >= 0; i -= 2) if (list[i]!.toLowerCase() === 'authorization') list.splice(i, 2)
+  let count = 0
+  for (let i = list.length - 2; i >= 0; i -= 2) {
+    if (list[i]!.toLowerCase() !== 'authorization') continue
+    list.splice(i, 2)
+    count++
+  }
+  // Node keeps the first of several and drops the rest: which one a proxy saw is anyone's guess.
+  if (count > 1) return DUPLICATE
   return value
 }
 

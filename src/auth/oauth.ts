@@ -18,6 +18,11 @@ export interface OAuthSetup {
   metadataUrl: string
   /** What the metadata route publishes. */
   metadata: { resource: string; authorizationServers: readonly string[]; scopesSupported: readonly string[] | undefined }
+  /**
+   * RFC 9728 section 3.1's metadata path for an audience with a path (`https://h/mcp` gives
+   * `/.well-known/oauth-protected-resource/mcp`), where clients that build the URL themselves look.
+   */
+  insertedPath: string | undefined
 }
 
 export const WELL_KNOWN_PATH = '/.well-known/oauth-protected-resource'
@@ -45,6 +50,13 @@ export function oauthSetup(options: OAuthOptions, prefix: string): OAuthSetup {
   return {
     authenticate: bearerAuth({ ...options, resourceMetadataUrl: metadataUrl }),
     metadataUrl: new URL(metadataUrl).href,
-    metadata: { resource: options.audience, authorizationServers, scopesSupported: options.scopesSupported }
+    metadata: { resource: options.audience, authorizationServers, scopesSupported: options.scopesSupported },
+    insertedPath: insertedPathOf(resource)
   }
+}
+
+/** The path-inserted metadata path of an audience with a path (trailing slash dropped), else undefined. */
+export function insertedPathOf(resource: URL): string | undefined {
+  const path = resource.pathname.replace(/\/+$/, '')
+  return path === '' ? undefined : `${WELL_KNOWN_PATH}${path}`
 }

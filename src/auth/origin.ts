@@ -1,4 +1,5 @@
 import type { onRequestHookHandler } from 'fastify'
+import { Socket, type Server } from 'node:net'
 import { errors } from '../errors.js'
 
 /** Which `Host` and `Origin` values a server answers (protection against DNS rebinding). */
@@ -13,30 +14,62 @@ export interface HostOriginOptions {
    * is refused with 403; requests without one (non-browser clients) pass. Default: any Origin.
    */
   allowedOrigins?: readonly string[]
+  /**
+   * With no `allowedHosts`: once the server listens on a loopback address, accept only its loopback
+   * names on its port (what {@link loopbackOnly} lists); on any other address, any Host. `buildServer`
+   * sets it; `inject()` requests, which come from the process itself, are not checked.
+   */
+  loopbackByDefault?: boolean
 }
 
-const PORT = /:\d+$/
+// A Host header is `name[:port]` or `[IPv6][:port]`: anything else (`a:1:1`, spaces, userinfo) is refused.
+const HOST = /^(\[[0-9a-f:.]+\]|[a-z0-9._~!$&'()*+,;=%-]*)(?::(\d{1,5}))?$/
 
 /**
  * The `onRequest` hook refusing requests whose `Host` or `Origin` is not allowed: a page on another
  * site that rebinds its own DNS name to 127.0.0.1 still sends its name as Host and its origin as
- * Origin. Two Set lookups a request. Undefined when neither list is given.
+ * Origin. Two Set lookups a request. Undefined when there is nothing to check.
  */
-export function hostOriginCheck(options: HostOriginOptions): onRequestHookHandler | undefined {
-  const hosts = options.allowedHosts === undefined ? undefined : new Set(options.allowedHosts.map((h) => h.toLowerCase()))
-  const origins = options.allowedOrigins === undefined ? undefined : new Set(options.allowedOrigins.map((o) => o.toLowerCase()))
-  if (hosts === undefined && origins === undefined) return undefined
+export function hostOriginCheck(options: HostOriginOptions, server?: Server): onRequestHookHandler | undefined {
+  const givenHosts = options.allowedHosts === undefined ? undefined : new Set(options.allowedHosts.map((h) => h.toLowerCase()))
+  const givenOrigins = options.allowedOrigins === undefined ? undefined : new Set(options.allowedOrigins.map((o) => o.toLowerCase()))
+  const listening = givenHosts === undefined && options.loopbackByDefault === true && server !== undefined ? server : undefined
+  if (givenHosts === undefined && givenOrigins === undefined && listening === undefined) return undefined
+  // The loopback default, settled on the first request after listen(): its names on the bound port.
+  let settled = listening === undefined
+  let ownHosts: Set<string> | undefined
+  let ownOrigins: Set<string> | undefined
+  const settle = (): void => {
+    const address = listening!.address()
+    if (address === null || typeof address === 'string') return
+    settled = true
+    if (!isLoopbackHost(address.address)) return
+    const own = loopbackOnly(address.port)
+    ownHosts = new Set(own.allowedHosts)
+    ownOrigins = new Set(own.allowedOrigins)
+  }
   return (request, _reply, done) => {
+    let hosts = givenHosts
+    let origins = givenOrigins
+    if (listening !== undefined) {
+      if (!settled) settle()
+      // The default guards the network: an in-process `inject()` has no socket to rebind. Given lists always apply.
+      if (request.raw.socket instanceof Socket) {
+        hosts = ownHosts
+        origins ??= ownOrigins
+      }
+    }
     if (hosts !== undefined) {
       const host = (request.headers.host ?? '').toLowerCase()
-      if (!hosts.has(host) && !hosts.has(host.replace(PORT, ''))) {
-        request.log.warn({ host }, 'request refused: Host not allowed')
+      const m = HOST.exec(host)
+      if (m === null || (!hosts.has(host) && !hosts.has(m[1]!))) {
+        request.log.warn({ host: host.slice(0, 256) }, 'request refused: Host not allowed')
         return done(errors.forbidden('Host not allowed'))
       }
     }
     const origin = request.headers.origin
     if (origins !== undefined && origin !== undefined && !origins.has(origin.toLowerCase())) {
-      request.log.warn({ origin }, 'request refused: Origin not allowed')
+      request.log.warn({ origin: origin.slice(0, 256) }, 'request refused: Origin not allowed')
       return done(errors.forbidden('Origin not allowed'))
     }
     done()
@@ -55,7 +88,7 @@ export function isLoopbackHost(host: string): boolean {
  * @example
  * buildServer({ mcp, ...loopbackOnly(3000) })
  */
-export function loopbackOnly(port: number): Required<HostOriginOptions> {
+export function loopbackOnly(port: number): Required<Pick<HostOriginOptions, 'allowedHosts' | 'allowedOrigins'>> {
   const names = ['127.0.0.1', 'localhost', '[::1]']
   const hosts = port === 0 ? names : names.flatMap((n) => (port === 80 ? [`${n}:80`, n] : [`${n}:${port}`]))
   const origins = port === 0 ? [] : hosts.map((h) => `http://${h}`)

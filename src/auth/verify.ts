@@ -67,7 +67,7 @@ function keySetOf(options: BearerAuthOptions): JWTVerifyGetKey {
   if (remoteUrl.protocol !== 'https:' && !(remoteUrl.protocol === 'http:' && isLoopbackHost(remoteUrl.hostname))) {
     throw new ConfigurationError('bearerAuth: jwksUrl must use https (http only on a loopback host)')
   }
-  const remote = createRemoteJWKSet(remoteUrl)
+  const remote = backingOff(createRemoteJWKSet(remoteUrl))
   if (local === undefined) return remote
   // Static keys first (pinned), then the authorization server's current ones.
   return async (header, token) => {
@@ -75,6 +75,45 @@ function keySetOf(options: BearerAuthOptions): JWTVerifyGetKey {
       return await local(header, token)
     } catch (err) {
       if (err instanceof jose.JWKSNoMatchingKey) return remote(header, token)
+      throw err
+    }
+  }
+}
+
+/** Failures of the key set itself (unreachable, not JSON, bad keys): the server's problem, not the token's. */
+export const KEY_SET_FAILURES: ReadonlySet<string> = new Set(['ERR_JOSE_GENERIC', 'ERR_JWKS_TIMEOUT', 'ERR_JWKS_INVALID', 'ERR_JWK_INVALID'])
+
+/** True for an error that says the key set could not be had (a network error has no jose code). */
+export function isKeySetFailure(err: unknown): boolean {
+  const code = err instanceof jose.JOSEError ? err.code : undefined
+  return code === undefined || KEY_SET_FAILURES.has(code)
+}
+
+const FIRST_BACKOFF_MS = 1000
+const MAX_BACKOFF_MS = 60_000
+
+/**
+ * A remote key set that does not fetch again for a while after a fetch failed: jose's cooldown
+ * starts only after a success, so while the authorization server fails every token with an unknown
+ * `kid` would make one outbound request. After a failure, requests fail at once (the same error, a
+ * 503) for 1 s, doubling to 60 s while it keeps failing; a success resets it.
+ */
+export function backingOff(remote: JWTVerifyGetKey, now: () => number = Date.now): JWTVerifyGetKey {
+  let failedAt = 0
+  let waitMs = 0
+  let failure: unknown
+  return async (header, token) => {
+    if (waitMs > 0 && now() - failedAt < waitMs) throw failure
+    try {
+      const key = await remote(header, token)
+      waitMs = 0
+      return key
+    } catch (err) {
+      if (isKeySetFailure(err)) {
+        failedAt = now()
+        waitMs = Math.min(MAX_BACKOFF_MS, Math.max(FIRST_BACKOFF_MS, waitMs * 2))
+        failure = err
+      }
       throw err
     }
   }

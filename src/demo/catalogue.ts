@@ -39,7 +39,12 @@ export function createDemoServer(
       output: Type.Object({ sum: Type.Number() }),
       annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false }
     },
-    ({ a, b }) => ({ structuredContent: { sum: a + b } })
+    ({ a, b }) => {
+      const sum = a + b
+      // 1e308 + 1e308 is Infinity, which JSON (and so the output schema) cannot carry: a tool error.
+      if (!Number.isFinite(sum)) throw new Error(`The sum of ${a} and ${b} is out of range`)
+      return { structuredContent: { sum } }
+    }
   )
 
   mcp.resource(

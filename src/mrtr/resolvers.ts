@@ -1,6 +1,7 @@
 import { ConfigurationError } from '../errors.js'
 import type { RequestContext } from '../core/request-context.js'
 import { isQuestion, type Outcome, type Question } from './questions.js'
+import { ownValue } from '../core/json-limits.js'
 
 const RESOLVER = Symbol.for('mcp-pure-http.resolver')
 
@@ -157,7 +158,7 @@ export async function runPlan(
       continue
     }
     const needs = Object.fromEntries(step.needs.map((n) => [n.key, take(n)]))
-    const input = r.args === undefined ? args : Object.fromEntries(r.args.map((a) => [a, args[a]]))
+    const input = r.args === undefined ? args : Object.fromEntries(r.args.map((a) => [a, ownValue(args, a)]))
     const out = await r.resolve(input, needs, ctx)
     if (!isQuestion(out)) {
       outcomes.set(r.name, { action: 'accept', content: out })

@@ -6,6 +6,7 @@ import type { InputRequest } from '../schema/mrtr.js'
 import type { Outcome, Question } from './questions.js'
 import { askedOf, checkResponse, type Asked } from './responses.js'
 import type { SealBinding, StateSealer } from './seal.js'
+import { ownValue } from '../core/json-limits.js'
 
 /** What a handler returns to ask for input itself (see {@link inputRequired}). */
 export interface HandRolledInputRequired<S = unknown> {
@@ -30,7 +31,7 @@ export interface RoundState {
 export function checkAnswers(state: RoundState, responses: InputResponses | undefined): InputResponses {
   const answers: InputResponses = {}
   for (const [key, response] of Object.entries(responses ?? {})) {
-    const asked = state.q?.[key]
+    const asked = ownValue(state.q, key)
     if (asked === undefined) continue
     checkResponse(`inputResponses["${key}"]`, asked, response)
     answers[key] = response

@@ -11,6 +11,7 @@ import { askedOf, responseProblem } from './responses.js'
 import { toOutcome } from './outcome.js'
 import { askedOfAll, checkAnswers, inputRequiredResult, isHandRolled, type HandRolledInputRequired, type RoundState } from './round-state.js'
 import type { SealBinding, SealTarget, StateSealer } from './seal.js'
+import { ownValue } from '../core/json-limits.js'
 
 export type { HandRolledInputRequired }
 
@@ -95,10 +96,11 @@ export async function runRound<T>(
     }
     const recorded = { ...state.o }
     const answerOf = (name: string, q: Question<unknown>): Outcome<unknown> | undefined => {
-      const prior = recorded[name]
+      const prior = ownValue(recorded, name)
       if (prior !== undefined && prior.h === q.digest) return prior.r
-      let answer = answers[name] !== undefined && state.q?.[name]?.h === q.digest ? answers[name] : undefined
-      const offered = presupplied?.[name]
+      const given = ownValue(answers, name)
+      let answer = given !== undefined && ownValue(state.q, name)?.h === q.digest ? given : undefined
+      const offered = ownValue(presupplied, name)
       if (answer === undefined && offered !== undefined && responseProblem(askedOf(q.request, q.digest), offered) === undefined) {
         answer = offered as Record<string, unknown>
       }

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction, preValidationHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import type { OAuthSetup } from '../auth/oauth.js'
 import { hostOriginCheck, type HostOriginOptions } from '../auth/origin.js'
@@ -7,6 +7,7 @@ import type { McpServer } from '../core/mcp-server.js'
 import { ErrorCode, errors } from '../errors.js'
 import { Header, REQUEST_ID, newRequestId } from '../headers.js'
 import { era, negotiateVersion, type Era, type ProtocolVersion } from '../protocol.js'
+import { authFailureLimit, type RateLimitOptions } from './rate-limit.js'
 
 /** What the MCP hooks learn about a request before its route runs. */
 export interface McpRequestState {
@@ -41,6 +42,8 @@ export interface AdmissionOptions extends HostOriginOptions {
   authenticate: ((request: FastifyRequest) => Promise<Principal>) | undefined
   oauth: OAuthSetup | undefined
   sessions: boolean
+  /** The per-principal limit; also bounds refused authentications per address (see authFailureLimit). */
+  rateLimit?: RateLimitOptions
 }
 
 /**
@@ -52,7 +55,7 @@ export interface AdmissionOptions extends HostOriginOptions {
 const admission: FastifyPluginAsync<AdmissionOptions> = async (fastify, opts) => {
   const { defaultVersion, mcp } = opts
   fastify.decorateRequest('mcpState', null as never)
-  const hostOrigin = hostOriginCheck(opts)
+  const hostOrigin = hostOriginCheck(opts, fastify.server)
   const admit: (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void = hostOrigin ?? ((_request, _reply, done) => done())
   fastify.addHook('onRequest', (request, reply, done) => {
     const h = request.headers
@@ -91,9 +94,32 @@ const admission: FastifyPluginAsync<AdmissionOptions> = async (fastify, opts) =>
   const authenticate = opts.oauth?.authenticate ?? opts.authenticate
   fastify.decorate('mcpSessions', authenticate === undefined && opts.sessions)
   if (authenticate !== undefined) {
+    const failures = authFailureLimit(opts.rateLimit)
     fastify.addHook('onRequest', async (request) => {
       if (request.routeOptions.config.mcpPublic === true) return
-      request.mcpState.principal = await authenticate(request)
+      if (failures === undefined) {
+        request.mcpState.principal = await authenticate(request)
+        return
+      }
+      failures.check(request.ip)
+      try {
+        request.mcpState.principal = await authenticate(request)
+      } catch (err) {
+        if ((err as { status?: number }).status === 401) failures.failed(request.ip)
+        throw err
+      }
+    })
+    // Scopes before anything answers a tool call: a stream that would open, a replay from the store.
+    const toolCall = `${fastify.prefix}/tools/:name/calls`
+    const scopes: preValidationHookHandler = (request, _reply, done) => {
+      const { principal } = request.mcpState
+      const name = (request.params as { name: string }).name
+      const needed = mcp.tools.get(name)?.scopes ?? []
+      if (!principal.anonymous && needed.some((s) => !principal.scopes.includes(s))) return done(errors.insufficientScope(`tool ${name}`, needed))
+      done()
+    }
+    fastify.addHook('onRoute', (route) => {
+      if (route.url === toolCall && route.method === 'POST') route.preValidation = ([] as preValidationHookHandler[]).concat(route.preValidation ?? [], scopes)
     })
   } else if (opts.sessions) {
     // Without authentication, POST /initialize issues Mcp-Session-Id; that id names the connection.

@@ -3,8 +3,6 @@ import fp from 'fastify-plugin'
 import { errors } from '../errors.js'
 import { sendError } from '../http/error-reply.js'
 
-const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']
-
 /**
  * A known path asked with a wrong method is 405 with `Allow`, not 404: the plugin collects every
  * method of every path as routes are added, and `answer()`, called once every route is registered,
@@ -20,10 +18,12 @@ export async function methodsAllowed(fastify: FastifyInstance): Promise<{ answer
   return {
     answer: async () => {
       await fastify.register(async (f: FastifyInstance) => {
+        // Every method the server knows (TRACE, PROPFIND, and what buildServer adds): CONNECT is a tunnel.
+        const methods = f.supportedMethods.filter((m) => m !== 'CONNECT') as HTTPMethods[]
         for (const [url, set] of [...allowed]) {
           const allow = [...set].sort()
           f.route({
-            method: METHODS.filter((m) => !set.has(m)),
+            method: methods.filter((m) => !set.has(m)),
             url,
             schema: { hide: true },
             handler: (_request, reply) => sendError(reply, errors.methodNotAllowed(allow))

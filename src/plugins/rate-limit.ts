@@ -38,3 +38,43 @@ const rateLimits: FastifyPluginAsync<{ store: unknown; limits: RateLimitOptions 
 }
 
 export default fp(rateLimits, { name: 'mcp-rate-limits', fastify: '5.x' })
+
+/**
+ * Rate limiting before authentication: an address whose requests were refused authentication `max`
+ * times in a window is answered 429 without checking its next token, so random tokens (each a
+ * signature check, perhaps a key-set fetch) cost little. Counted per instance, in memory, at most
+ * 10 000 addresses a window (beyond that the window starts afresh). Authenticated calls still go
+ * through the per-principal limit.
+ */
+export function authFailureLimit(options: RateLimitOptions | undefined, now: () => number = Date.now): {
+  /** Throws the 429 when `ip` is over its limit. */
+  check(ip: string): void
+  /** Count one refused authentication of `ip`. */
+  failed(ip: string): void
+} | undefined {
+  if (options === undefined || options.max <= 0) return undefined
+  const { max } = options
+  const windowMs = options.timeWindowMs ?? 60_000
+  let counts = new Map<string, number>()
+  let windowStart = now()
+  const roll = (): void => {
+    const t = now()
+    if (t - windowStart >= windowMs || counts.size >= 10_000) {
+      counts = new Map()
+      windowStart = t
+    }
+  }
+  return {
+    check(ip) {
+      roll()
+      if ((counts.get(ip) ?? 0) < max) return
+      const retry = Math.max(1, Math.ceil((windowStart + windowMs - now()) / 1000))
+      throw new McpError(ErrorCode.invalidRequest, `Too many refused authentications: at most ${max} in ${windowMs / 1000} s; retry in ${retry} s`, 429, undefined, {
+        'retry-after': String(retry)
+      })
+    },
+    failed(ip) {
+      counts.set(ip, (counts.get(ip) ?? 0) + 1)
+    }
+  }
+}

@@ -3,6 +3,7 @@ import { errors } from '../errors.js'
 import { askedOf, checkResponse } from '../mrtr/responses.js'
 import type { Signals, TaskRecord, TaskStore } from '../store/types.js'
 import { TASKS_CAPABILITY, TASKS_EXTENSION, clientTakesTasks } from './runner.js'
+import { ownValue } from '../core/json-limits.js'
 
 /**
  * The Tasks extension's methods, whichever face calls them (`GET /tasks/{id}` and its siblings, or
@@ -28,7 +29,7 @@ export async function answerTask(store: TaskStore & Signals, owner: string, task
   const outstanding = task.inputRequests ?? {}
   const answers: Record<string, Record<string, unknown>> = {}
   for (const [key, response] of Object.entries(inputResponses)) {
-    const req = outstanding[key]
+    const req = ownValue(outstanding, key)
     if (req === undefined) continue
     checkResponse(`inputResponses["${key}"]`, askedOf(req), response)
     answers[key] = response
