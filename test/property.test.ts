@@ -1,10 +1,10 @@
 import t from 'tap'
 import fc from 'fast-check'
-import v8 from 'node:v8'
-import vm from 'node:vm'
+import * as v8 from 'node:v8'
+import * as vm from 'node:vm'
 import { request } from 'undici'
 import { Ajv2020 } from 'ajv/dist/2020.js'
-import addFormats from 'ajv-formats'
+import addFormatsModule from 'ajv-formats'
 import { buildServer } from '../src/server.js'
 import { createDemoServer } from '../src/demo/catalogue.js'
 
@@ -17,6 +17,8 @@ import { createDemoServer } from '../src/demo/catalogue.js'
  * count, so a failure replays and CI time stays fixed.
  */
 
+// ajv-formats is CommonJS; its default export arrives wrapped under NodeNext resolution.
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
 v8.setFlagsFromString('--expose-gc')
 const gc = vm.runInNewContext('gc') as () => void
 
