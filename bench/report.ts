@@ -1,3 +1,5 @@
+import type { RoundTrips } from './lib/roundtrips.js'
+
 /**
  * The results file (`bench/results/latest.json`), and what is computed from it: ratios, the
  * pass/fail of the issue's targets and the text table (the chart is chart.ts). Pure functions of
@@ -29,6 +31,8 @@ export interface Results {
   /** Webhook deliveries per second to a loopback receiver (bench/lib/webhooks.ts). */
   webhooks?: { messages: number; memoryPerSec: number; redisPerSec?: number }
   soak?: Soak
+  /** Redis round trips and commands per request (bench/lib/roundtrips.ts). */
+  roundTrips?: RoundTrips[]
   /** Workloads of the issue not run, with the feature they wait for. */
   skipped: { workload: string; reason: string }[]
   notes: string[]

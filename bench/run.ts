@@ -19,6 +19,7 @@ import { parseArgs } from 'node:util'
 import { h2load, type LoadResult, type RequestSpec } from './lib/h2load.js'
 import { cpuSeconds, memory, settle, startRedis, startServer, type Running } from './lib/procs.js'
 import { profile } from './lib/profile.js'
+import { roundTrips, roundTripTable } from './lib/roundtrips.js'
 import { sealMicro } from './lib/seal-micro.js'
 import { soak } from './lib/soak.js'
 import { webhookBench } from './lib/webhooks.js'
@@ -109,6 +110,11 @@ async function benchmark(): Promise<void> {
     results.webhooks = await webhookBench(redis.url, quick ? 1000 : 5000).finally(() => redis.stop())
     const w = results.webhooks
     console.log(`webhook deliveries to a loopback receiver: ${w.memoryPerSec}/s (memory), ${w.redisPerSec}/s (Redis), ${w.messages} messages`)
+  }
+  if (only === undefined || only.some((o) => 'roundtrips'.includes(o))) {
+    // Deterministic: Redis round trips and commands per request, through a counting proxy.
+    results.roundTrips = await roundTrips(phases(dist), files, quick ? 50 : 200)
+    console.log(`Redis round trips per request (one request at a time):\n${roundTripTable(results.roundTrips)}`)
   }
   for (const phase of phases(dist)) {
     if (!phase.workloads.some((w) => selected(phase, w))) continue
