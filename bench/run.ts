@@ -166,7 +166,8 @@ async function runPhase(phase: Phase, results: Results): Promise<void> {
     }
     for (const spec of phase.servers) {
       const shared = { ...(redis === undefined ? {} : { MCP_REDIS_URL: redis.url }), ...(cluster === undefined ? {} : { MCP_REDIS_CLUSTER_NODES: cluster.seeds }) }
-      const env = spec.id === 'ours' ? { ...spec.env, ...shared, ...phase.oursEnv } : spec.env
+      // Bare Fastify takes the phase's Redis too: its Redis ceiling (bench/servers/redis-ceiling.ts).
+      const env = spec.id === 'ours' ? { ...spec.env, ...shared, ...phase.oursEnv } : spec.id === 'bare' ? { ...spec.env, ...shared } : spec.env
       running.set(spec.id, await startServer({ ...spec, ...(env === undefined ? {} : { env }) }))
     }
     const redisPids = [...(redis === undefined ? [] : [redis.pid]), ...(cluster?.nodes.map((n) => n.process.pid!) ?? [])]

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { sha1 } from '../../src/store/redis-core.js'
 import { SCRIPTS } from '../../src/store/redis-scripts.js'
+import { CEILING_SCRIPTS } from '../servers/redis-ceiling.js'
 import type { Files } from '../requests.js'
 import { processOf, type Phase } from '../workloads.js'
 import type { RequestSpec } from './h2load.js'
@@ -67,7 +68,7 @@ async function send(base: string, spec: RequestSpec): Promise<void> {
 }
 
 /** One line per workload and target: round trips, commands, and which. */
-export function roundTripTable(rows: RoundTrips[], scripts: Record<string, string> = scriptNames()): string {
+export function roundTripTable(rows: RoundTrips[], scripts: Record<string, string> = scriptNames(CEILING_SCRIPTS)): string {
   const lines = ['| workload | server | Redis round trips / request | commands / request | commands |', '| --- | --- | ---: | ---: | --- |']
   for (const r of rows) {
     const p = r.perRequest
