@@ -353,6 +353,7 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     await store.createTask('alice', task('short', { ttlMs: 100 }))
     await store.createTask('alice', task('long'))
     await rejectsWithLimit(t, store.createTask('bob', task('third')), 'ERR_STORE_TOO_MANY_TASKS', { status: 503, message: 'Too many tasks in progress (2)', headers: { 'retry-after': '5' } })
+    t.equal(await store.getTask('bob', 'third'), undefined, 'a refused task is not kept')
     t.ok(await store.getTask('alice', 'short'))
     await sleep(150)
     await store.createTask('bob', task('third'))
