@@ -1,3 +1,4 @@
+import type { Capacity } from './lib/capacity.js'
 import type { RoundTrips } from './lib/roundtrips.js'
 
 /**
@@ -38,6 +39,8 @@ export interface Results {
   soak?: Soak
   /** Redis round trips and commands per request (bench/lib/roundtrips.ts). */
   roundTrips?: RoundTrips[]
+  /** Redis memory per unit of state (bench/lib/capacity.ts). */
+  capacity?: Capacity
   /** Workloads of the issue not run, with the feature they wait for. */
   skipped: { workload: string; reason: string }[]
   notes: string[]

@@ -5,6 +5,8 @@
  *   npm run bench                      full run (about 40 minutes): bench/results/latest.{json,svg}
  *   npm run bench -- --quick           short runs for iteration: bench/results/quick.{json,svg}
  *   npm run bench -- --only list,MRTR  only workloads (or phases) whose id contains one of these: partial.{json,svg}
+ *   npm run bench -- --only capacity   Redis memory per connection, notification, task, replay record
+ *   npm run bench -- --only roundtrips Redis round trips and commands per request of each Redis workload
  *   npm run bench -- --soak 600        10-minute soak of the demo server at a steady rate: memory growth
  *   npm run bench -- --profile "tools/call echo" [--target bare]   CPU profile of a server under a workload
  *   npm run bench -- --report bench/results/latest.json   table, verdicts and the SVG again from a results file
@@ -18,6 +20,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { h2load, type LoadResult, type RequestSpec } from './lib/h2load.js'
 import { cpuSeconds, memory, settle, startRedis, startServer, type Running } from './lib/procs.js'
+import { capacity, capacityTable } from './lib/capacity.js'
 import { profile } from './lib/profile.js'
 import { roundTrips, roundTripTable } from './lib/roundtrips.js'
 import { sealMicro } from './lib/seal-micro.js'
@@ -117,6 +120,11 @@ async function benchmark(): Promise<void> {
     results.webhooks = await webhookBench(redis.url, quick ? 1000 : 5000).finally(() => redis.stop())
     const w = results.webhooks
     console.log(`webhook deliveries to a loopback receiver: ${w.memoryPerSec}/s (memory), ${w.redisPerSec}/s (Redis), ${w.messages} messages`)
+  }
+  if (only === undefined || only.some((o) => 'capacity'.includes(o))) {
+    // Deterministic too: Redis memory per connection, notification, task and replay record.
+    results.capacity = await capacity(quick ? 2000 : 10_000)
+    console.log(`Redis memory per unit of state:\n${capacityTable(results.capacity)}`)
   }
   if (only === undefined || only.some((o) => 'roundtrips'.includes(o))) {
     // Deterministic: Redis round trips and commands per request, through a counting proxy.
