@@ -112,6 +112,7 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     const g1 = await peer.takeNotifications('alice')
     t.same(g1?.notifications, [odd, { method: 'n/2' }], 'JSON comes back as it went in, in order')
     t.type(g1?.id, 'string')
+    if (g1?.json !== undefined) t.same(JSON.parse(g1.json), g1.notifications, 'a serialized group says the same')
     t.same(await store.takeNotifications('alice'), g1, 'the same group until acknowledged, on any instance')
     t.equal(await store.takeNotifications('bob'), undefined, 'bob sees nothing of alice')
     t.equal(await store.ackNotifications('bob', g1!.id), false, 'nor can he acknowledge it')
