@@ -90,7 +90,8 @@ export function scriptNames(extra: Record<string, string> = {}): Record<string, 
 
 function nameOf(command: string, scripts: Record<string, string>): string {
   const [verb, sha] = command.split(' ')
-  return sha === undefined ? command : (scripts[sha] ?? `${verb} ${sha.slice(0, 8)}`)
+  // EVAL sends the whole script: worth seeing, it should happen once per connection at most.
+  return sha === undefined ? command : `${scripts[sha] ?? sha.slice(0, 8)}${verb === 'EVAL' ? ' (EVAL)' : ''}`
 }
 
 const fmt = (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(2))
