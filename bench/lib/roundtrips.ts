@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { sha1 } from '../../src/store/redis-core.js'
 import { SCRIPTS } from '../../src/store/redis-scripts.js'
+import { WEBHOOK_SCRIPTS } from '../../src/webhooks/redis-scripts.js'
 import { CEILING_SCRIPTS } from '../servers/redis-ceiling.js'
 import type { Files } from '../requests.js'
 import { processOf, type Phase } from '../workloads.js'
@@ -84,7 +85,9 @@ export function roundTripTable(rows: RoundTrips[], scripts: Record<string, strin
 /** EVALSHA <sha> as the script's name when known: this project's scripts, and those `extra` names. */
 export function scriptNames(extra: Record<string, string> = {}): Record<string, string> {
   const out: Record<string, string> = {}
-  for (const [name, lua] of Object.entries({ ...SCRIPTS, ...extra })) out[sha1(lua)] = name
+  // The webhook worker's (the demo polls for due deliveries every second): [keys, lua] each.
+  const webhooks = Object.fromEntries(Object.entries(WEBHOOK_SCRIPTS).map(([name, [, lua]]) => [`${name} (webhook worker)`, lua]))
+  for (const [name, lua] of Object.entries({ ...SCRIPTS, ...webhooks, ...extra })) out[sha1(lua)] = name
   return out
 }
 
