@@ -1,5 +1,8 @@
 import t from 'tap'
+import { createHash } from 'node:crypto'
 import { parseSummary, percentiles } from '../bench/lib/parse.js'
+import { RespCommands, perRequest } from '../bench/lib/redis-proxy.js'
+import { roundTripTable } from '../bench/lib/roundtrips.js'
 import { svg } from '../bench/chart.js'
 import { checks, growth, median, pairedRatios, soakGrowth, table, verdicts, workloads, type Measurement, type Results } from '../bench/report.js'
 
@@ -155,4 +158,18 @@ t.test('launches: each ratio the median of per-launch pairs, with its spread', a
   t.match(echo, { value: 0.8, pass: false, spread: { min: 0.6, max: 0.9, launches: 3 } }, 'the median misses 0.85 though one launch met it')
   t.match(verdicts(r), 'MISS  tools/call echo: req/s vs bare Fastify: 0.80x, median of 3 launches, 0.60x-0.90x (target >= 0.85x; by CPU per request 0.80x)')
   t.match(table(r), '| tools/call echo | mcp-pure-http | 40000 | 0.30 | 1.20 | 12.5 | 90 | 80.0% (60.0-90.0) |  |')
+})
+
+t.test('redis proxy: commands counted from RESP across chunk boundaries; per request', async (t) => {
+  const names: string[] = []
+  const parser = new RespCommands((name) => names.push(name))
+  const wire = Buffer.from('*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*3\r\n$7\r\nEVALSHA\r\n$4\r\nabcd\r\n$1\r\n0\r\n*3\r\n$4\r\nEVAL\r\n$6\r\nreturn\r\n$1\r\n0\r\nPING\r\n')
+  for (let i = 0; i < wire.length; i += 5) parser.push(wire.subarray(i, i + 5))
+  const sha1 = (s: string) => createHash('sha1').update(s).digest('hex')
+  t.same(names, ['GET', 'EVALSHA abcd', `EVAL ${sha1('return')}`, 'PING'], 'EVAL named by its source SHA-1, as EVALSHA would be')
+  const per = perRequest({ writes: 1, commands: 2, byName: { GET: 2 } }, { writes: 5, commands: 8, byName: { GET: 4, 'EVALSHA x': 4 } }, 2)
+  t.same(per, { writes: 2, commands: 3, byName: { GET: 1, 'EVALSHA x': 2 } })
+  const text = roundTripTable([{ workload: 'w', target: 'ours', requests: 2, perRequest: per }], { x: 'myScript' })
+  t.match(text, '| w | ours | 2 | 3 | myScript 2, GET 1 |')
+  t.match(roundTripTable([{ workload: 'w', target: 'ours', requests: 2, perRequest: { writes: 1, commands: 1, byName: { 'EVAL y': 1, 'EVALSHA zzzzzzzzzz': 0.5 } } }], { y: 'other' }), 'other (EVAL) 1, zzzzzzzz 0.50')
 })
