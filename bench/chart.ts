@@ -122,7 +122,7 @@ export function svg(r: Results): string {
   const first = panel(relative, 28)
   const second = versus.groups.length === 0 ? { body: '', height: 0 } : panel(versus, 28 + first.height)
   const height = 28 + first.height + second.height + 16
-  const meta = `${String(r.meta.date ?? '')} · ${String(r.meta.mode ?? '')} · ${String(r.meta.cpu ?? '')} · best of ${String(r.meta.reps ?? '')} runs`
+  const meta = `${String(r.meta.date ?? '')} · ${String(r.meta.mode ?? '')} · ${String(r.meta.cpu ?? '')} · ${r.meta.launches === undefined ? '' : `median of ${String(r.meta.launches)} launches, `}best of ${String(r.meta.reps ?? '')} runs`
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="sans-serif" font-size="11">`,
     '<rect width="100%" height="100%" fill="#fff"/>',

@@ -5,10 +5,12 @@
  *   npm run bench                      full run (about 40 minutes): bench/results/latest.{json,svg}
  *   npm run bench -- --quick           short runs for iteration: bench/results/quick.{json,svg}
  *   npm run bench -- --only list,MRTR  only workloads (or phases) whose id contains one of these: partial.{json,svg}
+ *   npm run bench -- --only capacity   Redis memory per connection, notification, task, replay record
+ *   npm run bench -- --only roundtrips Redis round trips and commands per request of each Redis workload
  *   npm run bench -- --soak 600        10-minute soak of the demo server at a steady rate: memory growth
  *   npm run bench -- --profile "tools/call echo" [--target bare]   CPU profile of a server under a workload
  *   npm run bench -- --report bench/results/latest.json   table, verdicts and the SVG again from a results file
- *   --connections N (default 32), --reps N, --seconds N
+ *   --connections N (default 32), --launches N (fresh launches per phase; default 3, quick 1), --reps N, --seconds N
  */
 import { execFileSync } from 'node:child_process'
 import { cpus, loadavg } from 'node:os'
@@ -18,12 +20,14 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { h2load, type LoadResult, type RequestSpec } from './lib/h2load.js'
 import { cpuSeconds, memory, settle, startRedis, startServer, type Running } from './lib/procs.js'
+import { capacity, capacityTable } from './lib/capacity.js'
 import { profile } from './lib/profile.js'
+import { roundTrips, roundTripTable } from './lib/roundtrips.js'
 import { sealMicro } from './lib/seal-micro.js'
 import { soak } from './lib/soak.js'
 import { webhookBench } from './lib/webhooks.js'
 import { svg } from './chart.js'
-import { checks, table, verdicts, type Measurement, type Results } from './report.js'
+import { checks, median, table, verdicts, type Measurement, type Results } from './report.js'
 import { Files } from './requests.js'
 import { PENDING, phases, processOf, type Phase, type Workload } from './workloads.js'
 import { startRedisCluster, type RedisCluster } from '../test/redis-cluster.js'
@@ -41,6 +45,7 @@ const { values: flags } = parseArgs({
     report: { type: 'string' },
     target: { type: 'string', default: 'ours' },
     connections: { type: 'string', default: '32' },
+    launches: { type: 'string' },
     reps: { type: 'string' },
     seconds: { type: 'string' }
   }
@@ -52,7 +57,10 @@ const settings = {
   // Many short runs, alternating, and the best of each: on a shared machine the best run is the
   // one least disturbed by other work, and alternation spreads the disturbance over every target.
   seconds: Number(flags.seconds ?? (quick ? 3 : 5)),
-  reps: Number(flags.reps ?? (quick ? 2 : 5)),
+  reps: Number(flags.reps ?? (quick ? 2 : 3)),
+  // Fresh launches of every server of a phase: a process's speed varies more from one launch to
+  // the next than from one run to the next, so every ratio is the median of per-launch pairs.
+  launches: Number(flags.launches ?? (quick ? 1 : 3)),
   // The SDK servers keep speeding up for 10-15 s (JIT of the per-request rebuild); ours and bare settle sooner.
   warmSeconds: quick ? 2 : 8,
   warmSdkSeconds: quick ? 4 : 15
@@ -90,14 +98,17 @@ async function benchmark(): Promise<void> {
       connections: settings.connections,
       seconds: settings.seconds,
       reps: settings.reps,
-      pick: 'req/s and latency: the best run (highest req/s) of each target; CPU µs/req: the lowest of its runs'
+      launches: settings.launches,
+      pick: 'per launch: the best run (highest req/s) and the lowest CPU µs/req of each target; shown: the median over launches; ratios: the median of per-launch pairs'
     },
     measurements: [],
     peakRss: {},
     skipped: PENDING.map((p) => ({ workload: p.workload, reason: p.feature })),
     notes: []
   }
-  console.log(`bench (${results.meta.mode}): ${settings.connections} connections, ${settings.seconds} s x ${settings.reps} runs per target, servers on core 0, h2load on core 1`)
+  console.log(
+    `bench (${results.meta.mode}): ${settings.connections} connections, ${settings.launches} launch(es) per phase, ${settings.seconds} s x ${settings.reps} runs per target and launch, servers on core 0, h2load on core 1`
+  )
 
   if (only === undefined || only.some((o) => 'seal'.includes(o))) {
     results.seal = sealMicro()
@@ -109,6 +120,16 @@ async function benchmark(): Promise<void> {
     results.webhooks = await webhookBench(redis.url, quick ? 1000 : 5000).finally(() => redis.stop())
     const w = results.webhooks
     console.log(`webhook deliveries to a loopback receiver: ${w.memoryPerSec}/s (memory), ${w.redisPerSec}/s (Redis), ${w.messages} messages`)
+  }
+  if (only === undefined || only.some((o) => 'capacity'.includes(o))) {
+    // Deterministic too: Redis memory per connection, notification, task and replay record.
+    results.capacity = await capacity(quick ? 2000 : 10_000)
+    console.log(`Redis memory per unit of state:\n${capacityTable(results.capacity)}`)
+  }
+  if (only === undefined || only.some((o) => 'roundtrips'.includes(o))) {
+    // Deterministic: Redis round trips and commands per request, through a counting proxy.
+    results.roundTrips = await roundTrips(phases(dist), files, quick ? 50 : 200)
+    console.log(`Redis round trips per request (one request at a time):\n${roundTripTable(results.roundTrips)}`)
   }
   for (const phase of phases(dist)) {
     if (!phase.workloads.some((w) => selected(phase, w))) continue
@@ -128,8 +149,34 @@ async function benchmark(): Promise<void> {
   if (checks(results).some((c) => !c.pass)) console.log('some targets missed: `npm run bench -- --profile "tools/call echo"` shows where the time goes')
 }
 
-/** Start a phase's servers, measure its selected workloads, note each server's peak RSS, stop them. */
+/**
+ * A phase: `launches` times, start its servers fresh, measure its selected workloads, note each
+ * server's peak RSS, stop them; then one measurement per workload and target over the launches,
+ * and the phase's targets printed.
+ */
 async function runPhase(phase: Phase, results: Results): Promise<void> {
+  const perLaunch = new Map<string, Run[][]>()
+  for (let launch = 1; launch <= settings.launches; launch++) {
+    if (settings.launches > 1) console.log(`[${phase.id}] launch ${launch}/${settings.launches}`)
+    const ok = await launchPhase(phase, results, (workload, target, runs) => {
+      const key = `${workload}\u0000${target}`
+      perLaunch.set(key, [...(perLaunch.get(key) ?? []), runs])
+    })
+    if (!ok) return
+  }
+  const mine: Measurement[] = []
+  for (const [key, launches] of perLaunch) {
+    const [workload, target] = key.split('\u0000') as [string, string]
+    const m = combine(workload, target, launches)
+    if (m !== undefined) mine.push(m)
+  }
+  results.measurements.push(...mine)
+  const text = verdicts({ ...results, measurements: mine, seal: undefined, soak: undefined })
+  if (text !== '') console.log(`[${phase.id}] targets:\n${text}`)
+}
+
+/** One launch of a phase's servers; false when the phase cannot run here (no Redis). */
+async function launchPhase(phase: Phase, results: Results, record: (workload: string, target: string, runs: Run[]) => void): Promise<boolean> {
   // The servers and h2load need both cores: anything else running skews the numbers.
   const load = loadavg()[0]!
   if (load > 1.5) {
@@ -147,7 +194,7 @@ async function runPhase(phase: Phase, results: Results): Promise<void> {
         redis = await startRedis()
       } catch (err) {
         results.skipped.push({ workload: `phase ${phase.id}`, reason: (err as Error).message })
-        return
+        return false
       }
     }
     if (phase.redisCluster === true) {
@@ -155,20 +202,26 @@ async function runPhase(phase: Phase, results: Results): Promise<void> {
         cluster = await startRedisCluster()
       } catch (err) {
         results.skipped.push({ workload: `phase ${phase.id}`, reason: (err as Error).message })
-        return
+        return false
       }
     }
     for (const spec of phase.servers) {
       const shared = { ...(redis === undefined ? {} : { MCP_REDIS_URL: redis.url }), ...(cluster === undefined ? {} : { MCP_REDIS_CLUSTER_NODES: cluster.seeds }) }
-      const env = spec.id === 'ours' ? { ...spec.env, ...shared, ...phase.oursEnv } : spec.env
+      // Bare Fastify takes the phase's Redis too: its Redis ceiling (bench/servers/redis-ceiling.ts).
+      const env = spec.id === 'ours' ? { ...spec.env, ...shared, ...phase.oursEnv } : spec.id === 'bare' ? { ...spec.env, ...shared } : spec.env
       running.set(spec.id, await startServer({ ...spec, ...(env === undefined ? {} : { env }) }))
     }
     const redisPids = [...(redis === undefined ? [] : [redis.pid]), ...(cluster?.nodes.map((n) => n.process.pid!) ?? [])]
     const pids = [...[...running.values()].map((s) => s.pid), ...redisPids]
     for (const workload of phase.workloads) {
-      if (selected(phase, workload)) results.measurements.push(...(await measure(phase, workload, running, pids, results)))
+      if (!selected(phase, workload)) continue
+      for (const [target, runs] of await measure(phase, workload, running, pids, results)) record(workload.id, target, runs)
     }
-    for (const [id, server] of running) results.peakRss[`${id}@${phase.id}`] = round(memory(server.pid).peakMb)
+    for (const [id, server] of running) {
+      const key = `${id}@${phase.id}`
+      results.peakRss[key] = Math.max(results.peakRss[key] ?? 0, round(memory(server.pid).peakMb))
+    }
+    return true
   } finally {
     await Promise.all([...running.values()].map((s) => s.stop()))
     await redis?.stop()
@@ -181,7 +234,7 @@ async function runPhase(phase: Phase, results: Results): Promise<void> {
  * (starting one further along each round, every other round in reverse order, each run once the
  * servers are idle), and keep each target's best run.
  */
-async function measure(phase: Phase, workload: Workload, running: Map<string, Running>, pids: number[], results: Results): Promise<Measurement[]> {
+async function measure(phase: Phase, workload: Workload, running: Map<string, Running>, pids: number[], results: Results): Promise<Map<string, Run[]>> {
   const targets = Object.keys(workload.requests)
   const serverOf = (target: string) => running.get(processOf(target))!
   const specs = new Map<string, RequestSpec>()
@@ -224,30 +277,45 @@ async function measure(phase: Phase, workload: Workload, running: Map<string, Ru
       }
     }
   }
-  return targets.flatMap((target) => {
-    const all = runs.get(target)!
-    if (all.length === 0) return []
-    const best = all.reduce((a, b) => (b.rps > a.rps ? b : a))
+  for (const [target, all] of runs) {
+    // Memory right after the workload, kept with its runs.
     const mem = memory(serverOf(target).pid)
-    return [
-      {
-        workload: workload.id,
-        target,
-        rps: best.rps,
-        p50Ms: best.p50Ms,
-        p99Ms: best.p99Ms,
-        // The least CPU a run spent per request: the run least disturbed by other work.
-        cpuUsPerRequest: round(Math.min(...all.map((r) => r.cpuUsPerRequest))),
-        bytesPerResponse: Math.round(best.bytesPerResponse),
-        rssMb: round(mem.rssMb),
-        peakMb: round(mem.peakMb),
-        runs: all.map((r) => ({ rps: r.rps, p50Ms: r.p50Ms, p99Ms: r.p99Ms, cpuUsPerRequest: round(r.cpuUsPerRequest) }))
-      }
-    ]
-  })
+    for (const r of all) Object.assign(r, { rssMb: round(mem.rssMb), peakMb: round(mem.peakMb) })
+  }
+  return runs
 }
 
-type Run = LoadResult & { cpuUsPerRequest: number }
+/**
+ * One workload and target over the launches: per launch, its best run (highest req/s) and lowest
+ * CPU per request; shown, the median of those over the launches.
+ */
+function combine(workload: string, target: string, launches: Run[][]): Measurement | undefined {
+  const bests = launches.filter((l) => l.length > 0).map((all) => ({ best: all.reduce((a, b) => (b.rps > a.rps ? b : a)), all }))
+  if (bests.length === 0) return undefined
+  const perLaunch = bests.map(({ best, all }) => ({
+    rps: best.rps,
+    p50Ms: best.p50Ms,
+    p99Ms: best.p99Ms,
+    // The least CPU a run spent per request: the run least disturbed by other work.
+    cpuUsPerRequest: round(Math.min(...all.map((r) => r.cpuUsPerRequest)))
+  }))
+  const last = bests.at(-1)!.best
+  return {
+    workload,
+    target,
+    rps: median(perLaunch.map((l) => l.rps)),
+    p50Ms: median(perLaunch.map((l) => l.p50Ms)),
+    p99Ms: median(perLaunch.map((l) => l.p99Ms)),
+    cpuUsPerRequest: median(perLaunch.map((l) => l.cpuUsPerRequest)),
+    bytesPerResponse: Math.round(last.bytesPerResponse),
+    rssMb: last.rssMb ?? NaN,
+    peakMb: Math.max(...bests.map((b) => b.best.peakMb ?? NaN)),
+    launches: perLaunch,
+    runs: bests.flatMap(({ all }) => all.map((r) => ({ rps: r.rps, p50Ms: r.p50Ms, p99Ms: r.p99Ms, cpuUsPerRequest: round(r.cpuUsPerRequest) })))
+  }
+}
+
+type Run = LoadResult & { cpuUsPerRequest: number; rssMb?: number; peakMb?: number }
 
 function isSdk(target: string): boolean {
   return target.startsWith('sdk')

@@ -54,6 +54,9 @@ function servers(tools: number, ours: 'demo' | 'catalogue', sdks: boolean, dist:
 
 export const SCALES = [10, 100, 1000] as const
 
+/** The gateway's workload: its SDK server is its upstream, not a competitor (no 20x target). */
+export const GATEWAY_ECHO = 'tools/call echo (gateway, stdio upstream)'
+
 /** The logical connections of the `connections-10000` phase. */
 export const CONNECTIONS = 10_000
 
@@ -96,6 +99,22 @@ export function phases(dist: string): Phase[] {
       { id: 'tools/call echo (1,000 queued notifications)', requests: callTool('echo', { text: TEXT }, ['ours', 'bare']) }
     ]
   }
+  const gateway: Phase = {
+    // The gateway (mcp-pure-http gateway) in front of the SDK v1 echo over stdio, against that
+    // same SDK server on its own Streamable HTTP: the CPU µs/request of the gateway's process is
+    // what it adds per call (the upstream child's own CPU is not counted in it).
+    id: 'gateway',
+    servers: [
+      {
+        id: 'ours',
+        args: [join(dist, 'bin/mcp-pure-http.js'), 'gateway', '--', process.execPath, join(dist, 'bench/servers/sdk-v1-stdio.js')],
+        env: { LOG_LEVEL: 'silent' },
+        readyPath: '/ready'
+      },
+      { id: 'sdk-v1', args: [join(dist, 'bench/servers/sdk-v1.js')], env: { TOOLS: '1' }, readyPath: '/mcp' }
+    ],
+    workloads: [{ id: GATEWAY_ECHO, requests: callTool('echo', { text: TEXT }, ['ours', 'sdk-v1']) }]
+  }
   return [
     core,
     list200,
@@ -132,7 +151,8 @@ export function phases(dist: string): Phase[] {
     ...[core, list200, notifications, notifications1000].map(withRedis),
     // On a Redis Cluster, and with every acknowledged write confirmed by a replica (WAIT 1).
     ...[core, notifications].map((p) => withRedisCluster(p, false)),
-    withRedisCluster(notifications, true)
+    withRedisCluster(notifications, true),
+    gateway
   ]
 }
 

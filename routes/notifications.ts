@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { errors } from '../src/errors.js'
 import { settleGet } from '../src/http/meta.js'
 import { sendEmpty, sendResult } from '../src/http/representation.js'
@@ -33,6 +33,8 @@ const notifications: FastifyPluginAsyncTypebox = async (fastify) => {
       const group = await mcp.messages.takeNotifications(request.mcpState.principal.id)
       if (group === undefined) return sendResult(request, reply, [])
       reply.header('mcp-message-group', group.id)
+      // A store that keeps the group serialized (Redis) hands its JSON over: not decoded and encoded again.
+      if (group.json !== undefined) return (reply as FastifyReply).type('application/json; charset=utf-8').send(group.json)
       return sendResult(request, reply, group.notifications)
     }
   )

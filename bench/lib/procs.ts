@@ -69,7 +69,7 @@ export async function startServer(spec: ServerSpec): Promise<Running> {
 }
 
 async function waitUntilUp(child: ChildProcess, url: string, stderr: () => string): Promise<void> {
-  const deadline = Date.now() + 20_000
+  const deadline = Date.now() + 60_000
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`server exited ${child.exitCode} before answering ${url}:\n${stderr()}`)
     try {
@@ -80,7 +80,7 @@ async function waitUntilUp(child: ChildProcess, url: string, stderr: () => strin
     }
   }
   child.kill('SIGKILL')
-  throw new Error(`server did not answer ${url} within 20 s:\n${stderr()}`)
+  throw new Error(`server did not answer ${url} within 60 s:\n${stderr()}`)
 }
 
 function stop(child: ChildProcess): Promise<void> {

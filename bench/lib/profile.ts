@@ -3,10 +3,30 @@ import { join } from 'node:path'
 import type { Files } from '../requests.js'
 import { processOf, type Phase, type Workload } from '../workloads.js'
 import { h2load } from './h2load.js'
-import { startServer } from './procs.js'
+import { startRedis, startServer } from './procs.js'
 
 interface CpuProfile {
   nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number; children?: number[] }[]
+  /** The node of each sample, and the µs since the previous one. */
+  samples?: number[]
+  timeDeltas?: number[]
+}
+
+/**
+ * The profile's last `seconds` only (the measured run: start-up, module loading and the warm-up
+ * left out), as hit counts per node.
+ */
+export function lastSeconds(p: CpuProfile, seconds: number): CpuProfile {
+  if (p.samples === undefined || p.timeDeltas === undefined) return p
+  const times: number[] = []
+  let t = 0
+  for (const d of p.timeDeltas) times.push((t += d))
+  const from = t - seconds * 1e6
+  const hits = new Map<number, number>()
+  p.samples.forEach((id, i) => {
+    if (times[i]! >= from) hits.set(id, (hits.get(id) ?? 0) + 1)
+  })
+  return { nodes: p.nodes.map((n) => ({ ...n, hitCount: hits.get(n.id) ?? 0 })) }
 }
 
 /**
@@ -29,7 +49,10 @@ export async function profile(
   rmSync(dir, { recursive: true, force: true })
   mkdirSync(dir, { recursive: true })
   const spec = phase.servers.find((s) => s.id === processOf(target))!
-  const server = await startServer({ ...spec, args: ['--cpu-prof', '--cpu-prof-dir', dir, ...spec.args] })
+  // A Redis phase's server gets its own redis-server, as in a run.
+  const redis = phase.redis === true ? await startRedis() : undefined
+  const env = { ...spec.env, ...(redis === undefined ? {} : { MCP_REDIS_URL: redis.url }) }
+  const server = await startServer({ ...spec, env, args: ['--cpu-prof', '--cpu-prof-dir', dir, ...spec.args] })
   try {
     const request = workload.requests[target]!
     const req = typeof request === 'function' ? await request(server.base, files) : request
@@ -38,10 +61,12 @@ export async function profile(
     console.log(`profile: ${workload.id} on ${target}, ${run.rps.toFixed(0)} req/s (under the profiler)`)
   } finally {
     await server.stop()
+    await redis?.stop()
   }
   const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))
   if (file === undefined) throw new Error(`no .cpuprofile in ${dir}`)
-  console.log(hotSpots(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile))
+  // The measured run only; the SIGTERM's shutdown adds a little at the end.
+  console.log(hotSpots(lastSeconds(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile, settings.seconds + 0.5)))
   console.log(`\nfull profile: ${join(dir, file)}`)
 }
 

@@ -1,6 +1,7 @@
 import Fastify from 'fastify'
 import { createHash } from 'node:crypto'
 import { StateSealer, digestArguments } from '../../src/mrtr/seal.js'
+import { redisCeiling } from './redis-ceiling.js'
 import { benchNotification, benchTools, connectionCount, connectionId, fillerAnswer, notificationCount, port, toolCount } from '../catalogue.js'
 
 /**
@@ -113,29 +114,53 @@ const group = queued.slice(0, 100)
 // With CONNECTIONS, each connection (the query parameter `c`) has its own group of one, kept in a Map.
 const groups = new Map<string, { id: string; notifications: unknown[] }>()
 for (let c = 0; c < connectionCount(); c++) groups.set(connectionId(String(c)), { id: `g-${c}`, notifications: [benchNotification(c)] })
-app.get<{ Querystring: { c?: string } }>('/notifications', (request, reply) => {
-  const c = request.query.c
-  const mine = c === undefined ? { id: 'g-1', notifications: group } : (groups.get(connectionId(c)) ?? { id: '', notifications: [] })
-  if (mine.notifications.length > 0) reply.header('mcp-message-group', mine.id)
-  return reply.type('application/json; charset=utf-8').send(JSON.stringify(mine.notifications))
-})
 
 // Tasks: 202 with a task kept in a Map, done at once; GET /tasks/:id reads it back. No TTL sweep:
 // the ceiling of the bookkeeping, not a task store.
 const tasks = new Map<string, Record<string, unknown>>()
 let taskCount = 0
-app.post('/tools/bench_task/calls', (_request, reply) => {
-  const now = new Date().toISOString()
-  const taskId = `t-${++taskCount}`
-  const task = { taskId, status: 'working', createdAt: now, lastUpdatedAt: now, ttlMs: 1000, pollIntervalMs: 1000 }
-  tasks.set(taskId, { ...task, status: 'completed', result: { content: [{ type: 'text', text: 'done' }] } })
-  if (tasks.size > 10_000) tasks.delete(tasks.keys().next().value!)
-  return reply.code(202).send({ resultType: 'task', ...task })
-})
-app.get<{ Params: { id: string } }>('/tasks/:id', (request, reply) => {
-  const task = tasks.get(request.params.id)
-  return task === undefined ? reply.code(404).send({ code: -32602, message: 'Unknown task' }) : reply.send({ resultType: 'complete', ...task })
-})
+
+// With MCP_REDIS_URL (the Redis phases), notifications and tasks live in Redis instead: see redis-ceiling.ts.
+const redis = process.env.MCP_REDIS_URL === undefined ? undefined : await redisCeiling(process.env.MCP_REDIS_URL, queued)
+
+if (redis !== undefined) {
+  app.get('/notifications', async (_request, reply) => {
+    const taken = await redis.take()
+    if (taken !== undefined) reply.header('mcp-message-group', taken.id)
+    return reply.type('application/json; charset=utf-8').send(taken?.json ?? '[]')
+  })
+  app.post<{ Body: { task?: { ttl?: number } } }>('/tools/bench_task/calls', async (request, reply) => {
+    const now = new Date().toISOString()
+    const task = { taskId: `t-${process.pid}-${++taskCount}`, status: 'working', createdAt: now, lastUpdatedAt: now, ttlMs: request.body.task?.ttl ?? 3_600_000, pollIntervalMs: 1000 }
+    if (!(await redis.createTask(task))) return reply.code(429).send({ code: -32603, message: 'Too many tasks' })
+    // The work finishes after the answer, as the library's background task does.
+    void redis.completeTask(task.taskId, { status: 'completed', lastUpdatedAt: now, result: { content: [{ type: 'text', text: 'done' }] } })
+    return reply.code(202).send({ resultType: 'task', ...task })
+  })
+  app.get<{ Params: { id: string } }>('/tasks/:id', async (request, reply) => {
+    const task = await redis.getTask(request.params.id)
+    return task === undefined ? reply.code(404).send({ code: -32602, message: 'Unknown task' }) : reply.send({ resultType: 'complete', ...task })
+  })
+} else {
+  app.get<{ Querystring: { c?: string } }>('/notifications', (request, reply) => {
+    const c = request.query.c
+    const mine = c === undefined ? { id: 'g-1', notifications: group } : (groups.get(connectionId(c)) ?? { id: '', notifications: [] })
+    if (mine.notifications.length > 0) reply.header('mcp-message-group', mine.id)
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify(mine.notifications))
+  })
+  app.post('/tools/bench_task/calls', (_request, reply) => {
+    const now = new Date().toISOString()
+    const taskId = `t-${++taskCount}`
+    const task = { taskId, status: 'working', createdAt: now, lastUpdatedAt: now, ttlMs: 1000, pollIntervalMs: 1000 }
+    tasks.set(taskId, { ...task, status: 'completed', result: { content: [{ type: 'text', text: 'done' }] } })
+    if (tasks.size > 10_000) tasks.delete(tasks.keys().next().value!)
+    return reply.code(202).send({ resultType: 'task', ...task })
+  })
+  app.get<{ Params: { id: string } }>('/tasks/:id', (request, reply) => {
+    const task = tasks.get(request.params.id)
+    return task === undefined ? reply.code(404).send({ code: -32602, message: 'Unknown task' }) : reply.send({ resultType: 'complete', ...task })
+  })
+}
 
 await app.listen({ host: '127.0.0.1', port: port() })
 process.once('SIGTERM', () => void app.close().then(() => process.exit(0)))

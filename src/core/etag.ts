@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto'
+import { digest } from '../hash.js'
 
 /** A strong ETag derived from the bytes of a representation: it changes when and only when they do. */
 export function etagOf(body: string): string {
-  return `"${createHash('sha1').update(body).digest('base64url')}"`
+  return `"${digest('sha1', body, 'base64url')}"`
 }
 
 /** RFC 9110 `If-None-Match`: true when the header names `etag` (weak comparison) or is `*`. */

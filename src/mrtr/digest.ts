@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto'
+import { digest } from '../hash.js'
 
 /** A stable digest of a JSON value: object keys sorted, so `{a, b}` and `{b, a}` agree. */
 export function digestArguments(value: unknown): string {
-  return createHash('sha256').update(canonicalJson(value)).digest('base64url')
+  return digest('sha256', canonicalJson(value), 'base64url')
 }
 
 export function canonicalJson(value: unknown): string {

@@ -7,6 +7,11 @@ interface StoredTask {
   /** Answers not yet taken by the runner. */
   answers: Map<string, Record<string, unknown>>
   wake?: () => void
+  /**
+   * What a read hands out until the next change: one deep copy per version, frozen, shared by every
+   * read (a task polled a thousand times is copied once, not a thousand times).
+   */
+  view?: TaskRecord
 }
 
 /** The tasks of a {@link MemoryStore}: records with their expiry, and answers not yet taken. */
@@ -32,7 +37,7 @@ export class MemoryTasks implements TaskStore {
 
   async getTask(owner: string, taskId: string): Promise<TaskRecord | undefined> {
     const t = this.#get(owner, taskId)
-    return t === undefined ? undefined : copy(t.record)
+    return t === undefined ? undefined : (t.view ??= frozen(copy(t.record)))
   }
 
   async updateTask(owner: string, taskId: string, patch: Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>): Promise<TaskRecord | undefined> {
@@ -40,6 +45,7 @@ export class MemoryTasks implements TaskStore {
     if (t === undefined || TERMINAL.has(t.record.status)) return undefined
     Object.assign(t.record, copy(patch), { lastUpdatedAt: new Date().toISOString() })
     for (const [k, v] of Object.entries(patch)) if (v === undefined) delete t.record[k as keyof TaskRecord]
+    t.view = undefined
     return copy(t.record)
   }
 
@@ -53,6 +59,7 @@ export class MemoryTasks implements TaskStore {
       t.answers.set(k, responses[k]!)
       delete outstanding[k]
     }
+    t.view = undefined
     const remaining = Object.keys(outstanding).length
     const patch: Partial<TaskRecord> = remaining === 0 ? { status: 'working', inputRequests: undefined } : { inputRequests: outstanding }
     await this.updateTask(owner, taskId, patch)
@@ -115,4 +122,13 @@ function copy<T>(value: T): T {
   const out: Record<string, unknown> = {}
   for (const [k, v] of Object.entries(value)) out[k] = copy(v)
   return out as T
+}
+
+/** `value` and every plain object and array in it frozen: a view readers share cannot be changed by one of them. */
+function frozen<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && (Array.isArray(value) || Object.getPrototypeOf(value) === Object.prototype)) {
+    for (const v of Object.values(value)) frozen(v)
+    Object.freeze(value)
+  }
+  return value
 }

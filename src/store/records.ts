@@ -15,6 +15,8 @@ export interface ServerMessage {
 export interface NotificationGroup {
   id: string
   notifications: ServerMessage[]
+  /** The notifications as a JSON array, when the store keeps them serialized: sent as they are. */
+  readonly json?: string
 }
 
 /** A server-to-client request on a connection's queue (SEP-1612 "active -> pending -> complete"). */

@@ -1,12 +1,12 @@
-import { createHash } from 'node:crypto'
 import type { Cluster, Redis } from 'ioredis'
+import { digest } from '../hash.js'
 import { NotReplicated } from './store-errors.js'
 import { RedisBus } from './redis-bus.js'
 import { connect, type RedisTarget } from './redis-connect.js'
 import { SCRIPTS, type ScriptName } from './redis-scripts.js'
 import type { StoreLimits } from './types.js'
 
-export const sha1 = (s: string): string => createHash('sha1').update(s).digest('hex')
+export const sha1 = (s: string): string => digest('sha1', s, 'hex')
 
 type Arg = string | number
 type Command = (key: string, ...args: Arg[]) => Promise<unknown>

@@ -3,6 +3,27 @@ import { DISCARDED, QueueFull } from './store-errors.js'
 import { sha1, type RedisCore } from './redis-core.js'
 import type { ClientAnswer, NotificationGroup, QueuedRequest, ServerMessage } from './types.js'
 
+/**
+ * A group as `mcpTake` keeps it, `{"id":<id>,"notifications":[...]}`, the notifications' JSON as
+ * they were queued: `GET /notifications` sends that array as it is (`json`), and only a reader of
+ * `notifications` pays for decoding it.
+ */
+class StoredGroup implements NotificationGroup {
+  readonly id: string
+  readonly json: string
+  #notifications: ServerMessage[] | undefined
+
+  constructor(group: string) {
+    const at = group.indexOf(',"notifications":')
+    this.id = JSON.parse(group.slice(6, at)) as string
+    this.json = group.slice(at + 17, -1)
+  }
+
+  get notifications(): ServerMessage[] {
+    return (this.#notifications ??= JSON.parse(this.json) as ServerMessage[])
+  }
+}
+
 /** A {@link RedisStore}'s mailbox: notifications to each connection, and server-to-client requests with their answers. */
 export class RedisMailbox {
   readonly #r: RedisCore
@@ -31,7 +52,7 @@ export class RedisMailbox {
   async takeNotifications(owner: string): Promise<NotificationGroup | undefined> {
     const { notificationBatch, notificationTtlMs } = this.#r.limits
     const json = (await this.#r.run('mcpTake', this.#r.conn(owner), randomUUID(), notificationBatch, notificationTtlMs)) as string | null
-    return json === null ? undefined : (JSON.parse(json) as NotificationGroup)
+    return json === null ? undefined : new StoredGroup(json)
   }
 
   async ackNotifications(owner: string, groupId: string): Promise<boolean> {

@@ -17,14 +17,22 @@ export class RedisTasks {
     this.#r = core
   }
 
-  /** The index first: a task that is refused is never written; one whose write fails only holds a place until its ttl. */
+  /**
+   * The reservation in the index and the task's write leave together (one round trip: two slots,
+   * two scripts). A refused reservation deletes the task written beside it before anyone knew its
+   * id; a reservation whose write fails only holds a place until its ttl.
+   */
   async createTask(owner: string, task: TaskRecord): Promise<void> {
     const { key, member } = this.#r.record('t', owner, task.taskId)
     const max = this.#r.limits.maxTasks
-    if ((await this.#r.run('mcpReserveTask', this.#r.registry('tasks'), member, task.ttlMs, max)) === -1) {
+    const [reserved] = await Promise.all([
+      this.#r.run('mcpReserveTask', this.#r.registry('tasks'), member, task.ttlMs, max),
+      this.#r.write('mcpCreateTask', key, task.ttlMs, ...createArgs(task))
+    ])
+    if (reserved === -1) {
+      await this.#r.client.del(key, `${key}:in`)
       throw new TooManyTasks(max)
     }
-    await this.#r.write('mcpCreateTask', key, task.ttlMs, ...createArgs(task))
   }
 
   async getTask(owner: string, taskId: string): Promise<TaskRecord | undefined> {
