@@ -6,6 +6,7 @@ import { ErrorCode } from './errors.js'
 import { LATEST_VERSION } from './protocol.js'
 import { mcpRequestId } from './headers.js'
 import { loadShedding, probes, type PressureOptions } from './http/probes.js'
+import { startTelemetry, type TelemetryOptions } from './telemetry/index.js'
 
 export interface BuildServerOptions extends McpPluginOptions {
   /** Fastify logger option (default: info-level JSON logs). */
@@ -20,6 +21,12 @@ export interface BuildServerOptions extends McpPluginOptions {
   loadShedding?: PressureOptions
   /** Fastify's `trustProxy`: whose `X-Forwarded-For` names the client (per-IP rate limits behind a proxy). */
   trustProxy?: boolean | string[]
+  /**
+   * OpenTelemetry traces and metrics by the MCP semantic conventions, and `GET /metrics`
+   * (docs/observability.md). Default: traces when the `OTEL_*` variables ask for them, else off,
+   * and then no `@opentelemetry` package is loaded.
+   */
+  telemetry?: TelemetryOptions | boolean
 }
 
 /**
@@ -30,13 +37,15 @@ export interface BuildServerOptions extends McpPluginOptions {
  * await app.listen({ host: '127.0.0.1', port: 3000 })
  */
 export async function buildServer(options: BuildServerOptions): Promise<FastifyInstance> {
-  const { logger, bodyLimit, prefix, probes: withProbes, loadShedding: shedding, trustProxy, ...plugin } = {
+  const { logger, bodyLimit, prefix, probes: withProbes, loadShedding: shedding, trustProxy, telemetry, ...plugin } = {
     logger: { level: 'info' },
     bodyLimit: 1024 * 1024,
     ...options
   }
+  const observer = plugin.observer ?? (await startTelemetry(telemetry))
   const app = Fastify({
-    logger,
+    // With telemetry, each log line names the active span (trace_id, span_id).
+    logger: observer === undefined || logger === false ? logger : { ...(logger === true ? {} : logger), mixin: () => observer.logFields() },
     bodyLimit,
     trustProxy: trustProxy ?? false,
     // The client's Mcp-Request-Id, when well-formed, is the log's request id too.
@@ -47,7 +56,11 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   }).withTypeProvider<TypeBoxTypeProvider>()
   if (shedding !== undefined) await loadShedding(app, shedding)
   if (withProbes !== false) await app.register(probes(() => plugin.mcp.store))
-  await app.register(mcpPlugin, prefix === undefined ? plugin : { ...plugin, prefix })
+  if (observer !== undefined) {
+    observer.serveMetrics(app)
+    if (plugin.observer === undefined) app.addHook('onClose', () => observer.shutdown())
+  }
+  await app.register(mcpPlugin, { ...plugin, observer, ...(prefix === undefined ? {} : { prefix }) })
   return app
 }
 
