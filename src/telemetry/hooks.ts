@@ -162,6 +162,7 @@ function wireError(s: Served, payload: string): void {
 function finish(request: FastifyRequest, status: number | undefined, s: Served, mcp: McpServer, kit: Kit): void {
   s.done = true
   kit.m.active.add(-1)
+  if (status === 429 || status === 503) kit.m.refusals.add(1, { 'http.response.status_code': status })
   // Refused before its handler (admission, rate limit, load shedding): the span starts now, dated back.
   if (s.op === undefined) {
     s.op = operationOf(request, s)
@@ -171,7 +172,6 @@ function finish(request: FastifyRequest, status: number | undefined, s: Served, 
   const op = s.op
   if (status === undefined) s.errorType ??= 'aborted'
   else if (s.errorType === undefined && status >= 500) s.errorType = String(status)
-  if (status === 429 || status === 503) kit.m.refusals.add(1, { 'http.response.status_code': status })
   const version = (request.mcpState as { version?: string } | null)?.version
   const attributes: Attributes = {
     'mcp.method.name': KNOWN.has(op.method) ? op.method : '_OTHER',

@@ -11,6 +11,7 @@ import type { FastifyInstance } from 'fastify'
 import type { McpServer } from '../core/mcp-server.js'
 import type { Observer } from './index.js'
 import { observeCore } from './core.js'
+import { traceUpstream } from './gateway.js'
 import { requestHooks, type Kit } from './hooks.js'
 import { TaskLinks } from './links.js'
 import { instruments } from './metrics.js'
@@ -42,6 +43,7 @@ export function createObserver(settled: SettledTelemetry): Observer {
   if (settled.traces) {
     tracerProvider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(spanExporter(env))] })
     tracer = tracerProvider.getTracer(SCOPE)
+    traceUpstream(tracer, propagator)
   }
 
   const readers: MetricReader[] = []
