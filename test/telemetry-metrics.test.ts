@@ -6,6 +6,8 @@ import parsePrometheusTextFormat from 'parse-prometheus-text-format'
 import { createDemoServer } from '../src/demo/catalogue.js'
 import { DURATION_BUCKETS } from '../src/telemetry/metrics.js'
 import { build, call } from './helper.js'
+import { rpc } from './rpc.js'
+import { Type } from '@sinclair/typebox'
 
 interface Family { name: string; type: string; metrics: Array<{ value?: string; labels?: Record<string, string>; buckets?: Record<string, string>; count?: string }> }
 
@@ -49,7 +51,11 @@ const value = (families: Map<string, Family>, name: string, labels: Record<strin
 const LEGACY = { 'mcp-protocol-version': '2025-11-25' }
 
 t.test('GET /metrics: the conventions histogram and our gauges move with traffic, read by a real Prometheus parser', async (t) => {
-  const { app, mcp } = await build(t, { telemetry: { metrics: true }, rateLimit: { max: 8, timeWindowMs: 60_000 } })
+  const demo = createDemoServer()
+  demo.tool({ name: 'boom', description: 'Always fails.', input: Type.Object({}) }, () => {
+    throw new Error('it broke')
+  })
+  const { app, mcp } = await build(t, { mcp: demo, telemetry: { metrics: true }, rateLimit: { max: 10, timeWindowMs: 60_000 } })
   const echo = () => call(app, { method: 'POST', url: '/tools/echo/calls', payload: { arguments: { text: 'hi' } } })
   t.equal((await echo()).status, 200)
   const before = await scrape(app)
@@ -68,6 +74,12 @@ t.test('GET /metrics: the conventions histogram and our gauges move with traffic
   t.equal(value(after, 'mcp_server_operation_duration_count', { gen_ai_tool_name: 'echo' }), 3, 'the histogram counts each call')
   t.equal(buckets(after, 'mcp_server_operation_duration', { gen_ai_tool_name: 'echo' }).get('+Inf'), 3)
 
+  // A tool that fails, on both faces: the conventions' tool_error (metrics alone, without tracing).
+  t.equal((await call(app, { method: 'POST', url: '/tools/boom/calls', payload: { arguments: {} } })).body.isError, true)
+  t.equal((await rpc(app, 'tools/call', { name: 'boom', arguments: {} }, { id: 5 })).body.result.isError, true)
+  const failed = await scrape(app)
+  t.equal(value(failed, 'mcp_server_operation_duration_count', { gen_ai_tool_name: 'boom', error_type: 'tool_error' }), 2)
+
   // A notification queued for a subscribed connection, handed out, then acknowledged.
   t.equal((await call(app, { method: 'POST', url: '/resources/subscribe', payload: { uri: 'demo://readme' }, headers: LEGACY })).status, 202)
   await mcp.resourceUpdated('demo://readme')
@@ -80,7 +92,7 @@ t.test('GET /metrics: the conventions histogram and our gauges move with traffic
   t.equal(value(drained, 'mcp_pure_http_notifications_queued'), 0, 'and fell when acknowledged')
   t.equal(value(drained, 'mcp_pure_http_store_operation_duration_count', { mcp_pure_http_store_operation: 'pushNotification' }), 1, 'store latency by operation')
 
-  // The rate limit: the ninth request of the window is refused, and counted.
+  // The rate limit: the eleventh request of the window is refused, and counted.
   let refused = 0
   for (let i = 0; i < 4; i++) if ((await echo()).status === 429) refused++
   t.ok(refused > 0)

@@ -72,6 +72,8 @@ export function requestHooks(fastify: FastifyInstance, mcp: McpServer, kit: Kit)
     s.op = operationOf(request, s)
     if (s.op === undefined) return done()
     // The handler and everything it awaits run in this context: their spans are the request's children.
+    // Metrics alone need no context: on Node 20 an active AsyncLocalStorage costs every promise.
+    if (kit.tracer === undefined) return done()
     context.with(begin(request, s, kit), done)
   })
 
@@ -83,7 +85,10 @@ export function requestHooks(fastify: FastifyInstance, mcp: McpServer, kit: Kit)
 
   fastify.addHook('onSend', (request, reply, payload, done) => {
     const s = served.get(request)
-    if (s !== undefined && (s.failed === true || reply.statusCode >= 400) && typeof payload === 'string') wireError(s, payload)
+    if (s !== undefined && typeof payload === 'string') {
+      if (s.failed === true || reply.statusCode >= 400) wireError(s, payload)
+      else if (s.op?.method === 'tools/call' && payload.includes('"isError":true')) toolError(s, payload)
+    }
     done(null, payload)
   })
 
@@ -157,6 +162,18 @@ function wireError(s: Served, payload: string): void {
   if (!isPlainObject(error) || typeof error.code !== 'number') return
   s.errorType = s.statusCode = String(error.code)
   if (typeof error.message === 'string') s.message = error.message
+}
+
+/** A `CallToolResult` with `isError: true` (Pure HTTP: the body; `/mcp`: the envelope's `result`): the conventions' `tool_error`. */
+function toolError(s: Served, payload: string): void {
+  let body: unknown
+  try {
+    body = JSON.parse(payload)
+  } catch {
+    return
+  }
+  const result = isPlainObject(body) && isPlainObject(body.result) ? body.result : body
+  if (isPlainObject(result) && result.isError === true) s.errorType ??= 'tool_error'
 }
 
 function finish(request: FastifyRequest, status: number | undefined, s: Served, mcp: McpServer, kit: Kit): void {
