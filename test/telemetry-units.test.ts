@@ -30,18 +30,23 @@ t.test('the observed store: failures counted by type, results passed through, it
     sync(): string {
       return this.#secret
     }
+
     async fails(): Promise<void> {
       throw Object.assign(new Error('full'), { code: 'QUEUE_FULL' })
     }
+
     throwsAtOnce(): void {
       throw new TypeError('bad')
     }
+
     onCancel(): string {
       return this.#secret
     }
+
     async updateTask(_o: string, _id: string, patch: { status?: string }): Promise<unknown> {
       return patch.status === 'gone' ? undefined : { status: patch.status }
     }
+
     async ackNotifications(): Promise<boolean> {
       return true
     }
