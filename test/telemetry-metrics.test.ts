@@ -1,5 +1,6 @@
 import t from 'tap'
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
+import { once } from 'node:events'
 import { createServer } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import parsePrometheusTextFormat from 'parse-prometheus-text-format'
@@ -172,4 +173,30 @@ t.test('telemetry off: no @opentelemetry module is loaded, no hook, no /metrics'
   const on = run('{ metrics: true }')
   t.not(on.status, 0)
   t.match(on.stderr, /loaded @opentelemetry\//, 'with telemetry on the packages are imported')
+})
+
+t.test('npm start with MCP_METRICS=true serves /metrics beside /health', async (t) => {
+  const port = await new Promise<number>((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port
+      s.close(() => resolve(p))
+    })
+  })
+  const main = new URL('../dist/src/main.js', import.meta.url).pathname
+  const child = spawn(process.execPath, [main], {
+    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'silent', MCP_METRICS: 'true' },
+    stdio: 'ignore'
+  })
+  t.teardown(async () => {
+    if (child.exitCode === null) await (child.kill('SIGTERM'), once(child, 'exit'))
+  })
+  const base = `http://127.0.0.1:${port}`
+  for (let i = 0; !(await fetch(`${base}/health`).then((r) => r.ok, () => false)); i++) {
+    if (i === 400) throw new Error('the demo did not start')
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  t.equal((await fetch(`${base}/tools`)).status, 200)
+  const res = await fetch(`${base}/metrics`)
+  t.equal(res.status, 200)
+  t.equal(value(families(await res.text()), 'mcp_server_operation_duration_count', { mcp_method_name: 'tools/list' }), 1)
 })
