@@ -1,3 +1,4 @@
+import type { TelemetryBench } from './lib/telemetry.js'
 import type { Capacity } from './lib/capacity.js'
 import type { RoundTrips } from './lib/roundtrips.js'
 
@@ -36,6 +37,8 @@ export interface Results {
   seal?: { usPerSealOpen: number; usPerSeal: number; usPerOpen: number }
   /** Webhook deliveries per second to a loopback receiver (bench/lib/webhooks.ts). */
   webhooks?: { messages: number; memoryPerSec: number; redisPerSec?: number }
+  /** Echo with telemetry on against off (bench/lib/telemetry.ts). */
+  telemetry?: TelemetryBench
   soak?: Soak
   /** Redis round trips and commands per request (bench/lib/roundtrips.ts). */
   roundTrips?: RoundTrips[]

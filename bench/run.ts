@@ -26,6 +26,7 @@ import { roundTrips, roundTripTable } from './lib/roundtrips.js'
 import { sealMicro } from './lib/seal-micro.js'
 import { soak } from './lib/soak.js'
 import { webhookBench } from './lib/webhooks.js'
+import { telemetryBench } from './lib/telemetry.js'
 import { svg } from './chart.js'
 import { checks, median, table, verdicts, type Measurement, type Results } from './report.js'
 import { Files } from './requests.js'
@@ -120,6 +121,12 @@ async function benchmark(): Promise<void> {
     results.webhooks = await webhookBench(redis.url, quick ? 1000 : 5000).finally(() => redis.stop())
     const w = results.webhooks
     console.log(`webhook deliveries to a loopback receiver: ${w.memoryPerSec}/s (memory), ${w.redisPerSec}/s (Redis), ${w.messages} messages`)
+  }
+  if (only === undefined || only.some((o) => 'telemetry'.includes(o))) {
+    // Issue 19's budget: echo with OTLP traces and /metrics on against telemetry off (< 10% cost).
+    results.telemetry = await telemetryBench(dist, files, { seconds: settings.seconds, reps: settings.reps, connections: settings.connections })
+    const x = results.telemetry
+    console.log(`telemetry: echo ${x.offRps} req/s off, ${x.onRps} req/s with traces and metrics (${(x.ratio * 100).toFixed(1)}%, target >= 90%: ${x.ratio >= 0.9 ? 'PASS' : 'MISS'}), ${x.spans} spans exported`)
   }
   if (only === undefined || only.some((o) => 'capacity'.includes(o))) {
     // Deterministic too: Redis memory per connection, notification, task and replay record.

@@ -29,6 +29,7 @@ import tasksRoutes from '../routes/tasks.js'
 import wellKnownRoutes from '../routes/well-known.js'
 import webhooks from './webhooks/plugin.js'
 import type { WebhookOptions } from './webhooks/options.js'
+import type { Observer } from './telemetry/index.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -86,6 +87,8 @@ export interface McpPluginOptions extends HostOriginOptions {
   webhooks?: WebhookOptions | boolean
   /** `GET /docs`: an interactive reference of the OpenAPI document, served by this server (default false). */
   docs?: boolean
+  /** Telemetry of these routes (spans, metrics): what `startTelemetry` made; `buildServer` passes its own. */
+  observer?: Observer
 }
 
 /**
@@ -109,6 +112,8 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   fastify.decorate('mcpPrefix', fastify.prefix)
   fastify.addHook('onReady', async () => mcp.startServing())
   fastify.addHook('onClose', async () => mcp.cancellations.close())
+  // First, so that its hooks see each request before admission may refuse it.
+  opts.observer?.instrument(fastify, mcp)
 
   await fastify.register(admission, { ...opts, mcp, defaultVersion, oauth, authenticate: opts.authenticate, sessions: opts.sessions === true })
   await fastify.register(errorShape, { metadataUrl })

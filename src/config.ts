@@ -76,6 +76,8 @@ export const ConfigSchema = Type.Object({
   MCP_MAX_HEAP_USED_BYTES: Int(0, Number.MAX_SAFE_INTEGER, 0, 'Shed load (503) while the heap is larger than this; 0: off.'),
   MCP_SHUTDOWN_GRACE_MS: Int(0, 600_000, 10_000, 'On SIGTERM, how long in-flight requests may finish before the process exits.'),
   MCP_TRUST_PROXY: Str('Trust X-Forwarded-For from: true (any), or addresses/CIDRs, comma-separated (default: none).'),
+  MCP_METRICS: Type.Union([Type.Literal('true'), Type.Literal('false')], { default: 'false', description: 'Serve GET /metrics (Prometheus text format) outside the MCP routes.' }),
+  MCP_METRICS_PORT: Int(0, 65535, 0, 'Serve /metrics on this port of its own instead (0: on PORT).'),
   MCP_DOCS: Type.Union([Type.Literal('true'), Type.Literal('false')], { default: 'true', description: 'Serve the interactive API reference at /docs.' }),
   ...WebhookConfig
 })

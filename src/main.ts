@@ -11,6 +11,8 @@ import { buildServer } from './server.js'
 import { createStore } from './store/index.js'
 import type { Store } from './store/types.js'
 import { webhooksFromConfig } from './webhooks/config.js'
+import { startTelemetry } from './telemetry/index.js'
+import { telemetryFromConfig } from './telemetry/options.js'
 
 /** A catalogue to serve, its store, and where (default: the root). */
 export interface Mount {
@@ -41,7 +43,10 @@ export async function serve(
 ): Promise<FastifyInstance> {
   const config = loadConfig()
   const [first, ...others] = await make(config)
+  // Off unless OTEL_* or MCP_METRICS ask: then no OpenTelemetry package is loaded.
+  const observer = await startTelemetry(telemetryFromConfig(config))
   const plugin = {
+    observer,
     defaultProtocolVersion: config.MCP_DEFAULT_PROTOCOL_VERSION,
     oauth: oauthFromConfig(config),
     idempotencyTtlMs: config.MCP_IDEMPOTENCY_TTL_MS,
@@ -58,11 +63,13 @@ export async function serve(
     bodyLimit: config.MCP_BODY_LIMIT,
     requestTimeoutMs: config.MCP_REQUEST_TIMEOUT_MS,
     loadShedding: { maxEventLoopDelayMs: config.MCP_MAX_EVENT_LOOP_DELAY_MS, maxHeapUsedBytes: config.MCP_MAX_HEAP_USED_BYTES },
-    trustProxy: trustProxyFromConfig(config)
+    trustProxy: trustProxyFromConfig(config),
+    telemetry: false
   })
   for (const mount of others) await app.register(mcpPlugin, { ...plugin, ...mount })
   // After the last in-flight request: onClose runs once the server has stopped.
   for (const { store } of [first!, ...others]) app.addHook('onClose', () => store.close())
+  if (observer !== undefined) app.addHook('onClose', () => observer.shutdown())
   await setup?.(app, config)
   // SIGTERM/SIGINT: stop accepting (keep-alive requests get 503), let in-flight requests finish for
   // up to the grace period, then exit. Shared state stays in the store for the other instances.

@@ -11,6 +11,7 @@ import { LATEST_VERSION } from './protocol.js'
 import { mcpRequestId, newRequestId } from './headers.js'
 import { loadShedding, probes, type PressureOptions } from './http/probes.js'
 import { frameworkErrors, redactedRequest, shapeRootErrors } from './http/root-errors.js'
+import { startTelemetry, type TelemetryOptions } from './telemetry/index.js'
 
 export interface BuildServerOptions extends McpPluginOptions {
   /** Fastify logger option (default: info-level JSON logs). */
@@ -31,6 +32,12 @@ export interface BuildServerOptions extends McpPluginOptions {
    * The headers alone must arrive within the same time. Handlers and streamed answers are not limited.
    */
   requestTimeoutMs?: number
+  /**
+   * OpenTelemetry traces and metrics by the MCP semantic conventions, and `GET /metrics`
+   * (docs/observability.md). Default: traces when the `OTEL_*` variables ask for them, else off,
+   * and then no `@opentelemetry` package is loaded.
+   */
+  telemetry?: TelemetryOptions | boolean
 }
 
 /**
@@ -41,7 +48,7 @@ export interface BuildServerOptions extends McpPluginOptions {
  * await app.listen({ host: '127.0.0.1', port: 3000 })
  */
 export async function buildServer(options: BuildServerOptions): Promise<FastifyInstance> {
-  const { logger, bodyLimit, prefix, probes: withProbes, loadShedding: shedding, trustProxy, requestTimeoutMs, ...plugin } = {
+  const { logger, bodyLimit, prefix, probes: withProbes, loadShedding: shedding, trustProxy, requestTimeoutMs, telemetry, ...plugin } = {
     logger: { level: 'info' } as FastifyServerOptions['logger'],
     bodyLimit: 1024 * 1024,
     requestTimeoutMs: 30_000,
@@ -50,8 +57,9 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   }
   const version = plugin.defaultProtocolVersion ?? LATEST_VERSION
   const timeout = Math.max(0, requestTimeoutMs)
+  const observer = plugin.observer ?? (await startTelemetry(telemetry))
   const app = Fastify({
-    logger: typeof logger === 'object' && logger !== null ? { ...logger, serializers: { req: redactedRequest, ...logger.serializers } } : logger,
+    logger: loggerOptions(logger, observer),
     bodyLimit,
     requestTimeout: timeout,
     // Node checks timeouts every 30 s by default: a 30 s limit could then take a minute.
@@ -79,7 +87,11 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   }
   if (shedding !== undefined) await loadShedding(app, shedding)
   if (withProbes !== false) await app.register(probes(() => plugin.mcp.store))
-  await app.register(mcpPlugin, prefix === undefined ? plugin : { ...plugin, prefix })
+  if (observer !== undefined) {
+    observer.serveMetrics(app)
+    if (plugin.observer === undefined) app.addHook('onClose', () => observer.shutdown())
+  }
+  await app.register(mcpPlugin, { ...plugin, observer, ...(prefix === undefined ? {} : { prefix }) })
   // RFC 9728's path-inserted metadata URL outside the prefix (`/.well-known/oauth-protected-resource/mcp`).
   const inserted = plugin.oauth === undefined ? undefined : insertedPathOf(new URL(plugin.oauth.audience))
   if (inserted !== undefined && prefix !== undefined && !inserted.startsWith(`${prefix}/`)) {
@@ -88,6 +100,18 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     await app.register(wellKnownRoutes, { ...metadata, alsoAt: inserted, onlyAlso: true, mcp: plugin.mcp })
   }
   return app
+}
+
+/**
+ * The logger options with tokens redacted from logged URLs and, with telemetry, the active span
+ * (trace_id, span_id) on each line.
+ */
+function loggerOptions(logger: FastifyServerOptions['logger'], observer: { logFields(): Record<string, string> } | undefined): FastifyServerOptions['logger'] {
+  if (typeof logger !== 'object' || logger === null) {
+    return observer === undefined || logger === false || logger === undefined ? logger : { mixin: () => observer.logFields(), serializers: { req: redactedRequest } }
+  }
+  const redacted = { ...logger, serializers: { req: redactedRequest, ...logger.serializers } }
+  return observer === undefined ? redacted : { ...redacted, mixin: () => observer.logFields() }
 }
 
 /**

@@ -185,7 +185,7 @@ export class Upstream {
     const token = onprogress === undefined ? undefined : `gw-${this.#tokens++}`
     if (token !== undefined) {
       this.#progress.set(token, onprogress!)
-      params = { ...params, _meta: { progressToken: token } }
+      params = { ...params, _meta: { ...(params._meta as object | undefined), progressToken: token } }
     }
     try {
       return (await client.request({ method, params } as never, sdk.types.ResultSchema, {

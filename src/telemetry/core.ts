@@ -1,0 +1,70 @@
+import { context, type TextMapPropagator } from '@opentelemetry/api'
+import type { McpServer } from '../core/mcp-server.js'
+import { isPlainObject } from '../headers.js'
+import { SERVED, type Served } from './hooks.js'
+import { spanContextOf, traceparentOf, type TaskLinks } from './links.js'
+import { PREFIX } from './metrics.js'
+
+// Keys of the sealed state between MRTR rounds: the first round's span and the round's number.
+const ORIGIN = 'otel.tp'
+const ROUND = 'otel.n'
+
+const served = (): Served | undefined => context.active().getValue(SERVED) as Served | undefined
+
+/**
+ * What only the core knows, told to the request's span: a tool's `isError` (the conventions'
+ * `tool_error`), the kind of result (complete, input_required, task), the task a call started,
+ * and, through the sealed `requestState`, the call an MRTR round belongs to (a span link on every
+ * later round, whichever instance serves it). Wraps the methods of this one McpServer.
+ */
+export function observeCore(mcp: McpServer, propagator: TextMapPropagator, tasks: TaskLinks): void {
+  const outcome = (result: unknown): void => {
+    const s = served()
+    if (s === undefined || !isPlainObject(result)) return
+    if (result.isError === true) s.errorType ??= 'tool_error'
+    if (typeof result.resultType === 'string') s.span?.setAttribute(`${PREFIX}.result_type`, result.resultType)
+    if (result.resultType === 'task' && typeof result.taskId === 'string') {
+      s.span?.setAttribute(`${PREFIX}.task.id`, result.taskId)
+      if (s.span !== undefined) tasks.set(result.taskId, s.span.spanContext())
+    }
+  }
+  const callTool = mcp.callTool.bind(mcp)
+  mcp.callTool = async (name, body, ctx) => {
+    const result = await callTool(name, body, ctx)
+    outcome(result)
+    return result
+  }
+  const getPrompt = mcp.getPrompt.bind(mcp)
+  mcp.getPrompt = async (name, body, ctx) => {
+    const result = await getPrompt(name, body, ctx)
+    outcome(result)
+    return result
+  }
+  const readResource = mcp.readResource.bind(mcp)
+  mcp.readResource = async (uri, params, ctx) => {
+    const result = await readResource(uri, params, ctx)
+    outcome(result)
+    return result
+  }
+
+  const sealer = mcp.sealer
+  const seal = sealer.seal.bind(sealer)
+  sealer.seal = (binding, data, ttlMs) => {
+    const s = served()
+    const sc = s?.span?.spanContext()
+    if (s === undefined || sc === undefined || !isPlainObject(data)) return seal(binding, data, ttlMs)
+    return seal(binding, { ...data, [ORIGIN]: s.origin ?? traceparentOf(sc), [ROUND]: (s.round ?? 1) + 1 }, ttlMs)
+  }
+  const open = sealer.open.bind(sealer)
+  sealer.open = (token, binding, log) => {
+    const data = open(token, binding, log)
+    const s = served()
+    if (s === undefined || !isPlainObject(data) || typeof data[ORIGIN] !== 'string') return data
+    s.origin = data[ORIGIN]
+    if (typeof data[ROUND] === 'number') s.round = data[ROUND]
+    const call = spanContextOf(propagator, s.origin)
+    if (call !== undefined) s.span?.addLink({ context: call, attributes: { [`${PREFIX}.link`]: 'mrtr' } })
+    if (s.round !== undefined) s.span?.setAttribute(`${PREFIX}.mrtr.round`, s.round)
+    return data
+  }
+}

@@ -1,0 +1,114 @@
+import { context, createNoopMeter, trace, type Meter, type Tracer } from '@opentelemetry/api'
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
+import { W3CTraceContextPropagator } from '@opentelemetry/core'
+import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http'
+import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus'
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
+import { defaultResource, envDetector, detectResources, resourceFromAttributes, type Resource } from '@opentelemetry/resources'
+import { MeterProvider, PeriodicExportingMetricReader, type MetricReader } from '@opentelemetry/sdk-metrics'
+import { BasicTracerProvider, BatchSpanProcessor, ConsoleSpanExporter, type SpanExporter } from '@opentelemetry/sdk-trace-base'
+import type { FastifyInstance } from 'fastify'
+import type { McpServer } from '../core/mcp-server.js'
+import type { Observer } from './index.js'
+import { observeCore } from './core.js'
+import { traceUpstream } from './gateway.js'
+import { requestHooks, type Kit } from './hooks.js'
+import { TaskLinks } from './links.js'
+import { instruments } from './metrics.js'
+import type { SettledTelemetry } from './options.js'
+import { observedStore } from './store.js'
+
+const SCOPE = 'mcp-pure-http'
+let contextManager = false
+const NONE: Record<string, string> = {}
+
+/**
+ * The OpenTelemetry SDK of one server: a tracer provider exporting as `OTEL_TRACES_EXPORTER` says,
+ * a meter provider read by `/metrics` (Prometheus) and/or pushed over OTLP. The providers are the
+ * server's own (not registered globally), so that several servers in one process, and an
+ * application's own SDK, do not collide; only the context manager is global, set once.
+ */
+export function createObserver(settled: SettledTelemetry): Observer {
+  const env = settled.env
+  if (!contextManager) {
+    // false: the application registered its own, which carries context as well.
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())
+    contextManager = true
+  }
+  const resource = resourceOf(settled)
+  const propagator = new W3CTraceContextPropagator()
+
+  let tracerProvider: BasicTracerProvider | undefined
+  let tracer: Tracer | undefined
+  if (settled.traces) {
+    tracerProvider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(spanExporter(env))] })
+    tracer = tracerProvider.getTracer(SCOPE)
+    traceUpstream(tracer, propagator)
+  }
+
+  const readers: MetricReader[] = []
+  let prometheus: PrometheusExporter | undefined
+  if (settled.metrics !== false) {
+    const own = settled.metrics === true ? undefined : settled.metrics
+    prometheus = new PrometheusExporter(own === undefined ? { preventServerStart: true } : { port: own.port, ...(own.host === undefined ? {} : { host: own.host }) })
+    readers.push(prometheus)
+  }
+  if (settled.otlpMetrics) {
+    const url = endpoint(env, 'METRICS', 'v1/metrics')
+    readers.push(new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter(url === undefined ? {} : { url }) }))
+  }
+  const meterProvider = readers.length === 0 ? undefined : new MeterProvider({ resource, readers })
+  const meter: Meter = meterProvider?.getMeter(SCOPE) ?? createNoopMeter()
+  const kit: Kit = { tracer, propagator, m: instruments(meter), tasks: new TaskLinks() }
+  const serializer = new PrometheusSerializer()
+
+  return {
+    instrument(fastify: FastifyInstance, mcp: McpServer) {
+      mcp.store = observedStore(mcp.store, tracer, kit.m)
+      observeCore(mcp, propagator, kit.tasks)
+      requestHooks(fastify, mcp, kit)
+    },
+    logFields() {
+      const sc = trace.getSpan(context.active())?.spanContext()
+      return sc === undefined ? NONE : { trace_id: sc.traceId, span_id: sc.spanId, trace_flags: `0${sc.traceFlags.toString(16)}` }
+    },
+    serveMetrics(app: FastifyInstance) {
+      if (settled.metrics !== true) return
+      // Like /health: outside the MCP routes, no authentication, not in the OpenAPI document.
+      app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+        const { resourceMetrics } = await prometheus!.collect()
+        return reply.type('text/plain; version=0.0.4; charset=utf-8').send(serializer.serialize(resourceMetrics))
+      })
+    },
+    async shutdown() {
+      await Promise.all([tracerProvider?.shutdown(), meterProvider?.shutdown()])
+    }
+  }
+}
+
+function resourceOf(settled: SettledTelemetry): Resource {
+  // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, read where the settings were read.
+  const saved = process.env
+  process.env = settled.env
+  try {
+    return defaultResource()
+      .merge(resourceFromAttributes({ 'service.name': settled.serviceName }))
+      .merge(detectResources({ detectors: [envDetector] }))
+  } finally {
+    process.env = saved
+  }
+}
+
+/** `OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT` as is, else `OTEL_EXPORTER_OTLP_ENDPOINT` + the signal's path. */
+function endpoint(env: NodeJS.ProcessEnv, signal: string, path: string): string | undefined {
+  const own = env[`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`]?.trim()
+  if (own) return own
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim()
+  return base ? `${base.replace(/\/+$/, '')}/${path}` : undefined
+}
+
+function spanExporter(env: NodeJS.ProcessEnv): SpanExporter {
+  if (env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === 'console') return new ConsoleSpanExporter()
+  const url = endpoint(env, 'TRACES', 'v1/traces')
+  return new OTLPTraceExporter(url === undefined ? {} : { url })
+}

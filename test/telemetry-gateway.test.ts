@@ -1,0 +1,40 @@
+import t from 'tap'
+import { Gateway } from '../src/gateway/gateway.js'
+import { MemoryRelay } from '../src/gateway/relay.js'
+import { buildServer } from '../src/server.js'
+import { MemoryStore } from '../src/store/memory.js'
+import { everythingStdio } from './gateway-helper.js'
+import { otlpReceiver } from './otlp-receiver.js'
+
+const quiet = { debug() {}, info() {}, warn() {}, error() {} }
+
+t.test("the gateway's upstream call: a CLIENT span under the request's, its context sent on in _meta", async (t) => {
+  const receiver = await otlpReceiver()
+  t.teardown(() => receiver.close())
+  const gw = await Gateway.start({ name: 'upstream', spec: everythingStdio, log: quiet, server: {}, relay: new MemoryRelay(), instance: 'otel-test' })
+  t.teardown(() => gw.close())
+  const app = await buildServer({
+    logger: false,
+    mcp: gw.mcp,
+    store: gw.wrapStore(new MemoryStore()),
+    telemetry: { traces: true, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } }
+  })
+  // What the upstream is sent, seen at the SDK client the gateway holds.
+  const sent: Array<Record<string, unknown>> = []
+  const client = gw.upstream.client!
+  const request = client.request.bind(client)
+  client.request = ((message: { params: Record<string, unknown> }, ...rest: unknown[]) => {
+    sent.push(message.params)
+    return (request as (...args: unknown[]) => unknown)(message, ...rest)
+  }) as typeof client.request
+  const res = await app.inject({ method: 'POST', url: '/tools/echo/calls', payload: { arguments: { message: 'hi' } } })
+  t.equal(res.statusCode, 200, res.payload)
+  await app.close()
+  const server = receiver.spans.find((s) => s.kind === 2 && s.name === 'tools/call echo')!
+  const upstream = receiver.spans.find((s) => s.kind === 3 && s.name === 'tools/call echo')!
+  t.ok(server && upstream, 'a SERVER and a CLIENT span')
+  t.equal(upstream.parentSpanId, server.spanId, 'the upstream call is a child of the request')
+  t.match(upstream.attributes, { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'echo' })
+  const meta = sent.find((p) => p.name === 'echo')?._meta as Record<string, unknown>
+  t.equal(meta.traceparent, `00-${upstream.traceId}-${upstream.spanId}-01`, 'the upstream continues the trace from the CLIENT span')
+})

@@ -1,0 +1,92 @@
+import t from 'tap'
+import { createNoopMeter } from '@opentelemetry/api'
+import { createDemoServer } from '../src/demo/catalogue.js'
+import { buildServer } from '../src/server.js'
+import { instruments } from '../src/telemetry/metrics.js'
+import { settleTelemetry, telemetryFromConfig, tracesWanted } from '../src/telemetry/options.js'
+import { errorType, observedStore } from '../src/telemetry/store.js'
+import { otlpReceiver } from './otlp-receiver.js'
+
+t.test('what turns telemetry on', async (t) => {
+  t.equal(settleTelemetry(undefined, {}), undefined, 'nothing configured: off')
+  t.equal(settleTelemetry(false, { OTEL_TRACES_EXPORTER: 'otlp' }), undefined, 'false wins over the variables')
+  t.match(settleTelemetry(true, {}), { traces: true, metrics: false, serviceName: 'mcp-pure-http' })
+  t.equal(tracesWanted({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }), true)
+  t.equal(tracesWanted({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces' }), true)
+  t.equal(tracesWanted({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c' }), false, 'none keeps traces off')
+  t.equal(tracesWanted({ OTEL_SDK_DISABLED: 'true', OTEL_TRACES_EXPORTER: 'otlp' }), false, 'the SDK disabled')
+  t.equal(tracesWanted({ OTEL_EXPORTER_OTLP_ENDPOINT: ' ' }), false, 'a blank value is no setting')
+  t.match(settleTelemetry(undefined, { OTEL_METRICS_EXPORTER: 'console, otlp' }), { traces: false, otlpMetrics: true })
+  t.equal(settleTelemetry(undefined, { OTEL_METRICS_EXPORTER: 'otlp', OTEL_SDK_DISABLED: 'TRUE' }), undefined)
+  t.same(telemetryFromConfig({ HOST: '0.0.0.0', MCP_METRICS: 'false', MCP_METRICS_PORT: 9464 }), {})
+  t.same(telemetryFromConfig({ HOST: '0.0.0.0', MCP_METRICS: 'true', MCP_METRICS_PORT: 0 }), { metrics: true })
+  t.same(telemetryFromConfig({ HOST: '0.0.0.0', MCP_METRICS: 'true', MCP_METRICS_PORT: 9464 }), { metrics: { port: 9464, host: '0.0.0.0' } })
+})
+
+t.test('the observed store: failures counted by type, results passed through, its own this kept', async (t) => {
+  class RedisLike {
+    readonly #secret = 'own field'
+    calls = 0
+    sync(): string {
+      return this.#secret
+    }
+
+    async fails(): Promise<void> {
+      throw Object.assign(new Error('full'), { code: 'QUEUE_FULL' })
+    }
+
+    throwsAtOnce(): void {
+      throw new TypeError('bad')
+    }
+
+    onCancel(): string {
+      return this.#secret
+    }
+
+    async updateTask(_o: string, _id: string, patch: { status?: string }): Promise<unknown> {
+      return patch.status === 'gone' ? undefined : { status: patch.status }
+    }
+
+    async ackNotifications(): Promise<boolean> {
+      return true
+    }
+  }
+  const store = observedStore(new RedisLike(), undefined, instruments(createNoopMeter()))
+  t.ok(store instanceof RedisLike, 'instanceof sees through')
+  t.equal(store.sync(), 'own field', 'a plain value, the private field reached')
+  t.equal(store.onCancel(), 'own field', 'listeners run on the store itself')
+  t.equal(store.sync, store.sync, 'one wrapper per method')
+  t.equal(store.calls, 0, 'other properties as they are')
+  await t.rejects(store.fails(), { code: 'QUEUE_FULL' })
+  t.throws(() => store.throwsAtOnce(), TypeError)
+  t.same(await store.updateTask('o', 't', { status: 'completed' }), { status: 'completed' })
+  t.equal(await store.updateTask('o', 't', { status: 'gone' }), undefined)
+  t.equal(await store.ackNotifications(), true, 'an unknown group takes nothing off')
+  t.equal(errorType(Object.assign(new Error('x'), { code: 'E_X' })), 'E_X')
+  t.equal(errorType(new RangeError('x')), 'RangeError')
+  t.equal(errorType('a string'), '_OTHER')
+})
+
+t.test('prompts, reads and Mcp-Meta parents; OTLP metrics pushed on shutdown', async (t) => {
+  const receiver = await otlpReceiver()
+  t.teardown(() => receiver.close())
+  const app = await buildServer({
+    logger: false,
+    mcp: createDemoServer(),
+    telemetry: { traces: true, env: { OTEL_EXPORTER_OTLP_ENDPOINT: `${receiver.url}/`, OTEL_METRICS_EXPORTER: 'otlp' } }
+  })
+  const parent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
+  const read = await app.inject({ url: `/resources/${encodeURIComponent('demo://readme')}`, headers: { 'mcp-meta': JSON.stringify({ traceparent: parent }) } })
+  t.equal(read.statusCode, 200)
+  const prompt = await app.inject({ method: 'POST', url: '/prompts/greeting', payload: { arguments: { name: 'Ada' } } })
+  t.equal(prompt.statusCode, 200, prompt.payload)
+  t.equal((await app.inject({ url: '/tools', headers: { 'mcp-meta': '{not json' } })).statusCode, 400, 'a bad Mcp-Meta is the route\'s to refuse')
+  await app.close()
+  const spans = receiver.spans
+  const readSpan = spans.find((s) => s.name === 'resources/read')!
+  t.match(readSpan, { traceId: '0af7651916cd43dd8448eb211c80319c', parentSpanId: 'b7ad6b7169203331' }, 'the traceparent in Mcp-Meta is the parent')
+  t.match(readSpan.attributes, { 'mcp.resource.uri': 'demo://readme', 'mcp_pure_http.result_type': 'complete' })
+  t.match(spans.find((s) => s.name === 'prompts/get greeting')?.attributes, { 'gen_ai.prompt.name': 'greeting', 'mcp_pure_http.result_type': 'complete' })
+  t.match(spans.find((s) => s.name === 'tools/list')?.attributes, { 'error.type': '-32602' })
+  t.ok(receiver.posts.some((p) => p.startsWith('POST /v1/metrics')), 'the metrics went out over OTLP too')
+})

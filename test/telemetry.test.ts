@@ -1,0 +1,144 @@
+import t, { type Test } from 'tap'
+import type { AddressInfo } from 'node:net'
+import { createDemoServer } from '../src/demo/catalogue.js'
+import { buildServer } from '../src/server.js'
+import { otlpReceiver, type ReceivedSpan } from './otlp-receiver.js'
+import { rpc } from './rpc.js'
+import { Type } from '@sinclair/typebox'
+
+const SERVER = 2
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+async function traced(t: Test) {
+  const receiver = await otlpReceiver()
+  t.teardown(() => receiver.close())
+  const mcp = createDemoServer({ taskStepMs: 5 })
+  mcp.tool({ name: 'boom', description: 'Always fails.', input: Type.Object({}) }, () => {
+    throw new Error('it broke')
+  })
+  const app = await buildServer({
+    logger: false,
+    mcp,
+    telemetry: { traces: true, serviceName: 'telemetry-test', env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } }
+  })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+  const post = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
+    const res = await fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
+    const text = await res.text()
+    return { status: res.status, headers: res.headers, body: text === '' ? undefined : JSON.parse(text) }
+  }
+  const get = async (path: string, headers: Record<string, string> = {}) => {
+    const res = await fetch(base + path, { headers })
+    const text = await res.text()
+    return { status: res.status, headers: res.headers, body: text === '' ? undefined : JSON.parse(text) }
+  }
+  // Closing the server shuts the SDK down, which exports every span still batched.
+  const spans = async (): Promise<ReceivedSpan[]> => {
+    await app.close()
+    return receiver.spans
+  }
+  return { app, post, get, spans, receiver }
+}
+
+t.test('a tool call on Pure HTTP: one SERVER span by the MCP conventions, parent from _meta, store spans its children', async (t) => {
+  const { post, spans, receiver } = await traced(t)
+  const parent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'
+  const transport = '00-11111111111111111111111111111111-2222222222222222-01'
+  const res = await post('/tools/echo/calls', { arguments: { text: 'secret words' }, _meta: { traceparent: parent } }, { traceparent: transport, 'mcp-request-id': 'req-7' })
+  t.equal(res.status, 200)
+  const all = await spans()
+  t.match(receiver.posts[0], /^POST \/v1\/traces application\/json/, 'the real OTLP/HTTP exporter posted to the receiver')
+  const call = all.find((s) => s.name === 'tools/call echo')!
+  t.ok(call, 'named {mcp.method.name} {target}')
+  t.equal(call.kind, SERVER)
+  t.equal(call.service, 'telemetry-test')
+  t.equal(call.traceId, '4bf92f3577b34da6a3ce929d0e0e4736', 'the traceparent in _meta is the parent, not the HTTP header')
+  t.equal(call.parentSpanId, '00f067aa0ba902b7')
+  t.match(call.links, [{ traceId: '11111111111111111111111111111111', spanId: '2222222222222222', attributes: { 'mcp_pure_http.link': 'http' } }], 'the transport context is a link')
+  t.match(call.attributes, {
+    'mcp.method.name': 'tools/call',
+    'gen_ai.tool.name': 'echo',
+    'gen_ai.operation.name': 'execute_tool',
+    'jsonrpc.request.id': 'req-7',
+    'mcp.protocol.version': '2026-07-28',
+    'network.transport': 'tcp',
+    'network.protocol.name': 'http',
+    'network.protocol.version': '1.1',
+    'client.address': '127.0.0.1',
+    'http.response.status_code': 200,
+    'mcp_pure_http.result_type': 'complete'
+  })
+  t.type(call.attributes['client.port'], 'number')
+  t.notOk('error.type' in call.attributes, 'no error.type on success')
+  t.notOk(JSON.stringify(all).includes('secret words'), 'no argument or result content anywhere')
+  const children = all.filter((s) => s.parentSpanId === call.spanId)
+  t.ok(children.length > 0, 'store round trips are children of the call')
+  t.ok(children.every((s) => s.name.startsWith('store ') && s.traceId === call.traceId))
+})
+
+t.test('errors: a JSON-RPC error and a tool error are recorded by the conventions', async (t) => {
+  const { post, get, spans } = await traced(t)
+  t.equal((await post('/tools/nope/calls', { arguments: {} })).status, 404)
+  t.equal((await post('/tools/boom/calls', { arguments: {} })).body.isError, true)
+  t.equal((await get('/prompts')).status, 200)
+  const all = await spans()
+  const unknown = all.find((s) => s.name === 'tools/call nope')!
+  t.match(unknown.attributes, { 'error.type': '-32602', 'rpc.response.status_code': '-32602', 'http.response.status_code': 404 })
+  t.equal(unknown.status.code, 2, 'status ERROR')
+  t.match(unknown.status.message, /nope/, 'with the JSON-RPC error message')
+  const failed = all.find((s) => s.name === 'tools/call boom')!
+  t.equal(failed.attributes['error.type'], 'tool_error')
+  t.notOk('rpc.response.status_code' in failed.attributes, 'no JSON-RPC error code: the call answered')
+  t.equal(failed.status.code, 2)
+  const list = all.find((s) => s.name === 'prompts/list')!
+  t.equal(list.kind, SERVER)
+  t.notOk(list.parentSpanId, 'a root span without any trace context')
+})
+
+t.test('an MRTR round trip over two requests: the second links to the first', async (t) => {
+  const { post, spans } = await traced(t)
+  const meta = { 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } }
+  const first = await post('/tools/get_weather/calls', { arguments: {}, _meta: meta })
+  t.equal(first.body.resultType, 'input_required')
+  const key = Object.keys(first.body.inputRequests)[0]!
+  const second = await post('/tools/get_weather/calls', {
+    arguments: {},
+    _meta: meta,
+    requestState: first.body.requestState,
+    inputResponses: { [key]: { action: 'accept', content: { location: 'Oslo' } } }
+  })
+  t.equal(second.body.resultType, 'complete')
+  const calls = (await spans()).filter((s) => s.name === 'tools/call get_weather')
+  t.equal(calls.length, 2)
+  const [a, b] = calls as [ReceivedSpan, ReceivedSpan]
+  t.equal(a.attributes['mcp_pure_http.result_type'], 'input_required')
+  t.notOk(a.links.length, 'the first round links nowhere')
+  t.same(b.links.map((l) => [l.traceId, l.spanId, l.attributes['mcp_pure_http.link']]), [[a.traceId, a.spanId, 'mrtr']])
+  t.equal(b.attributes['mcp_pure_http.mrtr.round'], 2)
+})
+
+t.test('a task and its polls on /mcp: each poll a SERVER span linked to the call', async (t) => {
+  const { app, spans } = await traced(t)
+  const caps = { extensions: { 'io.modelcontextprotocol/tasks': {} } }
+  const created = await rpc(app, 'tools/call', { name: 'slow_compute', arguments: { n: 2 } }, { caps, id: 1 })
+  const taskId = created.body.result.taskId as string
+  t.ok(taskId, created)
+  let status = 'working'
+  for (let i = 2; status === 'working' && i < 200; i++) {
+    const polled = await rpc(app, 'tasks/get', { taskId }, { caps, id: i, headers: { 'mcp-name': taskId } })
+    status = polled.body.result.status
+    if (status === 'working') await sleep(5)
+  }
+  t.equal(status, 'completed')
+  const all = await spans()
+  const call = all.find((s) => s.name === 'tools/call slow_compute')!
+  t.match(call.attributes, { 'jsonrpc.request.id': '1', 'mcp_pure_http.result_type': 'task', 'mcp_pure_http.task.id': taskId })
+  const polls = all.filter((s) => s.name === 'tasks/get')
+  t.ok(polls.length >= 1)
+  for (const p of polls) {
+    t.equal(p.kind, SERVER)
+    t.match(p.attributes, { 'mcp.method.name': 'tasks/get', 'mcp_pure_http.task.id': taskId })
+    t.same(p.links.map((l) => [l.spanId, l.attributes['mcp_pure_http.link']]), [[call.spanId, 'task']])
+  }
+})
