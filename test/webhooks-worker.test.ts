@@ -88,3 +88,26 @@ t.test('options: defaults, backoff, and the configuration', async (t) => {
   })
   t.throws(() => loadConfig({ MCP_WEBHOOK_ATTEMPTS: '0' }), { message: /MCP_WEBHOOK_ATTEMPTS/ })
 })
+
+t.test('a worker not started, or stopped, takes nothing: an offer only queues the delivery', async (t) => {
+  const rx = await startReceiver()
+  t.teardown(() => rx.close())
+  const store = new MemoryWebhookStore()
+  let claims = 0
+  const claim = store.claim.bind(store)
+  store.claim = async (...args) => ((claims++, claim(...args)))
+  const service = new WebhookService(store, new MemoryStore(), { allowedHosts: [`127.0.0.1:${rx.port}`], pollMs: 60_000 }, log)
+  await service.register('alice', { url: rx.url })
+  t.equal(await service.offer('alice', note), true)
+  t.equal(claims, 0, 'before start')
+  service.start()
+  t.equal(claims, 1, 'start looks at once')
+  await rx.waitFor(1)
+  await service.stop()
+  claims = 0
+  const later = { method: 'notifications/message', params: { data: 'later' } }
+  t.equal(await service.offer('alice', later), true)
+  t.equal(claims, 0, 'after stop')
+  t.match(await store.claim(Date.now(), 1000, 10), [{ body: /"later"/ }], 'still pending, for the next start')
+  t.equal(rx.got.length, 1)
+})
