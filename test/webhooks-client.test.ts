@@ -168,7 +168,9 @@ t.test('callWithWebhook: an abort cancels the task on the server and rejects wit
     signal: ac.signal,
     onEvent: (line) => {
       const started = /^task (\S+): working$/.exec(line)
-      if (started !== null && taskId === '') ((taskId = started[1]!), ac.abort(new Error('interrupted')))
+      if (started === null || taskId !== '') return
+      taskId = started[1]!
+      ac.abort(new Error('interrupted'))
     }
   })
   await t.rejects(call, { message: 'interrupted' })
