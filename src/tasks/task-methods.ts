@@ -1,6 +1,6 @@
 import type { CallContext } from '../core/call-context.js'
 import type { DetailedTask } from '../schema/tasks.js'
-import type { Signals, TaskStore } from '../store/types.js'
+import type { Mailbox, Signals, TaskStore } from '../store/types.js'
 import { answerTask, cancelTask, findTask, requireTasks } from './task-steps.js'
 import { detailedTask } from './records.js'
 
@@ -11,7 +11,7 @@ export interface TaskCallOptions {
 
 /** The Tasks extension's methods for both faces: `McpServer.tasks`. */
 export class Tasks {
-  constructor(readonly store: () => TaskStore & Signals) {}
+  constructor(readonly store: () => TaskStore & Mailbox & Signals) {}
 
   /** `tasks/get`: the task with its result, error or input requests; 404 when unknown or another's. */
   async get(ctx: CallContext, taskId: string, options: TaskCallOptions): Promise<DetailedTask> {
