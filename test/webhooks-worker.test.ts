@@ -22,11 +22,22 @@ t.test('a store that fails: the offer queues the message, the worker logs and go
   broken.claim = async () => {
     throw new Error('down')
   }
+  broken.owners = async () => {
+    throw new Error('down')
+  }
   const queue = new MemoryStore()
   const service = new WebhookService(broken, queue, { pollMs: 10 }, log)
   const store = withWebhooks(queue, service)
   await store.pushNotification('alice', note)
-  t.same((await queue.takeNotifications('alice'))?.notifications, [note], 'queued after all')
+  const group = await queue.takeNotifications('alice')
+  t.same(group?.notifications, [note], 'queued after all')
+  await queue.ackNotifications('alice', group!.id)
+  await queue.setLogLevel('bob', 'info')
+  const changed = { method: 'notifications/tools/list_changed' }
+  await store.broadcast(changed, new Set(['bob']))
+  t.same((await queue.takeNotifications('alice'))?.notifications, [changed], 'a broadcast is queued after all')
+  t.equal(await queue.takeNotifications('bob'), undefined, 'but not for a connection the caller excepted')
+  t.ok(logs.includes('webhooks: could not offer a broadcast; it is queued instead'))
   t.equal((store as MemoryStore).limits, queue.limits, 'everything else is the store\'s own')
   t.equal(store.takeNotifications, store.takeNotifications, 'bound once')
   service.start()
