@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto'
+import { addAbortListener } from 'node:events'
 import { McpHttpError, isTask, type Json, type PureHttpClient } from '../src/client/client.js'
 import { listenForWebhooks } from '../src/client/webhooks.js'
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled'])
-const SAFETY_POLL_MS = 3000
 
 /**
  * `mcp-http --webhook <port> call ...`: listen on 127.0.0.1:<port>, register it as a webhook for
@@ -16,11 +16,20 @@ export async function callWithWebhook(
   name: string,
   args: Json,
   port: number,
-  options: { signal?: AbortSignal; onEvent: (line: string) => void }
+  options: { signal?: AbortSignal; onEvent: (line: string) => void; safetyPollMs?: number }
 ): Promise<Json> {
   const progressToken = randomUUID()
-  const tasks = new Map<string, Json>()
-  let wake = () => {}
+  // A task's end, whoever learns it first (a delivery, or the slow look below), even before we wait.
+  const outcomes = new Map<string, { ended: Promise<Json>; end: (task: Json) => void }>()
+  const outcome = (id: string) => {
+    let o = outcomes.get(id)
+    if (o === undefined) {
+      let end!: (task: Json) => void
+      o = { ended: new Promise<Json>((resolve) => (end = resolve)), end }
+      outcomes.set(id, o)
+    }
+    return o
+  }
   const listener = await listenForWebhooks((n) => {
     const p = n.params ?? {}
     const line = (...parts: unknown[]) => options.onEvent(parts.filter((v) => v !== undefined).join(' '))
@@ -28,8 +37,7 @@ export async function callWithWebhook(
       line('progress', [p.progress, p.total].filter((v) => v !== undefined).join('/'), p.message)
     } else if (n.method === 'notifications/tasks') {
       line('task', `${p.taskId}:`, p.status, p.statusMessage)
-      if (TERMINAL.has(p.status)) tasks.set(p.taskId, p)
-      wake()
+      if (TERMINAL.has(p.status)) outcome(p.taskId).end(p)
     }
   }, { port })
   let hookId: string | undefined
@@ -42,16 +50,16 @@ export async function callWithWebhook(
     const id = first.taskId
     options.onEvent(`task ${id}: ${first.status}`)
     // The outcome arrives by webhook; Ctrl-C cancels the task on the server, as the polling path does.
-    // A slow look at the task as well: tasks/cancel by another party changes the status without a
-    // notifications/tasks today, and a webhook may be disabled meanwhile (its messages then queue).
+    // A slow look at the task as well: a webhook may be disabled meanwhile (its messages then queue
+    // on /notifications, which this command does not read).
     const safety = setInterval(() => {
-      void client.getTask(id).then((t) => (TERMINAL.has(t.status) ? (tasks.set(id, t), wake()) : undefined), () => undefined)
-    }, SAFETY_POLL_MS)
+      void client.getTask(id).then((t) => TERMINAL.has(t.status) && outcome(id).end(t), () => undefined)
+    }, options.safetyPollMs ?? 3000)
     const ended = await new Promise<Json>((resolve, reject) => {
-      const check = () => (tasks.has(id) ? resolve(tasks.get(id)!) : undefined)
-      wake = check
-      options.signal?.addEventListener('abort', () => void client.cancelTask(id).finally(() => reject(options.signal!.reason)), { once: true })
-      check()
+      void outcome(id).ended.then(resolve)
+      // Also when the signal went off before this line (addAbortListener calls at once then).
+      const signal = options.signal
+      if (signal !== undefined) addAbortListener(signal, () => void client.cancelTask(id).finally(() => reject(signal.reason)))
     }).finally(() => clearInterval(safety))
     if (ended.status === 'completed') return ended.result
     // The Tasks extension: a failed task carries its JSON-RPC error, a cancelled one says why.

@@ -6,12 +6,16 @@ import { PureHttpClient } from '../src/client/client.js'
 import { buildServer } from '../src/server.js'
 import pureHttpServer from './examples/porting-pure-http.js'
 import sdkServer from './examples/porting-sdk.js'
+import { createNotes as notesTypeBox } from './examples/readme-notes-typebox.js'
+import { createNotes as notesZod } from './examples/readme-notes-zod.js'
+import { build, call } from './helper.js'
 
 const root = new URL('..', import.meta.url)
-const doc = readFileSync(new URL('docs/porting-from-sdk.md', root), 'utf8')
+const porting = readFileSync(new URL('docs/porting-from-sdk.md', root), 'utf8')
+const readme = readFileSync(new URL('README.md', root), 'utf8')
 
-/** The ```ts block under `<!-- example: <path> -->` in the doc. */
-function block(path: string): string | undefined {
+/** The ```ts block under `<!-- example: <path> -->` in a page (the porting doc unless told). */
+function block(path: string, doc = porting): string | undefined {
   const at = doc.indexOf(`<!-- example: ${path} -->\n\`\`\`ts\n`)
   if (at < 0) return undefined
   const start = doc.indexOf('\n', doc.indexOf('```ts', at)) + 1
@@ -49,4 +53,28 @@ t.test('the SDK server and its port list the same tool and answer the same calls
     const got = await ours.callTool('add', args)
     t.same({ content: got.content, structuredContent: got.structuredContent }, expected, JSON.stringify(args))
   }
+})
+
+t.test("the README's authoring example, TypeBox and zod: the files the tests run, serving the same answers", async (t) => {
+  for (const path of ['test/examples/readme-notes-typebox.ts', 'test/examples/readme-notes-zod.ts']) {
+    const file = readFileSync(new URL(path, root), 'utf8')
+    t.ok(file.includes("'../../src/index.js'"), `${path} imports the sources`)
+    t.equal(block(path, readme), file.replace("'../../src/index.js'", "'mcp-pure-http'"), `README.md shows ${path}`)
+  }
+  const answers = async (mcp: ReturnType<typeof notesTypeBox>) => {
+    const { app } = await build(t, { mcp })
+    const [tool] = (await call(app, { url: '/tools' })).body.tools
+    const post = (payload: unknown) => call(app, { method: 'POST', url: '/tools/add_note/calls', payload: payload as Record<string, unknown> })
+    return {
+      properties: tool.inputSchema.properties,
+      required: tool.inputSchema.required,
+      added: (await post({ arguments: { text: 'milk' } })).body,
+      read: (await call(app, { url: `/resources/${encodeURIComponent('notes://1')}` })).body,
+      missing: (await call(app, { url: `/resources/${encodeURIComponent('notes://9')}` })).status,
+      refused: (await post({ arguments: { text: '' } })).body
+    }
+  }
+  const box = await answers(notesTypeBox())
+  t.same(await answers(notesZod()), box)
+  t.match(box, { added: { structuredContent: { id: '1' } }, read: { contents: [{ uri: 'notes://1', text: 'milk' }] }, missing: 404, refused: { code: -32602 } })
 })

@@ -2,6 +2,7 @@ import t from 'tap'
 import { Type } from '@sinclair/typebox'
 import { z } from 'zod'
 import { McpServer } from '../src/core/mcp-server.js'
+import { elicit } from '../src/mrtr/questions.js'
 import { inputRequired } from '../src/mrtr/rounds.js'
 import { build, call } from './helper.js'
 
@@ -128,6 +129,79 @@ t.test('schemas that cannot be checked through JSON Schema are refused at regist
   t.equal(mcp.tools.size, 0)
 })
 
+t.test('prompt arguments from one object schema: listed from it, checked by it, completed by name', async (t) => {
+  const mcp = new McpServer({ name: 'prompts', version: '1' })
+  mcp.prompt(
+    {
+      name: 'review',
+      description: 'Review code',
+      arguments: z.object({
+        code: z.string().describe('The code to review').meta({ title: 'Code' }),
+        tone: z.enum(['kind', 'blunt']).optional(),
+        ticket: z.string().refine((s) => s.startsWith('T-'), 'must start with T-').optional()
+      }),
+      complete: { tone: (value) => ['kind', 'blunt'].filter((v) => v.startsWith(value)), ticket: undefined }
+    },
+    ({ code, tone }) => `Review ${code} (${tone ?? 'kind'})`
+  )
+  mcp.prompt({ name: 'boxed', arguments: Type.Object({ who: Type.String({ description: 'Who' }) }) }, ({ who }) => `Hello ${who}`)
+  const { app } = await build(t, { mcp })
+  const { prompts } = (await call(app, { url: '/prompts' })).body
+  t.same(prompts.find((p: { name: string }) => p.name === 'review').arguments, [
+    { name: 'code', title: 'Code', description: 'The code to review', required: true },
+    { name: 'tone', required: false },
+    { name: 'ticket', required: false }
+  ])
+  t.same(prompts.find((p: { name: string }) => p.name === 'boxed').arguments, [{ name: 'who', description: 'Who', required: true }], 'TypeBox too')
+  const ok = await call(app, post('/prompts/review', { arguments: { code: 'x = 1', tone: 'blunt' } }))
+  t.same(ok.body.messages, [{ role: 'user', content: { type: 'text', text: 'Review x = 1 (blunt)' } }])
+  const missing = await call(app, post('/prompts/review', { arguments: {} }))
+  t.same([missing.status, missing.body.message], [400, 'Missing required argument for prompt review: code'])
+  const wrong = await call(app, post('/prompts/review', { arguments: { code: 'x', tone: 'rude' } }))
+  t.same([wrong.status, wrong.body.code, wrong.body.message], [400, -32602, 'Invalid arguments for prompt review: tone must be one of ["kind","blunt"]'])
+  const refined = await call(app, post('/prompts/review', { arguments: { code: 'x', ticket: 'X-1' } }))
+  t.same([refined.status, refined.body.message, refined.body.data], [400, 'Invalid arguments for prompt review: ticket must start with T-', { path: '/ticket' }])
+  t.same((await call(app, post('/prompts/boxed', { arguments: { who: 'Ada' } }))).body.messages[0].content.text, 'Hello Ada')
+  const completed = await call(app, post('/completions', { ref: { type: 'ref/prompt', name: 'review' }, argument: { name: 'tone', value: 'b' } }))
+  t.same(completed.body.completion.values, ['blunt'])
+})
+
+t.test('prompt argument schemas that cannot be arguments are refused at registration', async (t) => {
+  const mcp = new McpServer({ name: 'refusals', version: '1' })
+  t.throws(() => mcp.prompt({ name: 'a', arguments: z.string() }, () => ''), /Prompt "a": arguments must be an object schema/)
+  t.throws(() => mcp.prompt({ name: 'b', arguments: z.object({ n: z.number() }) }, () => ''), /Prompt "b": argument "n" must be a string schema \(prompt arguments are strings\)/)
+  t.throws(() => mcp.prompt({ name: 'c', arguments: z.object({ s: z.string() }), complete: { t: () => [] } as never }, () => ''), /Prompt "c": a completer for "t", which is no argument/)
+  t.equal(mcp.prompts.size, 0)
+  // A library whose object schema names no properties: a prompt without arguments.
+  const none = { '~standard': { version: 1 as const, vendor: 'hand', validate: (value: unknown) => ({ value }), jsonSchema: { input: () => ({ type: 'object' }), output: () => ({}) } } }
+  mcp.prompt({ name: 'd', arguments: none }, () => 'none')
+  t.notOk('arguments' in mcp.prompts.get('d')!.definition)
+})
+
+t.test('ctx.elicit and elicit() take a zod object: converted once, to the form MCP asks for', async (t) => {
+  const Form = z.object({ city: z.string().min(2).describe('City'), nights: z.number().int().optional() })
+  const first = elicit('Where?', Form)
+  t.same(first.request.params, { mode: 'form', message: 'Where?', requestedSchema: { type: 'object', properties: { city: { type: 'string', minLength: 2, description: 'City' }, nights: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 } }, required: ['city'] } })
+  t.equal(elicit('Again?', Form).request.params!.requestedSchema, first.request.params!.requestedSchema, 'the same schema object: converted once')
+  const optional = { '~standard': { version: 1 as const, vendor: 'hand', validate: (value: unknown) => ({ value }), jsonSchema: { input: () => ({ type: 'object' }), output: () => ({}) } } }
+  t.same(elicit('Anything?', optional).request.params!.requestedSchema, { type: 'object', properties: {} }, 'no properties, nothing required')
+  t.throws(() => elicit('No', z.string()), /elicit: the requested schema must be an object schema/)
+
+  const mcp = new McpServer({ name: 'ask', version: '1' })
+  mcp.tool({ name: 'book' }, async (_args, ctx) => {
+    const answer = await ctx.elicit('Where?', Form)
+    return answer.action === 'accept' ? `${answer.content.city} for ${answer.content.nights ?? 1}` : answer.action
+  })
+  const { app } = await build(t, { mcp })
+  const meta = { 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } }
+  const asked = await call(app, post('/tools/book/calls', { _meta: meta }))
+  const [key] = Object.keys(asked.body.inputRequests)
+  t.same(asked.body.inputRequests[key!].params.requestedSchema, first.request.params!.requestedSchema)
+  const retry = (content: unknown) => call(app, post('/tools/book/calls', { _meta: meta, requestState: asked.body.requestState, inputResponses: { [key!]: { action: 'accept', content } } }))
+  t.same((await retry({ city: 'Oslo', nights: 2 })).body.content, [{ type: 'text', text: 'Oslo for 2' }])
+  t.match((await retry({ city: 'O' })).body, { code: -32602, message: /city must NOT have fewer than 2 characters/ })
+})
+
 // Compile-time checks, run by `npm run typecheck` (never called): handler arguments, structured
 // output and state are inferred from zod as from TypeBox; each @ts-expect-error fails the
 // typecheck when inference breaks (an `any` accepts everything).
@@ -144,6 +218,23 @@ export function inferred(mcp: McpServer): void {
   })
   // @ts-expect-error structuredContent must match the zod output schema
   mcp.tool({ name: 't2', output: z.object({ sum: z.number() }) }, () => ({ content: [], structuredContent: { sum: 'x' } }))
+  mcp.prompt({ name: 't4', arguments: z.object({ code: z.string(), tone: z.enum(['kind', 'blunt']).optional() }), complete: { tone: () => [] } }, (args) => {
+    const code: string = args.code
+    const tone: 'kind' | 'blunt' | undefined = args.tone
+    // @ts-expect-error tone may be missing
+    const sure: string = args.tone
+    // @ts-expect-error no such argument
+    void args.nope
+    return [code, tone, sure].join()
+  })
+  // @ts-expect-error a completer for an argument the schema does not have
+  mcp.prompt({ name: 't5', arguments: z.object({ code: z.string() }), complete: { nope: () => [] } }, () => '')
+  mcp.tool({ name: 't6' }, async (_args, ctx) => {
+    const answer = await ctx.elicit('Where?', z.object({ city: z.string() }))
+    // @ts-expect-error city is a string
+    const n: number = answer.action === 'accept' ? answer.content.city : 0
+    return String(n)
+  })
   mcp.prompt({ name: 't3', state: z.object({ step: z.number() }) }, (_args, ctx) => {
     // @ts-expect-error step is a number
     const step: string | undefined = ctx.requestState?.step

@@ -149,6 +149,10 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     t.same((await store.takeNotifications('alice'))?.notifications, [{ method: 'notifications/tools/list_changed' }])
     t.same((await store.takeNotifications('bob'))?.notifications, [{ method: 'first' }, { method: 'notifications/tools/list_changed' }], 'in order')
     t.equal(await store.takeNotifications('carol'), undefined, 'carol came later')
+    for (const owner of ['alice', 'bob']) await store.ackNotifications(owner, (await store.takeNotifications(owner))!.id)
+    await store.broadcast({ method: 'notifications/prompts/list_changed' }, new Set(['alice']))
+    t.equal(await store.takeNotifications('alice'), undefined, 'except: the webhooks took it for alice')
+    t.same((await store.takeNotifications('bob'))?.notifications, [{ method: 'notifications/prompts/list_changed' }])
   })
 
   t.test('requests: handed to one poller once, redelivered after the timeout, completed once', async (t) => {

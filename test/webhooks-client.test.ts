@@ -9,22 +9,39 @@ import { freePort } from './redis-server.js'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { cli, run } from './cli-run.js'
+import { callWithWebhook } from '../bin/webhook-call.js'
 
-async function serve(t: Test, allowed: string[]) {
+async function serve(t: Test, allowed: string[], gate: Promise<void> = Promise.resolve()) {
   const store = new MemoryWebhookStore()
   const mcp = createDemoServer({ taskStepMs: 30 })
+  const delivered = async (n: number) => {
+    const [hook] = await store.webhooks('anonymous')
+    for (let i = 0; i < 1000 && (await store.attempts(hook!.id)).length < n; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  }
   // Inline (not a task): it reports progress, then answers once the webhook has both deliveries.
   mcp.tool({ name: 'steps' }, async (_args, ctx) => {
     await ctx.progress(1, 2, 'half')
     await ctx.progress(2)
-    const [hook] = await store.webhooks('anonymous')
-    for (let i = 0; i < 1000 && (await store.attempts(hook!.id)).length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+    await delivered(2)
     return 'done'
+  })
+  // A progress notification without params (no server of ours sends one): the CLI passes it over.
+  mcp.tool({ name: 'bare' }, async (_args, ctx) => {
+    await mcp.store.pushNotification(ctx.principal.id, { method: 'notifications/progress' })
+    await delivered(1)
+    return 'done'
+  })
+  mcp.tool({ name: 'oops' }, async () => {
+    throw new Error('nope')
+  })
+  mcp.tool({ name: 'gate', task: 'required' }, async () => {
+    await gate
+    return 'opened'
   })
   const app = await buildServer({ logger: false, mcp, webhooks: { store, allowedHosts: allowed, pollMs: 20, backoffMs: 5 } })
   await app.listen({ host: '127.0.0.1', port: 0 })
   t.teardown(() => app.close())
-  return `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+  return { url: `http://127.0.0.1:${(app.server.address() as { port: number }).port}`, store }
 }
 
 t.test('verifyWebhook accepts what standardwebhooks signs, and refuses what it would refuse', async (t) => {
@@ -47,7 +64,7 @@ t.test('PureHttpClient registers, lists and deletes; the listener verifies and d
   const heard: any[] = []
   const listener = await listenForWebhooks((n) => heard.push(n))
   t.teardown(() => listener.close())
-  const url = await serve(t, [new URL(listener.url).host])
+  const { url } = await serve(t, [new URL(listener.url).host])
   const client = new PureHttpClient({ url })
   const early = await fetch(listener.url, { method: 'POST', body: '{}' })
   t.equal(early.status, 401, 'no secret yet: refused')
@@ -75,7 +92,7 @@ t.test('PureHttpClient registers, lists and deletes; the listener verifies and d
 
 t.test('mcp-http --webhook: progress and the task outcome arrive pushed; the webhook is deleted on exit', async (t) => {
   const port = await freePort()
-  const url = await serve(t, [`127.0.0.1:${port}`])
+  const { url } = await serve(t, [`127.0.0.1:${port}`])
   const task = await run(['--url', url, '--webhook', String(port), 'call', 'slow_compute', '--arg', 'n=2'])
   t.same([task.code, task.stdout], [0, '{"sum":3}\n'])
   t.match(task.stderr, /^task \S+: working\n/)
@@ -85,6 +102,10 @@ t.test('mcp-http --webhook: progress and the task outcome arrive pushed; the web
   t.same([inline.code, inline.stdout], [0, 'hi\n'], 'a call that is not a task answers at once')
   const steps = await run(['--url', url, '--webhook', String(port), 'call', 'steps'])
   t.same([steps.code, steps.stdout, steps.stderr], [0, 'done\n', 'progress 1/2 half\nprogress 2\n'], 'progress of a call that is not a task')
+  const bare = await run(['--url', url, '--webhook', String(port), 'call', 'bare'])
+  t.same([bare.code, bare.stdout, bare.stderr], [0, 'done\n', ''], 'a notification without params is passed over')
+  const oops = await run(['--url', url, '--webhook', String(port), 'call', 'oops'])
+  t.same([oops.code, oops.stdout], [1, 'nope\n'], 'a tool result with isError: exit code 1')
   const failed = await run(['--url', url, '--webhook', String(port), 'call', 'failing_job'])
   t.equal(failed.code, 1)
   t.match(failed.stderr, /: failed/)
@@ -101,4 +122,58 @@ t.test('mcp-http --webhook: progress and the task outcome arrive pushed; the web
   const bad = await run(['--url', url, '--webhook', 'x', 'call', 'echo'])
   t.same([bad.code, bad.stderr.split('\n')[0]], [2, 'mcp-http: --webhook takes a port, not x'])
   t.equal((await run(['--url', url, '--webhook', '70000', 'call', 'echo'])).code, 2)
+})
+
+t.test('callWithWebhook: a webhook disabled mid-call still ends with the outcome, from a slow look at the task', async (t) => {
+  const port = await freePort()
+  let open = () => {}
+  const { url, store } = await serve(t, [`127.0.0.1:${port}`], new Promise<void>((resolve) => (open = resolve)))
+  const client = new PureHttpClient({ url })
+  let disabled: Promise<unknown> | undefined
+  // The looks: the first fails (a network blip), the second finds the task still working (then the
+  // gate opens), a later one finds it completed.
+  const statuses: string[] = []
+  const getTask = client.getTask.bind(client)
+  client.getTask = async (...args) => {
+    if (statuses.push('look') === 1) throw new Error('blip')
+    const task = await getTask(...args)
+    statuses.push(task.status)
+    if (statuses.length === 3) await disabled!.then(open)
+    return task
+  }
+  const events: string[] = []
+  const result = await callWithWebhook(client, 'gate', {}, port, {
+    safetyPollMs: 20,
+    onEvent: (line) => {
+      events.push(line)
+      // Disabled before the task ends: its completion is queued on /notifications, not delivered.
+      disabled = store.webhooks('anonymous').then(([hook]) => store.settle('anonymous', hook!.id, false, 0, 'disabled by the test'))
+    }
+  })
+  t.same(result.content, [{ type: 'text', text: 'opened' }])
+  t.match(events, [/^task \S+: working$/])
+  t.equal(events.length, 1, 'the outcome did not come by webhook')
+  t.same(statuses.slice(0, 3), ['look', 'look', 'working'])
+  t.equal(statuses.at(-1), 'completed')
+  t.same(await client.listWebhooks(), [], 'deleted on the way out')
+})
+
+t.test('callWithWebhook: an abort cancels the task on the server and rejects with its reason', async (t) => {
+  const port = await freePort()
+  const { url } = await serve(t, [`127.0.0.1:${port}`])
+  const client = new PureHttpClient({ url })
+  const ac = new AbortController()
+  let taskId = ''
+  const call = callWithWebhook(client, 'slow_compute', { n: 100 }, port, {
+    signal: ac.signal,
+    onEvent: (line) => {
+      const started = /^task (\S+): working$/.exec(line)
+      if (started === null || taskId !== '') return
+      taskId = started[1]!
+      ac.abort(new Error('interrupted'))
+    }
+  })
+  await t.rejects(call, { message: 'interrupted' })
+  t.match(await client.getTask(taskId), { status: 'cancelled' })
+  t.same(await client.listWebhooks(), [], 'deleted on the way out')
 })

@@ -55,6 +55,9 @@ export function webhookStoreContract(t: Test, factory: WebhookStoreFactory): voi
     t.equal(await store.removeWebhook('alice', a1.id), undefined)
     t.same(await store.attempts(a1.id), [])
     t.same(await (await factory.peer(store)).webhooks('alice'), [a2], 'every instance sees them')
+    t.same((await (await factory.peer(store)).owners()).sort(), ['alice', 'bob'], 'the owners with a webhook, each once')
+    await store.removeWebhook('alice', a2.id)
+    t.same(await store.owners(), ['bob'], 'alice has none left')
   })
 
   t.test('settle: failures in a row disable, a success resets', async (t) => {

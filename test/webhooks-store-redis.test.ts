@@ -40,6 +40,7 @@ t.test('every key is under the prefix and hash-tagged, so each script stays in o
     '{wh:wh_1}:log',
     '{wh:wh_1}:msgs',
     '{wh}:gen',
+    '{wh}:owners',
     '{wh}:sched',
     '{who:<sha1>}:hooks'
   ].sort())

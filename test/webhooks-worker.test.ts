@@ -22,11 +22,22 @@ t.test('a store that fails: the offer queues the message, the worker logs and go
   broken.claim = async () => {
     throw new Error('down')
   }
+  broken.owners = async () => {
+    throw new Error('down')
+  }
   const queue = new MemoryStore()
   const service = new WebhookService(broken, queue, { pollMs: 10 }, log)
   const store = withWebhooks(queue, service)
   await store.pushNotification('alice', note)
-  t.same((await queue.takeNotifications('alice'))?.notifications, [note], 'queued after all')
+  const group = await queue.takeNotifications('alice')
+  t.same(group?.notifications, [note], 'queued after all')
+  await queue.ackNotifications('alice', group!.id)
+  await queue.setLogLevel('bob', 'info')
+  const changed = { method: 'notifications/tools/list_changed' }
+  await store.broadcast(changed, new Set(['bob']))
+  t.same((await queue.takeNotifications('alice'))?.notifications, [changed], 'a broadcast is queued after all')
+  t.equal(await queue.takeNotifications('bob'), undefined, 'but not for a connection the caller excepted')
+  t.ok(logs.includes('webhooks: could not offer a broadcast; it is queued instead'))
   t.equal((store as MemoryStore).limits, queue.limits, 'everything else is the store\'s own')
   t.equal(store.takeNotifications, store.takeNotifications, 'bound once')
   service.start()
@@ -87,4 +98,27 @@ t.test('options: defaults, backoff, and the configuration', async (t) => {
     leaseMs: 3000
   })
   t.throws(() => loadConfig({ MCP_WEBHOOK_ATTEMPTS: '0' }), { message: /MCP_WEBHOOK_ATTEMPTS/ })
+})
+
+t.test('a worker not started, or stopped, takes nothing: an offer only queues the delivery', async (t) => {
+  const rx = await startReceiver()
+  t.teardown(() => rx.close())
+  const store = new MemoryWebhookStore()
+  let claims = 0
+  const claim = store.claim.bind(store)
+  store.claim = async (...args) => ((claims++, claim(...args)))
+  const service = new WebhookService(store, new MemoryStore(), { allowedHosts: [`127.0.0.1:${rx.port}`], pollMs: 60_000 }, log)
+  await service.register('alice', { url: rx.url })
+  t.equal(await service.offer('alice', note), true)
+  t.equal(claims, 0, 'before start')
+  service.start()
+  t.equal(claims, 1, 'start looks at once')
+  await rx.waitFor(1)
+  await service.stop()
+  claims = 0
+  const later = { method: 'notifications/message', params: { data: 'later' } }
+  t.equal(await service.offer('alice', later), true)
+  t.equal(claims, 0, 'after stop')
+  t.match(await store.claim(Date.now(), 1000, 10), [{ body: /"later"/ }], 'still pending, for the next start')
+  t.equal(rx.got.length, 1)
 })

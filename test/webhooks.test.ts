@@ -155,13 +155,13 @@ t.test('a dead receiver: every attempt fails, and the message is back on /notifi
   t.match((await call(app, { url: `/webhooks/${id}` })).body, { status: 'active', consecutiveFailures: 1 })
 })
 
-async function queuedEventually(app: FastifyInstance, n: number): Promise<any[]> {
+async function queuedEventually(app: FastifyInstance, n: number, user = 'alice'): Promise<any[]> {
   const all: any[] = []
   for (let i = 0; i < 500 && all.length < n; i++) {
-    const got = await call(app, { url: '/notifications' })
+    const got = await call(app, { url: '/notifications', headers: { 'x-user': user } })
     if (got.body.length > 0) {
       all.push(...got.body)
-      await call(app, { method: 'POST', url: '/notifications', headers: { 'mcp-message-group': got.headers['mcp-message-group'] as string } })
+      await call(app, { method: 'POST', url: '/notifications', headers: { 'x-user': user, 'mcp-message-group': got.headers['mcp-message-group'] as string } })
     } else await new Promise((resolve) => setTimeout(resolve, 10))
   }
   return all
@@ -200,4 +200,28 @@ t.test('N messages in a row that fail disable the webhook; what was pending is q
     disabledReason: '2 messages in a row failed every attempt; the last: The receiver answered 302'
   })
   t.equal(rx.got.filter((d) => d.headers['webhook-id'] !== undefined).length, 4, 'the redirect was not followed')
+})
+
+t.test('list_changed reaches a connection with a webhook by delivery, every other on /notifications; a failed one is queued after all', async (t) => {
+  const rx = await startReceiver((n) => (n === 0 ? 200 : 500))
+  t.teardown(() => rx.close())
+  const { app, mcp } = await setup(t, rx.port, { attempts: 2 })
+  const { secret } = (await register(app, { url: rx.url, events: ['notifications/tools/list_changed', 'notifications/prompts/list_changed'] })).body
+  t.equal((await register(app, { url: rx.url, events: ['notifications/progress'] }, 'carol')).status, 201, 'carol wants no list_changed')
+  t.equal((await call(app, { method: 'POST', url: '/logLevel', payload: { level: 'info' }, headers: { 'x-user': 'bob' } })).status, 202, 'bob: a connection, no webhook')
+  await call(app, { method: 'POST', url: '/logLevel', payload: { level: 'info' }, headers: { 'x-user': 'carol' } })
+  await call(app, { method: 'POST', url: '/logLevel', payload: { level: 'info' } })
+
+  mcp.tool({ name: 'added' }, async () => 'added')
+  const [first] = await rx.waitFor(1)
+  t.same(new Webhook(secret).verify(first!.body, first!.headers as Record<string, string>), { jsonrpc: '2.0', method: 'notifications/tools/list_changed' })
+  t.same(await queuedEventually(app, 1, 'bob'), [{ method: 'notifications/tools/list_changed' }])
+  t.same(await queuedEventually(app, 1, 'carol'), [{ method: 'notifications/tools/list_changed' }])
+  t.same((await call(app, { url: '/notifications' })).body, [], 'alice got it by webhook, not queued as well')
+
+  // Every attempt fails: alice gets it on /notifications after all.
+  mcp.prompt({ name: 'added' }, () => 'added')
+  t.same(await queuedEventually(app, 1), [{ method: 'notifications/prompts/list_changed' }])
+  t.equal(rx.got.length, 3, 'one delivered, two attempts of the other')
+  t.same((await queuedEventually(app, 1, 'bob')).map((n) => n.method), ['notifications/prompts/list_changed'])
 })

@@ -1,4 +1,4 @@
-import type { TSchema } from '@sinclair/typebox'
+import type { AnySchema } from './standard-schema.js'
 import { MetaKey, type Era, type ProtocolVersion } from '../protocol.js'
 import type { Meta } from '../schema/common.js'
 import { LoggingLevels, type LoggingLevel } from '../schema/lifecycle.js'
@@ -129,7 +129,7 @@ export class CallContext implements RequestContext {
     await this.outlet.send(this, { method: 'notifications/message', params })
   }
 
-  elicit(message: string, schema: TSchema): Promise<Outcome<unknown>> {
+  elicit(message: string, schema: AnySchema): Promise<Outcome<any>> {
     return this.ask(elicit(message, schema))
   }
 

@@ -1,4 +1,3 @@
-import type { Static, TSchema } from '@sinclair/typebox'
 import type { AnySchema, Infer, InferInput } from './standard-schema.js'
 import type { Meta } from '../schema/common.js'
 import type { ContentBlock, ResourceContents } from '../schema/content.js'
@@ -35,7 +34,7 @@ export interface RetryableContext<S = unknown, R = Record<string, unknown>> exte
    * call answers `input_required` and the handler runs again from the top on the retry, where this
    * returns the answer (so keep what comes before it free of side effects, or use resolvers).
    */
-  elicit<S extends TSchema>(message: string, schema: S): Promise<Outcome<Static<S>>>
+  elicit<S extends AnySchema>(message: string, schema: S): Promise<Outcome<Infer<S>>>
   /** Ask the client's model (as {@link RetryableContext.elicit}). */
   sample(params: Parameters<typeof sample>[0]): Promise<SampledMessage>
   /** Ask for the client's roots (as {@link RetryableContext.elicit}). */
@@ -119,25 +118,49 @@ export interface PromptArgumentDefinition {
   complete?: Completer
 }
 
-/** The handler's view of the arguments: required ones are strings, the others may be missing. */
-export type PromptArgs<A extends Record<string, PromptArgumentDefinition>> = {
-  [K in keyof A]: A[K] extends { required: true } ? string : string | undefined
-}
+/**
+ * A prompt's arguments: each declared by name, or one object schema (TypeBox, or a Standard JSON
+ * Schema such as a zod object) whose properties are the arguments, every one a string schema.
+ */
+export type PromptArguments = Record<string, PromptArgumentDefinition> | AnySchema
+
+/** The handler's view of the arguments: the schema's type; or required ones are strings, the others may be missing. */
+export type PromptArgs<A extends PromptArguments> = A extends AnySchema
+  ? Infer<A>
+  : { [K in keyof A]: A[K] extends { required: true } ? string : string | undefined }
 
 export interface PromptDefinition<A extends Record<string, PromptArgumentDefinition>, S extends AnySchema | undefined = undefined, R extends ResolverMap = {}>
   extends RetryableOptions<S, R> {
   name: string
   title?: string
   description?: string
+  /**
+   * The arguments by name, listed by `prompts/list`; or see {@link PromptSchemaDefinition}.
+   * @example arguments: { name: { required: true, description: 'Who to greet' } }
+   */
   // The intersection keeps completers contextually typed while `A` is inferred from the literal.
   arguments?: A & { [K in keyof A]: PromptArgumentDefinition }
   icons?: Tool['icons']
   _meta?: Meta
 }
 
+/**
+ * A prompt whose arguments are one object schema: TypeBox, or a Standard JSON Schema such as a zod
+ * object. Its properties (string schemas: arguments are strings on the wire) are the arguments
+ * `prompts/list` shows (title, description, required from the schema), and the arguments are
+ * checked by it (400 -32602 naming the rule) before the handler runs.
+ * @example arguments: z.object({ name: z.string().describe('Who to greet'), tone: z.enum(['warm', 'dry']).optional() })
+ */
+export interface PromptSchemaDefinition<A extends AnySchema, S extends AnySchema | undefined = undefined, R extends ResolverMap = {}>
+  extends Omit<PromptDefinition<{}, S, R>, 'arguments'> {
+  arguments: A
+  /** Completion providers by argument name. */
+  complete?: { [K in keyof Infer<A>]?: Completer }
+}
+
 export type PromptReturn<S = unknown> = string | PromptMessage[] | Omit<GetPromptResult, 'resultType'> | HandRolledInputRequired<S>
 
-export type PromptHandler<A extends Record<string, PromptArgumentDefinition>, S extends AnySchema | undefined = undefined, R extends ResolverMap = {}> = (
+export type PromptHandler<A extends PromptArguments, S extends AnySchema | undefined = undefined, R extends ResolverMap = {}> = (
   args: PromptArgs<A>,
   ctx: RetryableContext<StateOf<S>, Values<R>>
 ) => MaybePromise<PromptReturn<StateOf<S>>>

@@ -23,6 +23,8 @@ export interface PromptEntry {
   readonly definition: Prompt
   readonly required: readonly string[]
   readonly completers: ReadonlyMap<string, Completer>
+  /** The arguments' schema, when they were declared by one (checked after `required`). */
+  readonly validateArguments: ValidateFunction | undefined
   readonly handler: PromptHandler<Record<string, PromptArgumentDefinition>, AnySchema | undefined, ResolverMap>
   readonly mrtr: MrtrSpec
 }

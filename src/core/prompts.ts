@@ -6,6 +6,7 @@ import type { CallContext } from './call-context.js'
 import type { RequestContext } from './request-context.js'
 import type { McpServer } from './mcp-server.js'
 import { finish } from './results.js'
+import { describeErrors } from './validation.js'
 
 /** `prompts/get`: required arguments are checked before the handler runs (400 -32602 naming them). */
 export async function getPrompt(
@@ -20,6 +21,10 @@ export async function getPrompt(
   const missing = entry.required.filter((a) => typeof args[a] !== 'string')
   if (missing.length > 0) {
     throw errors.invalidParams(`Missing required argument${missing.length > 1 ? 's' : ''} for prompt ${name}: ${missing.join(', ')}`)
+  }
+  if (entry.validateArguments !== undefined && !entry.validateArguments(args)) {
+    const { message, path } = describeErrors(entry.validateArguments.errors)
+    throw errors.invalidParams(`Invalid arguments for prompt ${name}: ${message}`, { path })
   }
   let round
   try {

@@ -8,6 +8,8 @@ import type { Tool } from '../schema/tools.js'
 import type {
   Completer,
   PromptArgumentDefinition,
+  PromptArguments,
+  PromptSchemaDefinition,
   PromptDefinition,
   PromptHandler,
   Registration,
@@ -20,7 +22,7 @@ import type {
 } from './definitions.js'
 import type { PromptEntry, ResourceEntry, TemplateEntry, ToolEntry } from './entries.js'
 import type { ResolverMap } from '../mrtr/resolvers.js'
-import { assertToolName, assertUri, mrtrSpec, stripUndefined, toolScopes } from './definition-checks.js'
+import { assertToolName, assertUri, mrtrSpec, promptArguments, stripUndefined, toolScopes } from './definition-checks.js'
 import { compileSchema, jsonSchemaOf, type AnySchema } from './standard-schema.js'
 import { UriTemplate } from './uri-template.js'
 import { createValidator } from './validation.js'
@@ -125,35 +127,40 @@ export class Registry {
 
   /**
    * Register a prompt. Arguments are declared as an object so the handler gets them typed; each may
-   * carry a completion provider.
+   * carry a completion provider. Or as one object schema (TypeBox, zod...): see {@link PromptSchemaDefinition}.
    * @example
    * mcp.prompt({ name: 'greeting', arguments: { name: { required: true } } }, ({ name }) => `Say hello to ${name}`)
+   * mcp.prompt({ name: 'greeting', arguments: z.object({ name: z.string() }) }, ({ name }) => `Say hello to ${name}`)
    */
   prompt<
     const A extends Record<string, PromptArgumentDefinition> = {},
     S extends AnySchema | undefined = undefined,
     const R extends ResolverMap = {}
-  >(def: PromptDefinition<A, S, R>, handler: PromptHandler<A, S, R>): Registration {
+  >(def: PromptDefinition<A, S, R>, handler: PromptHandler<A, S, R>): Registration
+  prompt<A extends AnySchema, S extends AnySchema | undefined = undefined, const R extends ResolverMap = {}>(
+    def: PromptSchemaDefinition<A, S, R>,
+    handler: PromptHandler<A, S, R>
+  ): Registration
+  prompt(def: PromptDefinition<{}> & { arguments?: PromptArguments; complete?: Record<string, Completer | undefined> }, handler: unknown): Registration {
     if (def.name === '' || def.name.length > 128) throw new ConfigurationError('Prompt name must be 1-128 characters')
     if (this.prompts.has(def.name)) throw new ConfigurationError(`Prompt "${def.name}" is already registered`)
-    const args = Object.entries(def.arguments ?? {}) as [string, PromptArgumentDefinition][]
+    const owner = `Prompt "${def.name}"`
+    const args = promptArguments(this.ajv, owner, def.arguments, def.complete)
     const definition: Prompt = stripUndefined({
       name: def.name,
       title: def.title,
       description: def.description,
-      arguments:
-        args.length === 0
-          ? undefined
-          : args.map(([name, a]) => stripUndefined({ name, title: a.title, description: a.description, required: a.required })),
+      arguments: args.list.length === 0 ? undefined : args.list,
       icons: def.icons,
       _meta: def._meta
     })
     const entry: PromptEntry = {
       definition,
-      required: args.filter(([, a]) => a.required === true).map(([n]) => n),
-      completers: new Map(args.flatMap(([n, a]) => (a.complete === undefined ? [] : [[n, a.complete] as const]))),
+      required: args.required,
+      completers: args.completers,
+      validateArguments: args.validate,
       handler: handler as unknown as PromptEntry['handler'],
-      mrtr: mrtrSpec(this.ajv, `Prompt "${def.name}"`, def, args.map(([n]) => n))
+      mrtr: mrtrSpec(this.ajv, owner, def, args.list.map((a) => a.name))
     }
     return this.#add(this.prompts, def.name, entry, ListKind.prompts)
   }

@@ -1,4 +1,5 @@
-import type { Static, TSchema } from '@sinclair/typebox'
+import { ConfigurationError } from '../errors.js'
+import { isStandard, jsonSchemaOf, type AnySchema, type Infer, type StandardJsonSchema } from '../core/standard-schema.js'
 import type { InputRequest } from '../schema/mrtr.js'
 import { digestArguments } from './seal.js'
 
@@ -47,12 +48,29 @@ function question<T>(request: InputRequest, capability: Question<T>['capability'
 
 /**
  * Ask the user to fill a form (`elicitation/create`, form mode). Its answer is the accepted content,
- * typed by `schema` (a flat object of primitives, as MCP requires).
+ * typed by `schema` (a flat object of primitives, as MCP requires): TypeBox, or a Standard JSON
+ * Schema such as a zod object. The answer is checked against the JSON Schema the client was shown.
  * @example elicit('Which city?', Type.Object({ city: Type.String() }))
+ * @example elicit('Which city?', z.object({ city: z.string() }))
  */
-export function elicit<S extends TSchema>(message: string, schema: S): Question<Static<S>> {
-  const requestedSchema = jsonSchema(schema) as Record<string, unknown>
+export function elicit<S extends AnySchema>(message: string, schema: S): Question<Infer<S>> {
+  const requestedSchema = isStandard(schema) ? formOf(schema) : (jsonSchema(schema) as Record<string, unknown>)
   return question({ method: 'elicitation/create', params: { mode: 'form', message, requestedSchema } }, { name: 'elicitation' })
+}
+
+// A library's schema converted once (a handler asks with the same schema object every call).
+const forms = new WeakMap<StandardJsonSchema, Record<string, unknown>>()
+
+/** A library's object schema as MCP's requestedSchema: `type`, `properties` and `required` only. */
+function formOf(schema: StandardJsonSchema): Record<string, unknown> {
+  let form = forms.get(schema)
+  if (form === undefined) {
+    const json = jsonSchemaOf(schema, 'elicit')
+    if (json.type !== 'object') throw new ConfigurationError('elicit: the requested schema must be an object schema')
+    form = { type: 'object', properties: json.properties ?? {}, ...(json.required === undefined ? {} : { required: json.required }) }
+    forms.set(schema, form)
+  }
+  return form
 }
 
 /** Send the user to a URL (`elicitation/create`, url mode); the answer is `true` once they accept. */

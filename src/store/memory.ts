@@ -100,11 +100,11 @@ export class MemoryStore implements Store {
     this.#enqueue(this.#connection(owner), message, Date.now())
   }
 
-  async broadcast(message: ServerMessage): Promise<void> {
+  async broadcast(message: ServerMessage, except?: ReadonlySet<string>): Promise<void> {
     // Not through #connection(): a broadcast is no use of a connection, and must not reorder the
     // map it walks (a re-inserted key would be visited again, forever).
     const at = Date.now()
-    for (const c of this.#connections.values()) this.#enqueue(c, message, at)
+    for (const [owner, c] of this.#connections) if (except?.has(owner) !== true) this.#enqueue(c, message, at)
   }
 
   #enqueue(c: Connection, message: ServerMessage, at: number): void {

@@ -42,10 +42,11 @@ export class RedisMailbox {
    * One read of the registry for the live connections, then one push per connection on its own
    * slot (pipelined per node): O(connections) commands, the price of a queue per connection.
    */
-  async broadcast(notification: ServerMessage): Promise<void> {
+  async broadcast(notification: ServerMessage, except?: ReadonlySet<string>): Promise<void> {
     const { maxNotifications, notificationTtlMs } = this.#r.limits
     const json = JSON.stringify(notification)
-    const owners = (await this.#r.run('mcpLive', this.#r.registry('conns'))) as string[]
+    const live = (await this.#r.run('mcpLive', this.#r.registry('conns'))) as string[]
+    const owners = except === undefined ? live : live.filter((o) => !except.has(o))
     await Promise.all(owners.map((o) => this.#r.write('mcpPush', this.#r.conn(o), json, maxNotifications, notificationTtlMs, 0)))
   }
 

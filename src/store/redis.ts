@@ -104,8 +104,8 @@ export class RedisStore implements Store {
     return this.#mail.pushNotification(owner, notification)
   }
 
-  broadcast(notification: ServerMessage): Promise<void> {
-    return this.#mail.broadcast(notification)
+  broadcast(notification: ServerMessage, except?: ReadonlySet<string>): Promise<void> {
+    return this.#mail.broadcast(notification, except)
   }
 
   takeNotifications(owner: string): Promise<NotificationGroup | undefined> {

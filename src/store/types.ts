@@ -37,8 +37,11 @@ export interface ConnectionStore {
 export interface Mailbox {
   /** Queue a notification for one connection; beyond the limit the oldest undelivered one is dropped. */
   pushNotification(owner: string, notification: ServerMessage): Promise<void>
-  /** Queue a notification for every connection that exists now (list_changed). */
-  broadcast(notification: ServerMessage): Promise<void>
+  /**
+   * Queue a notification for every connection that exists now (list_changed), but those in `except`
+   * (the webhooks took it for them).
+   */
+  broadcast(notification: ServerMessage, except?: ReadonlySet<string>): Promise<void>
   /**
    * The connection's current group: the unacknowledged one if any, else a new one made of what is
    * queued (up to the batch size), else undefined.

@@ -1,5 +1,5 @@
 import { randomFillSync } from 'node:crypto'
-import type { TaskRecord } from '../store/types.js'
+import type { Mailbox, TaskRecord, TaskStore } from '../store/types.js'
 
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks'
 /** The capability a client declares (per request in 2026-07-28, in initialize before) to get tasks. */
@@ -57,4 +57,20 @@ export function createTaskResult(t: TaskRecord): Record<string, unknown> {
 export function detailedTask(t: TaskRecord): Record<string, unknown> {
   const { notify: _notify, ...wire } = t
   return wire
+}
+
+/**
+ * Change a task (`TaskStore.updateTask`: a terminal task stays as it is) and, when its creator asked
+ * for them (`notify`), queue notifications/tasks with the task as it now is. Every status change
+ * goes through here: the runner's, and tasks/cancel's.
+ */
+export async function changeTask(
+  store: TaskStore & Mailbox,
+  owner: string,
+  taskId: string,
+  patch: Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>
+): Promise<TaskRecord | undefined> {
+  const t = await store.updateTask(owner, taskId, patch)
+  if (t?.notify === true) await store.pushNotification(owner, { method: 'notifications/tasks', params: detailedTask(t) })
+  return t
 }

@@ -7,7 +7,7 @@ import { isQuestion, questionFor, type Question } from '../mrtr/questions.js'
 import { toOutcome } from '../mrtr/outcome.js'
 import type { Mailbox, TaskRecord, TaskStore } from '../store/types.js'
 import { requireCapabilities } from '../messaging/notify.js'
-import { detailedTask, newTaskId, type TaskContext, type TaskOptions } from './records.js'
+import { changeTask, newTaskId, type TaskContext, type TaskOptions } from './records.js'
 
 export { TASKS_CAPABILITY, TASKS_EXTENSION, clientTakesTasks, createTaskResult, detailedTask } from './records.js'
 export type { TaskContext, TaskOptions } from './records.js'
@@ -69,11 +69,7 @@ export async function startTask<T>(
     notify: options.notify
   }
   await store.createTask(owner, task)
-  const update: Update = async (patch) => {
-    const t = await store.updateTask(owner, task.taskId, patch)
-    if (t?.notify === true) await store.pushNotification(owner, { method: 'notifications/tasks', params: detailedTask(t) })
-    return t
-  }
+  const update: Update = (patch) => changeTask(store, owner, task.taskId, patch)
   const taskCtx = new TaskCallContext(ctx, task.taskId, update)
   const release = svc.cancellations.track(owner, `task:${task.taskId}`, taskCtx, 'The task was cancelled')
   let rounds = 0

@@ -1,6 +1,6 @@
 import type { CallContext } from '../core/call-context.js'
 import type { DetailedTask } from '../schema/tasks.js'
-import type { Signals, TaskStore } from '../store/types.js'
+import type { Mailbox, Signals, TaskStore } from '../store/types.js'
 import { answerTask, cancelTask, findTask, requireTasks } from './task-steps.js'
 import { detailedTask } from './records.js'
 
@@ -10,7 +10,7 @@ import { detailedTask } from './records.js'
  * the extension says it MUST.
  */
 export class Tasks {
-  constructor(readonly store: () => TaskStore & Signals) {}
+  constructor(readonly store: () => TaskStore & Mailbox & Signals) {}
 
   /** `tasks/get`: the task with its result, error or input requests; 404 when unknown or another's. */
   async get(ctx: CallContext, taskId: string): Promise<DetailedTask> {

@@ -1,7 +1,8 @@
 import type { RequestContext } from '../core/request-context.js'
 import { errors } from '../errors.js'
 import { askedOf, checkResponse } from '../mrtr/responses.js'
-import type { Signals, TaskRecord, TaskStore } from '../store/types.js'
+import type { Mailbox, Signals, TaskRecord, TaskStore } from '../store/types.js'
+import { changeTask } from './records.js'
 import { TASKS_CAPABILITY, TASKS_EXTENSION, clientTakesTasks } from './runner.js'
 import { ownValue } from '../core/json-limits.js'
 
@@ -41,9 +42,9 @@ export async function answerTask(store: TaskStore & Signals, owner: string, task
  * tasks/cancel: cooperative (the handler's signal aborts, on whichever instance runs it). A task
  * already finished stays as it is, and the ack is the same (the extension makes cancel idempotent).
  */
-export async function cancelTask(store: TaskStore & Signals, owner: string, taskId: string): Promise<void> {
+export async function cancelTask(store: TaskStore & Mailbox & Signals, owner: string, taskId: string): Promise<void> {
   const task = await findTask(store, owner, taskId)
-  await store.updateTask(owner, task.taskId, { status: 'cancelled', statusMessage: 'Cancelled by the client', inputRequests: undefined })
+  await changeTask(store, owner, task.taskId, { status: 'cancelled', statusMessage: 'Cancelled by the client', inputRequests: undefined })
   await store.publishCancel(owner, `task:${task.taskId}`, 'Cancelled by the client')
 }
 

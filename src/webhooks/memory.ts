@@ -33,6 +33,10 @@ export class MemoryWebhookStore implements WebhookStore {
     return [...(this.#owners.get(owner)?.values() ?? [])].map((h) => structuredClone(h.record))
   }
 
+  async owners(): Promise<string[]> {
+    return [...this.#owners.keys()]
+  }
+
   async webhook(owner: string, id: string): Promise<WebhookRecord | undefined> {
     const h = this.#owners.get(owner)?.get(id)
     return h === undefined ? undefined : structuredClone(h.record)

@@ -16,6 +16,7 @@ const sha1 = (s: string) => createHash('sha1').update(s).digest('hex')
 export class RedisWebhookStore implements WebhookStore {
   readonly #sched: string
   readonly #gen: string
+  readonly #index: string
 
   constructor(
     readonly redis: Redis | Cluster,
@@ -24,6 +25,9 @@ export class RedisWebhookStore implements WebhookStore {
     for (const [name, [numberOfKeys, lua]] of Object.entries(WEBHOOK_SCRIPTS)) redis.defineCommand(name, { numberOfKeys, lua })
     this.#sched = `${prefix}{wh}:sched`
     this.#gen = `${prefix}{wh}:gen`
+    // Webhook id -> owner, for broadcasts. Beside the owner's hash, not with it (another slot): a
+    // webhook missing from it (a crash between the two writes) gets broadcasts on /notifications.
+    this.#index = `${prefix}{wh}:owners`
   }
 
   #run(name: WebhookScript, ...args: (string | number)[]): Promise<unknown> {
@@ -40,7 +44,13 @@ export class RedisWebhookStore implements WebhookStore {
   }
 
   async addWebhook(hook: WebhookRecord, max: number): Promise<boolean> {
-    return (await this.#run('whAdd', this.#hooks(hook.owner), hook.id, JSON.stringify(hook), max)) === 1
+    if ((await this.#run('whAdd', this.#hooks(hook.owner), hook.id, JSON.stringify(hook), max)) !== 1) return false
+    await this.redis.hset(this.#index, hook.id, hook.owner)
+    return true
+  }
+
+  async owners(): Promise<string[]> {
+    return [...new Set(await this.redis.hvals(this.#index))]
   }
 
   async webhooks(owner: string): Promise<WebhookRecord[]> {
@@ -57,7 +67,7 @@ export class RedisWebhookStore implements WebhookStore {
     if ((await this.redis.hdel(this.#hooks(owner), id)) === 0) return undefined
     const pending = await this.drain(id)
     await this.redis.del(`${this.prefix}{wh:${id}}:log`)
-    await this.redis.multi().zrem(this.#sched, id).hdel(this.#gen, id).exec()
+    await this.redis.multi().zrem(this.#sched, id).hdel(this.#gen, id).hdel(this.#index, id).exec()
     return pending
   }
 

@@ -106,6 +106,16 @@ export class WebhookService {
     return all
   }
 
+  /**
+   * Take a notification meant for every connection (list_changed): offered to each owner with a
+   * webhook. Resolves the owners for whom it was taken; the caller queues it for every other one.
+   */
+  async offerAll(notification: ServerMessage): Promise<Set<string>> {
+    const owners = await this.store.owners()
+    const taken = await Promise.all(owners.map(async (owner) => ((await this.offer(owner, notification)) ? [owner] : [])))
+    return new Set(taken.flat())
+  }
+
   /** Start delivering: due deliveries are looked for every `pollMs`, and at once after an offer. */
   start(): void {
     this.#worker.start()

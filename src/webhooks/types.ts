@@ -72,6 +72,8 @@ export interface WebhookStore {
   addWebhook(hook: WebhookRecord, max: number): Promise<boolean>
   /** The owner's webhooks, oldest first. */
   webhooks(owner: string): Promise<WebhookRecord[]>
+  /** Every owner with a webhook (active or not), each once: whom a broadcast (list_changed) is offered to. */
+  owners(): Promise<string[]>
   /** One webhook, or undefined when unknown or another owner's. */
   webhook(owner: string, id: string): Promise<WebhookRecord | undefined>
   /** Delete a webhook with its pending deliveries and attempts; resolves the deliveries, or undefined when unknown. */
