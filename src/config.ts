@@ -3,6 +3,7 @@ import { Value } from '@sinclair/typebox/value'
 import { oauthProblems } from './config-options.js'
 import { ConfigurationError } from './errors.js'
 import { SUPPORTED_VERSIONS } from './protocol.js'
+import { StoreLimitsConfig } from './store/limits.js'
 import { redisProblems } from './store/redis-config.js'
 import { WebhookConfig } from './webhooks/config.js'
 
@@ -67,6 +68,7 @@ export const ConfigSchema = Type.Object({
   MCP_REDIS_TLS_CA_FILE: Str('PEM file of the CAs trusted for TLS to Redis (turns TLS on).'),
   MCP_REDIS_WAIT_REPLICAS: Int(0, 16, 0, 'Replicas that must have a write before the client is answered (Redis WAIT); 0: none.'),
   MCP_REDIS_WAIT_TIMEOUT_MS: Int(1, 60_000, 1000, 'How long a write waits for MCP_REDIS_WAIT_REPLICAS; beyond, the request fails with 503.'),
+  MCP_REDIS_COMMAND_TIMEOUT_MS: Int(50, 60_000, 1000, 'How long a Redis command may take before the request fails fast with 503.'),
   MCP_IDEMPOTENCY_TTL_MS: Int(0, 86_400_000, 600_000, 'How long a tool call with an Mcp-Request-Id is replayed to retries (0: off).'),
   MCP_IDEMPOTENCY_LEASE_MS: Int(1000, 3_600_000, 30_000, 'How long a running idempotent call holds its id unrenewed: a retry after its instance died waits at most this.'),
   MCP_RATE_LIMIT_MAX: Int(0, 1_000_000, 0, 'Requests per principal (anonymous: per IP) per window; 0: no limit.'),
@@ -76,6 +78,7 @@ export const ConfigSchema = Type.Object({
   MCP_SHUTDOWN_GRACE_MS: Int(0, 600_000, 10_000, 'On SIGTERM, how long in-flight requests may finish before the process exits.'),
   MCP_TRUST_PROXY: Str('Trust X-Forwarded-For from: true (any), or addresses/CIDRs, comma-separated (default: none).'),
   MCP_DOCS: Type.Union([Type.Literal('true'), Type.Literal('false')], { default: 'true', description: 'Serve the interactive API reference at /docs.' }),
+  ...StoreLimitsConfig,
   ...WebhookConfig
 })
 export type Config = Static<typeof ConfigSchema>

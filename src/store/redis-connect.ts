@@ -22,6 +22,11 @@ export interface RedisTarget {
   sentinelPassword?: string
   /** TLS to the data nodes (and to the Sentinels): `true`, or Node's TLS options (CA, client certificate). */
   tls?: boolean | ConnectionOptions
+  /**
+   * How long a command may take before it fails (default 1000 ms; longer when waiting for replicas):
+   * a Redis that hangs is then a fast 503, not a request held for long.
+   */
+  commandTimeoutMs?: number
   /** Extra ioredis options of every connection (timeouts, ...). */
   redis?: RedisOptions
   /** Extra ioredis Cluster options (cluster form only). */
@@ -67,8 +72,8 @@ export function hostPort(s: string): { host: string; port: number } {
 }
 
 /**
- * Open the connections of a store. Commands fail after 2 retries and 10 s (a request then answers
- * 500/503 rather than hanging); the subscriber retries forever. Both reconnect by themselves, on a
+ * Open the connections of a store. Commands fail after 2 retries and `commandTimeoutMs` (a request
+ * then answers 503 rather than hanging); the subscriber retries forever. Both reconnect by themselves, on a
  * cluster to the replica promoted after a failover (ioredis follows MOVED and refreshes the slots),
  * under Sentinel to the new primary (asked from the Sentinels, which also announce a switch).
  */
@@ -83,7 +88,7 @@ export function connect(target: RedisTarget): RedisConnections {
   }
   const base: RedisOptions = {
     maxRetriesPerRequest: 2,
-    commandTimeout: 10_000,
+    commandTimeout: target.commandTimeoutMs ?? 1000,
     enableAutoPipelining: true,
     // A primary demoted to replica answers writes with READONLY: reconnect (to the new primary) and retry.
     reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 2 : false),

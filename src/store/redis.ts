@@ -44,7 +44,9 @@ export class RedisStore implements Store {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits }
     this.prefix = options.prefix ?? 'mcp:'
     const wait = options.waitReplicas === undefined ? undefined : { replicas: options.waitReplicas, timeoutMs: options.waitTimeoutMs ?? 1000 }
-    this.#core = new RedisCore(options, this.prefix, this.limits, {
+    // A WAIT must be able to take its whole timeout without the command timing out first.
+    const commandTimeoutMs = Math.max(options.commandTimeoutMs ?? 1000, wait === undefined ? 0 : wait.timeoutMs + 1000)
+    this.#core = new RedisCore({ ...options, commandTimeoutMs }, this.prefix, this.limits, {
       connectionTtlMs: options.connectionTtlMs ?? 86_400_000,
       answerTtlMs: options.answerTtlMs ?? 600_000,
       sweepMs: options.sweepMs ?? 5000,
@@ -137,7 +139,7 @@ export class RedisStore implements Store {
   }
 
   publishCancel(owner: string, requestId: string, reason: string | undefined): Promise<void> {
-    return this.#core.bus.publishCancel(owner, requestId, reason)
+    return this.#core.guard(() => this.#core.bus.publishCancel(owner, requestId, reason))
   }
 
   onCancel(listener: (owner: string, requestId: string, reason: string | undefined) => void): () => void {
@@ -145,7 +147,7 @@ export class RedisStore implements Store {
   }
 
   publishResourceUpdated(uri: string): Promise<void> {
-    return this.#core.bus.publishResourceUpdated(uri)
+    return this.#core.guard(() => this.#core.bus.publishResourceUpdated(uri))
   }
 
   onResourceUpdated(listener: (uri: string) => void): () => void {
@@ -190,7 +192,7 @@ export class RedisStore implements Store {
 
   /** Ready once Redis answers and the subscriber listens: until then a cancel or wake-up is missed. */
   async ping(): Promise<void> {
-    await Promise.all([this.#core.client.ping(), this.#core.bus.ready])
+    await Promise.all([this.#core.guard(() => this.#core.client.ping()), this.#core.bus.ready])
   }
 
   async close(): Promise<void> {
