@@ -199,7 +199,9 @@ export class RedisStore implements Store {
     if (this.#closed) return
     this.#closed = true
     this.#core.bus.close()
-    await Promise.allSettled([this.#core.sub.quit(), this.#core.client.quit()])
+    // QUIT waits for an answer: to a Redis that is gone it would wait forever (the subscriber retries without end).
+    const quit = (c: Redis | Cluster) => (c.status === 'ready' ? c.quit() : undefined)
+    await Promise.allSettled([quit(this.#core.sub), quit(this.#core.client)])
     // Under Sentinel, QUIT leaves the failover detector's Sentinel connections open: close them too.
     this.#core.sub.disconnect()
     this.#core.client.disconnect()
