@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import type { FastifyRequest } from 'fastify'
 import { McpServer } from '../src/core/mcp-server.js'
 import type { Principal } from '../src/core/request-context.js'
@@ -29,7 +29,7 @@ const kinds: [string, (limits: Partial<StoreLimits>) => Store][] = [
 ]
 
 for (const [kind, open] of kinds) {
-  async function serve(t: Parameters<Parameters<typeof t.test>[1]>[0], limits: Partial<StoreLimits>) {
+  async function serve(t: Test, limits: Partial<StoreLimits>) {
     const store = open(limits)
     t.teardown(() => store.close())
     const mcp = new McpServer({ name: 't', version: '1', store })
