@@ -280,8 +280,9 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     await store.enqueueRequest('dan', 'r', { method: 'roots/list' })
     const waiting = store.awaitAnswer('dan', 'r', new AbortController().signal, 5000)
     await sleep(30)
+    const rejected = t.rejects(waiting, /The store is closing/)
     await store.close()
-    await t.rejects(waiting, /The store is closing/)
+    await rejected
   })
 
   t.test('cancellation is heard by every instance', async (t) => {

@@ -41,6 +41,7 @@ t.test('MCP_REDIS_*: one of three forms, with their options', async (t) => {
     waitTimeoutMs: 500
   })
   t.equal(redisFromConfig(loadConfig({})), undefined)
+  t.match(redisFromConfig(loadConfig({ MCP_REDIS_URL: redis.url, MCP_REDIS_COMMAND_TIMEOUT_MS: '250' })), { commandTimeoutMs: 250 })
   t.throws(() => loadConfig({ MCP_REDIS_URL: redis.url, MCP_REDIS_CLUSTER_NODES: 'a:1' }), /Set only one of MCP_REDIS_URL, MCP_REDIS_CLUSTER_NODES/)
   t.throws(() => loadConfig({ MCP_REDIS_SENTINELS: 'a:1' }), /MCP_REDIS_SENTINELS and MCP_REDIS_SENTINEL_MASTER go together/)
   t.throws(() => loadConfig({ MCP_REDIS_PASSWORD: 'x', MCP_REDIS_TLS: 'true' }), /MCP_REDIS_PASSWORD, MCP_REDIS_TLS are set without/)
@@ -73,7 +74,9 @@ t.test('MCP_REDIS_WAIT_REPLICAS on a Redis without replicas: the write is refuse
   const raw = new Redis(redis.url)
   t.teardown(() => raw.quit())
   await raw.set(`${prefix}c:{${sha1('bob')}}`, 'not a hash')
-  await t.rejects(store.setLogLevel('bob', 'info'), /WRONGTYPE/, 'a script error comes through')
+  const refused = await store.setLogLevel('bob', 'info').then(() => undefined, (e: unknown) => e)
+  t.match(refused, { code: 'ERR_STORE_FAILED', message: 'The store refused a command', cause: { message: /WRONGTYPE/ } }, 'a script error comes through, its words in the cause (for the log)')
+  t.equal(wireErrorOf(refused), undefined, 'an opaque 500')
   const defaults = new RedisStore({ url: redis.url, prefix, waitReplicas: 0 })
   t.teardown(() => defaults.close())
   await defaults.setLogLevel('carol', 'info')

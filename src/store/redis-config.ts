@@ -23,7 +23,7 @@ export interface RedisConfig {
   /** Replicas that must have a write before the client hears of it (WAIT); 0: none. */
   MCP_REDIS_WAIT_REPLICAS?: number | undefined
   MCP_REDIS_WAIT_TIMEOUT_MS?: number | undefined
-  /** How long a Redis command may take before the request fails with 503 (default 1000 ms). */
+  /** How long a Redis command may take before the request fails with 503 (default 2000 ms). */
   MCP_REDIS_COMMAND_TIMEOUT_MS?: number | undefined
 }
 

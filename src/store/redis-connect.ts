@@ -23,7 +23,7 @@ export interface RedisTarget {
   /** TLS to the data nodes (and to the Sentinels): `true`, or Node's TLS options (CA, client certificate). */
   tls?: boolean | ConnectionOptions
   /**
-   * How long a command may take before it fails (default 1000 ms; longer when waiting for replicas):
+   * How long a command may take before it fails (default 2000 ms; longer when waiting for replicas):
    * a Redis that hangs is then a fast 503, not a request held for long.
    */
   commandTimeoutMs?: number
@@ -88,7 +88,7 @@ export function connect(target: RedisTarget): RedisConnections {
   }
   const base: RedisOptions = {
     maxRetriesPerRequest: 2,
-    commandTimeout: target.commandTimeoutMs ?? 1000,
+    commandTimeout: target.commandTimeoutMs ?? 2000,
     enableAutoPipelining: true,
     // A primary demoted to replica answers writes with READONLY: reconnect (to the new primary) and retry.
     reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 2 : false),

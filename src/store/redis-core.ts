@@ -30,8 +30,6 @@ export class RedisCore {
   readonly answerTtlMs: number
   readonly #header: [string, number, number, string]
   readonly #wait: WaitOptions | undefined
-  /** Set once the command connection was ready: a connection lost after that fails commands at once. */
-  #wasReady = false
   /** After a command timed out (Redis hangs), others fail at once until then rather than each wait. */
   #quietUntil = 0
 
@@ -49,7 +47,6 @@ export class RedisCore {
     // Loaded once per connection and run by EVALSHA (ioredis falls back to EVAL once per node).
     for (const [name, lua] of Object.entries(SCRIPTS)) c.client.defineCommand(name, { numberOfKeys: 1, lua })
     c.client.on('error', () => undefined)
-    c.client.on('ready', () => (this.#wasReady = true))
     c.sub.on('error', () => undefined)
     this.bus = new RedisBus(c.client, c.sub, c.sharded, prefix, o.sweepMs)
   }
@@ -61,13 +58,14 @@ export class RedisCore {
   }
 
   /**
-   * Send commands unless Redis is known not to answer, and turn what the driver throws into a
+   * Send commands unless Redis just failed to answer, and turn what the driver throws into a
    * {@link StoreError} of ours (its words stay in `cause`, for the log): a store that does not
-   * answer is a fast 503, never a 500 after a long wait nor driver text on the wire. Before the
-   * first connection, commands wait for it (ioredis' offline queue, bounded by `commandTimeout`).
+   * answer is a fast 503, never a 500 after a long wait nor driver text on the wire. While the
+   * connection is being made again, commands wait in ioredis' offline queue, `commandTimeout` at
+   * most: a failover shorter than that is not seen by clients.
    */
   async guard<T>(send: () => Promise<T>): Promise<T> {
-    if ((this.#wasReady && this.client.status !== 'ready') || Date.now() < this.#quietUntil) throw new StoreUnavailable()
+    if (Date.now() < this.#quietUntil) throw new StoreUnavailable()
     try {
       return await send()
     } catch (err) {

@@ -45,7 +45,7 @@ export class RedisStore implements Store {
     this.prefix = options.prefix ?? 'mcp:'
     const wait = options.waitReplicas === undefined ? undefined : { replicas: options.waitReplicas, timeoutMs: options.waitTimeoutMs ?? 1000 }
     // A WAIT must be able to take its whole timeout without the command timing out first.
-    const commandTimeoutMs = Math.max(options.commandTimeoutMs ?? 1000, wait === undefined ? 0 : wait.timeoutMs + 1000)
+    const commandTimeoutMs = Math.max(options.commandTimeoutMs ?? 2000, wait === undefined ? 0 : wait.timeoutMs + 1000)
     this.#core = new RedisCore({ ...options, commandTimeoutMs }, this.prefix, this.limits, {
       connectionTtlMs: options.connectionTtlMs ?? 86_400_000,
       answerTtlMs: options.answerTtlMs ?? 600_000,
