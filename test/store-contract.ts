@@ -442,6 +442,10 @@ export function storeContract(t: Test, factory: StoreFactory): void {
       message: /as many bytes of tasks as it may \(7000\)/,
       headers: { 'retry-after': '2' }
     }, 'beyond the store\'s bytes everyone waits until the first task expires')
+    await rejectsWithLimit(t, store.createTask('erin', task('e1', { statusMessage: 'u'.repeat(5000) })), 'ERR_STORE_QUOTA', {
+      status: 429,
+      headers: { 'retry-after': '1' }
+    }, 'a task larger than a whole share is refused; nothing of the owner will expire, so Retry-After is the least')
   })
 
   t.test('sessions: issued, checked, expire unused, bounded', async (t) => {

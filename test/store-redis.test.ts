@@ -23,6 +23,9 @@ const sha1 = (s: string) => createHash('sha1').update(s).digest('hex')
 t.test('createStore: Redis when MCP_REDIS_URL is set, memory otherwise', async (t) => {
   const memory = createStore({})
   t.ok(memory instanceof MemoryStore)
+  const bounded = createStore({ MCP_STORE_MAX_TASKS_PER_PRINCIPAL: 7, MCP_STORE_MAX_REPLAY_BYTES: 4096 }, { maxTasks: 9 }) as MemoryStore
+  t.same([bounded.limits.maxTasksPerPrincipal, bounded.limits.maxIdempotencyBytes, bounded.limits.maxTasks, bounded.limits.maxNotificationBytes], [7, 4096, 9, 1024 * 1024], 'MCP_STORE_* set the limits; options win; the rest keep their defaults')
+  await bounded.close()
   await memory.close()
   const shared = createStore({ MCP_REDIS_URL: redis.url }) as RedisStore
   t.ok(shared instanceof RedisStore)
