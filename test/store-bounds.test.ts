@@ -33,7 +33,7 @@ for (const [kind, open] of kinds) {
     const store = open(limits)
     t.teardown(() => store.close())
     const mcp = new McpServer({ name: 't', version: '1', store })
-    const runs = { slow: 0, big: 0 }
+    const runs = { slow: 0, big: 0, huge: 0 }
     const releases: (() => void)[] = []
     mcp.tool({ name: 'slow' }, async () => {
       runs.slow++
@@ -43,6 +43,10 @@ for (const [kind, open] of kinds) {
     mcp.tool({ name: 'big' }, () => {
       runs.big++
       return 'x'.repeat(3000)
+    })
+    mcp.tool({ name: 'huge' }, () => {
+      runs.huge++
+      return 'h'.repeat(400_000)
     })
     mcp.tool({ name: 'job', task: 'required', taskTtlMs: 60_000 }, async () => {
       await new Promise<void>((resolve) => releases.push(resolve))
@@ -82,6 +86,20 @@ for (const [kind, open] of kinds) {
     t.ok(Number(over.headers['retry-after']) > 590 && Number(over.headers['retry-after']) <= 600, `Retry-After ${over.headers['retry-after']}`)
     t.equal((await call(app, post('big', '1', {}, 'bob'))).status, 200, 'bob has his own share')
     t.equal(runs.big, 3)
+  })
+
+  t.test(`${kind}: large answers with fresh ids fill no more than a principal's share (the 400 KB replay flood)`, async (t) => {
+    // Default limits: 8 MiB of replays per principal, so about 20 answers of 400 KB are kept.
+    const { app, runs } = await serve(t, {})
+    for (let i = 0; i < 25; i++) t.equal((await call(app, post('huge', `flood-${i}`))).status, 200)
+    const first = await app.inject(post('huge', 'flood-0'))
+    t.same([first.statusCode, first.headers['idempotent-replayed'], runs.huge], [200, 'true', 25], 'the first answers are kept and replayed')
+    const last = await app.inject(post('huge', 'flood-24'))
+    t.same([last.statusCode, last.headers['idempotent-replayed'], runs.huge], [200, undefined, 26], 'beyond the share an answer is sent but not kept: its retry runs again')
+    const bob = await app.inject(post('huge', 'b-1', {}, 'bob'))
+    const bobAgain = await app.inject(post('huge', 'b-1', {}, 'bob'))
+    t.equal(bobAgain.headers['idempotent-replayed'], 'true', 'another principal\'s answers are still kept')
+    t.equal(bob.statusCode, 200)
   })
 
   t.test(`${kind}: a principal over its task quota gets 429; finished tasks free their slot`, async (t) => {

@@ -33,17 +33,17 @@ export interface StoreLimits {
   maxTasks: number
   /** Tasks one principal may have running at once (default 100). */
   maxTasksPerPrincipal: number
-  /** Bytes of every task kept, finished ones with their results, all owners (default 256 MiB). */
+  /** Bytes of every task kept, finished ones with their results, all owners (default 64 MiB). */
   maxTaskBytes: number
-  /** Bytes of the tasks one principal has kept (default 16 MiB). */
+  /** Bytes of the tasks one principal has kept (default 8 MiB). */
   maxTaskBytesPerPrincipal: number
   /** Idempotency records (claims and outcomes of retried tool calls) kept at once, all owners (default 10000). */
   maxIdempotencyRecords: number
-  /** Bytes of idempotency records (replayed answers), all owners (default 256 MiB). */
+  /** Bytes of idempotency records (replayed answers), all owners (default 64 MiB). */
   maxIdempotencyBytes: number
   /** Idempotency records of one principal (default 1000). */
   maxIdempotencyRecordsPerPrincipal: number
-  /** Bytes of one principal's idempotency records (default 16 MiB). */
+  /** Bytes of one principal's idempotency records (default 8 MiB). */
   maxIdempotencyBytesPerPrincipal: number
 }
 
@@ -66,12 +66,12 @@ export const DEFAULT_LIMITS: StoreLimits = {
   sessionTtlMs: 3_600_000,
   maxTasks: 10_000,
   maxTasksPerPrincipal: 100,
-  maxTaskBytes: 256 * MiB,
-  maxTaskBytesPerPrincipal: 16 * MiB,
+  maxTaskBytes: 64 * MiB,
+  maxTaskBytesPerPrincipal: 8 * MiB,
   maxIdempotencyRecords: 10_000,
-  maxIdempotencyBytes: 256 * MiB,
+  maxIdempotencyBytes: 64 * MiB,
   maxIdempotencyRecordsPerPrincipal: 1000,
-  maxIdempotencyBytesPerPrincipal: 16 * MiB
+  maxIdempotencyBytesPerPrincipal: 8 * MiB
 }
 
 const Int = (min: number, def: number, description: string) =>
