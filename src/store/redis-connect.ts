@@ -64,6 +64,10 @@ export interface RedisConnections {
   sharded: boolean
 }
 
+function withoutTimeout({ commandTimeout: _commandTimeout, ...rest }: RedisOptions): RedisOptions {
+  return rest
+}
+
 /** `host:port` to ioredis' `{ host, port }`. */
 export function hostPort(s: string): { host: string; port: number } {
   const m = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(s.trim())
@@ -95,7 +99,9 @@ export function connect(target: RedisTarget): RedisConnections {
     ...auth,
     ...target.redis
   }
-  const subOptions = { ...base, maxRetriesPerRequest: null }
+  // The subscriber waits for its connection however long it takes: a SUBSCRIBE that timed out would
+  // leave the bus (and readiness) without its channels for good.
+  const subOptions = { ...withoutTimeout(base), maxRetriesPerRequest: null }
   if (target.clusterNodes !== undefined) {
     const nodes = target.clusterNodes.map(hostPort)
     const { enableAutoPipelining, ...redisOptions } = base
@@ -106,7 +112,7 @@ export function connect(target: RedisTarget): RedisConnections {
       // re-subscribes a shard's channels on the replica that took over.
       sub: new Cluster(nodes, {
         ...options,
-        redisOptions: { ...redisOptions, maxRetriesPerRequest: null },
+        redisOptions: { ...withoutTimeout(redisOptions), maxRetriesPerRequest: null },
         shardedSubscribers: true,
         slotsRefreshInterval: 2000,
         ...target.cluster
