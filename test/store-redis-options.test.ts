@@ -8,6 +8,7 @@ import { loadConfig } from '../src/config.js'
 import { wireErrorOf } from '../src/errors.js'
 import { RedisStore } from '../src/store/redis.js'
 import { redisFromConfig } from '../src/store/redis-config.js'
+import { connect } from '../src/store/redis-connect.js'
 import { startRedis } from './redis-server.js'
 
 // The Redis settings and options of the store, against a real redis-server where they connect.
@@ -58,6 +59,14 @@ t.test('MCP_REDIS_*: one of three forms, with their options', async (t) => {
     t.ok((s.client as Redis).options.tls)
     await s.close()
   }
+  // Commands time out (2 s by default); the subscriber waits for its connection however long it takes.
+  const opened = connect({ url: redis.url })
+  t.same([(opened.client as Redis).options.commandTimeout, (opened.sub as Redis).options.commandTimeout], [2000, undefined])
+  opened.client.disconnect()
+  opened.sub.disconnect()
+  const waiting = new RedisStore({ url: redis.url, commandTimeoutMs: 100, waitReplicas: 1, waitTimeoutMs: 3000 })
+  t.equal((waiting.client as Redis).options.commandTimeout, 4000, 'long enough for WAIT to take its whole timeout')
+  await waiting.close()
   const plain = new RedisStore({ url: redis.url, tls: false, username: 'default' })
   await plain.ping()
   await plain.close()

@@ -70,7 +70,8 @@ export class RedisCore {
       return await send()
     } catch (err) {
       if (err instanceof StoreError) throw err
-      if (err instanceof Error && err.message === 'Command timed out') this.#quietUntil = Date.now() + 1000
+      // What ioredis rejects with is always an Error.
+      if ((err as Error).message === 'Command timed out') this.#quietUntil = Date.now() + 1000
       throw storeFailure(err)
     }
   }
