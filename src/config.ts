@@ -3,6 +3,7 @@ import { Value } from '@sinclair/typebox/value'
 import { oauthProblems } from './config-options.js'
 import { ConfigurationError } from './errors.js'
 import { SUPPORTED_VERSIONS } from './protocol.js'
+import { StoreLimitsConfig } from './store/limits.js'
 import { redisProblems } from './store/redis-config.js'
 import { WebhookConfig } from './webhooks/config.js'
 
@@ -68,6 +69,9 @@ export const ConfigSchema = Type.Object({
   MCP_REDIS_TLS_CA_FILE: Str('PEM file of the CAs trusted for TLS to Redis (turns TLS on).'),
   MCP_REDIS_WAIT_REPLICAS: Int(0, 16, 0, 'Replicas that must have a write before the client is answered (Redis WAIT); 0: none.'),
   MCP_REDIS_WAIT_TIMEOUT_MS: Int(1, 60_000, 1000, 'How long a write waits for MCP_REDIS_WAIT_REPLICAS; beyond, the request fails with 503.'),
+  MCP_REDIS_COMMAND_TIMEOUT_MS: Type.Optional(
+    Type.Integer({ minimum: 50, maximum: 60_000, description: 'How long a Redis command may take before the request fails fast with 503 (default 2000).' })
+  ),
   MCP_IDEMPOTENCY_TTL_MS: Int(0, 86_400_000, 600_000, 'How long a tool call with an Mcp-Request-Id is replayed to retries (0: off).'),
   MCP_IDEMPOTENCY_LEASE_MS: Int(1000, 3_600_000, 30_000, 'How long a running idempotent call holds its id unrenewed: a retry after its instance died waits at most this.'),
   MCP_RATE_LIMIT_MAX: Int(0, 1_000_000, 0, 'Requests per principal (anonymous: per IP) per window; 0: no limit.'),
@@ -79,6 +83,7 @@ export const ConfigSchema = Type.Object({
   MCP_METRICS: Type.Union([Type.Literal('true'), Type.Literal('false')], { default: 'false', description: 'Serve GET /metrics (Prometheus text format) outside the MCP routes.' }),
   MCP_METRICS_PORT: Int(0, 65535, 0, 'Serve /metrics on this port of its own instead (0: on PORT).'),
   MCP_DOCS: Type.Union([Type.Literal('true'), Type.Literal('false')], { default: 'true', description: 'Serve the interactive API reference at /docs.' }),
+  ...StoreLimitsConfig,
   ...WebhookConfig
 })
 export type Config = Static<typeof ConfigSchema>

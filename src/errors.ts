@@ -1,4 +1,4 @@
-import { StoreError } from './store/store-errors.js'
+import { StoreError, type StoreLimitError } from './store/store-errors.js'
 
 /**
  * The one error catalogue. A {@link McpError} is a wire error: it carries the JSON-RPC code, the HTTP
@@ -98,12 +98,22 @@ export function wireErrorOf(err: unknown): McpError | undefined {
     case 'ERR_STORE_TOO_MANY_SUBSCRIPTIONS':
       // A quota, not a rate: waiting does not help, unsubscribing does.
       return new McpError(ErrorCode.invalidParams, err.message, 400)
+    case 'ERR_STORE_QUOTA':
+      return new McpError(ErrorCode.invalidRequest, err.message, 429, undefined, { 'retry-after': retryAfter(err) })
     case 'ERR_STORE_QUEUE_FULL':
     case 'ERR_STORE_TOO_MANY_TASKS':
-      return new McpError(ErrorCode.internalError, err.message, 503, undefined, { 'retry-after': '5' })
+    case 'ERR_STORE_FULL':
+      return new McpError(ErrorCode.internalError, err.message, 503, undefined, { 'retry-after': retryAfter(err) })
     case 'ERR_STORE_NOT_REPLICATED':
+    case 'ERR_STORE_UNAVAILABLE':
       return new McpError(ErrorCode.internalError, err.message, 503, undefined, { 'retry-after': '1' })
   }
+}
+
+/** Whole seconds until space frees (at least 1), or 5 when the store cannot know (a queue the client empties). */
+function retryAfter(err: StoreError): string {
+  const ms = (err as StoreLimitError).retryAfterMs
+  return String(ms === undefined ? 5 : Math.max(1, Math.ceil(ms / 1000)))
 }
 
 /** What was thrown or an abort's reason, as an Error (a reason may be any value). */

@@ -12,7 +12,14 @@ t.teardown(() => cluster.stop())
 const sha = (s: string) => createHash('sha1').update(s).digest('hex')
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const OWNERS = 30
-const limits = { maxNotifications: 1_000_000, maxTasks: 1_000_000, maxIdempotencyRecords: 1_000_000, maxConnections: 1_000_000 }
+const limits = {
+  maxNotifications: 1_000_000,
+  maxTasks: 1_000_000,
+  maxTasksPerPrincipal: 1_000_000,
+  maxIdempotencyRecords: 1_000_000,
+  maxIdempotencyRecordsPerPrincipal: 1_000_000,
+  maxConnections: 1_000_000
+}
 
 function task(taskId: string): TaskRecord {
   const now = new Date().toISOString()

@@ -79,7 +79,8 @@ export async function startRedis(): Promise<RedisServer> {
     port,
     process: child,
     async stop() {
-      if (child.exitCode === null) {
+      // A process killed by a signal has no exit code, only a signal code: it is gone all the same.
+      if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM')
         await once(child, 'exit')
       }

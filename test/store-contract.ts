@@ -140,6 +140,48 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     t.equal(await store.takeNotifications('carol'), undefined)
   })
 
+  t.test('notifications: bounded per connection in bytes too; the oldest go', async (t) => {
+    const store = await make(t, { maxNotificationBytes: 2048 })
+    const big = (i: number) => ({ method: `n/${i}`, params: { text: 'x'.repeat(600) } })
+    for (let i = 1; i <= 5; i++) await store.pushNotification('alice', big(i))
+    t.same((await store.takeNotifications('alice'))?.notifications.map((n) => n.method), ['n/3', 'n/4', 'n/5'], 'beyond 2 KiB the oldest were dropped')
+    await store.pushNotification('bob', { method: 'small' })
+    await store.pushNotification('bob', { method: 'huge', params: { text: 'y'.repeat(3000) } })
+    t.equal(await store.takeNotifications('bob'), undefined, 'one larger than the bound alone is not kept, nor what it pushed out')
+    await store.pushNotification('bob', { method: 'after' })
+    await store.broadcast({ method: 'b', params: { text: 'z'.repeat(1500) } })
+    t.same((await store.takeNotifications('bob'))?.notifications.map((n) => n.method), ['after', 'b'], 'the count is right again after a drain')
+    t.same((await store.takeNotifications('alice'))?.notifications.map((n) => n.method), ['n/3', 'n/4', 'n/5'], 'a group stays until acknowledged')
+  })
+
+  t.test('requests: bounded per connection in bytes too', async (t) => {
+    const strict = await make(t, { maxRequestBytes: 2048 })
+    const ask = (n: number) => ({ method: 'elicitation/create', params: { message: 'q'.repeat(n) } })
+    await strict.enqueueRequest('alice', 'a', ask(900))
+    await strict.enqueueRequest('alice', 'b', ask(900))
+    await rejectsWithLimit(t, strict.enqueueRequest('alice', 'c', ask(900)), 'ERR_STORE_QUEUE_FULL', {
+      status: 503,
+      message: 'The client\'s request queue is full (2048 bytes waiting): the client is not answering'
+    })
+    await rejectsWithLimit(t, strict.enqueueRequest('bob', 'big', ask(3000)), 'ERR_STORE_QUEUE_FULL', { status: 503 }, 'one larger than the bound alone is refused')
+    t.equal(await strict.completeRequest('alice', 'a', { result: {} }), true)
+    await strict.enqueueRequest('alice', 'c', ask(900))
+    t.ok(await strict.getRequest('alice', 'c'), 'an answer frees its bytes')
+    await t.rejects(strict.awaitAnswer('alice', 'b', new AbortController().signal, 20), /did not answer/)
+    await strict.enqueueRequest('alice', 'd', ask(900))
+    t.ok(await strict.getRequest('alice', 'd'), 'a withdrawn request frees its bytes')
+
+    const lenient = await make(t, { maxRequestBytes: 2048, discardOldestRequests: true })
+    await lenient.enqueueRequest('alice', 'a', ask(900))
+    await lenient.enqueueRequest('alice', 'b', ask(900))
+    await lenient.enqueueRequest('alice', 'c', ask(900))
+    t.equal(await lenient.getRequest('alice', 'a'), undefined, 'beyond the bytes the oldest active one is discarded')
+    t.ok(await lenient.getRequest('alice', 'c'))
+    await lenient.claimRequest('alice')
+    await lenient.claimRequest('alice')
+    await rejectsWithLimit(t, lenient.enqueueRequest('alice', 'd', ask(900)), 'ERR_STORE_QUEUE_FULL', { status: 503 }, 'none active to discard: refused')
+  })
+
   t.test('broadcast reaches every connection that exists now, and creates none', async (t) => {
     const store = await make(t)
     await store.setLogLevel('alice', 'info')
@@ -243,8 +285,9 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     await store.enqueueRequest('dan', 'r', { method: 'roots/list' })
     const waiting = store.awaitAnswer('dan', 'r', new AbortController().signal, 5000)
     await sleep(30)
+    const rejected = t.rejects(waiting, /The store is closing/)
     await store.close()
-    await t.rejects(waiting, /The store is closing/)
+    await rejected
   })
 
   t.test('cancellation is heard by every instance', async (t) => {
@@ -353,11 +396,12 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     t.equal((await store.getTask('alice', 't2'))?.status, 'cancelled', 'but stays terminal')
   })
 
-  t.test('tasks: expire after ttlMs; bounded in number', async (t) => {
+  t.test('tasks: expire after ttlMs; running ones bounded in number, finished ones only in bytes', async (t) => {
     const store = await make(t, { maxTasks: 2 })
     await store.createTask('alice', task('short', { ttlMs: 100 }))
-    await store.createTask('alice', task('long'))
-    await rejectsWithLimit(t, store.createTask('bob', task('third')), 'ERR_STORE_TOO_MANY_TASKS', { status: 503, message: 'Too many tasks in progress (2)', headers: { 'retry-after': '5' } })
+    await store.createTask('alice', task('long', { ttlMs: 5000 }))
+    // Space frees when the first running task expires (100 ms from now): Retry-After 1, not a guess.
+    await rejectsWithLimit(t, store.createTask('bob', task('third')), 'ERR_STORE_TOO_MANY_TASKS', { status: 503, message: 'Too many tasks in progress (2)', headers: { 'retry-after': '1' } })
     t.equal(await store.getTask('bob', 'third'), undefined, 'a refused task is not kept')
     t.ok(await store.getTask('alice', 'short'))
     await sleep(150)
@@ -366,6 +410,48 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     t.equal(await store.getTask('alice', 'short'), undefined, 'expired')
     t.equal(await store.updateTask('alice', 'short', { status: 'failed' }), undefined)
     t.equal(await store.answerTask('alice', 'short', { a: {} }), undefined)
+    await rejectsWithLimit(t, store.createTask('carol', task('fourth')), 'ERR_STORE_TOO_MANY_TASKS', { status: 503, headers: { 'retry-after': '5' } })
+    await store.updateTask('alice', 'long', { status: 'completed', result: { content: [] } })
+    await store.createTask('carol', task('fourth'))
+    t.equal((await store.getTask('alice', 'long'))?.status, 'completed', 'a finished task is kept, but no longer takes a running slot')
+  })
+
+  t.test('tasks: a quota per principal, running and in bytes; a result that does not fit fails the task', async (t) => {
+    const store = await make(t, { maxTasksPerPrincipal: 2, maxTaskBytesPerPrincipal: 4000, maxTaskBytes: 7000 })
+    await store.createTask('alice', task('a1', { ttlMs: 3000 }))
+    await store.createTask('alice', task('a2'))
+    await rejectsWithLimit(t, store.createTask('alice', task('a3')), 'ERR_STORE_QUOTA', {
+      status: 429,
+      code: -32600,
+      message: 'This client holds as many running tasks as it may (2): retry later',
+      headers: { 'retry-after': '3' }
+    }, 'one principal cannot run more than its share; Retry-After is when its first task expires')
+    await store.createTask('bob', task('b1'))
+    t.ok(await store.getTask('bob', 'b1'), 'another principal still can')
+    const big = { content: [{ type: 'text', text: 'x'.repeat(5000) }] }
+    const failed = await store.updateTask('alice', 'a1', { status: 'completed', result: big })
+    t.match(failed, { status: 'failed', error: { code: -32603, message: /larger than the server may keep/ } }, 'a result beyond the quota is not kept')
+    t.notOk(failed && 'result' in failed)
+    t.match(await store.getTask('alice', 'a1'), { status: 'failed' })
+    await store.updateTask('alice', 'a2', { status: 'completed', result: { content: [{ type: 'text', text: 'y'.repeat(2500) }] } })
+    t.equal((await store.getTask('alice', 'a2'))?.status, 'completed', 'one that fits is kept')
+    await rejectsWithLimit(t, store.createTask('alice', task('a4', { pollIntervalMs: 1000, statusMessage: 'z'.repeat(1200) })), 'ERR_STORE_QUOTA', {
+      status: 429,
+      message: /as many bytes of tasks as it may \(4000\)/
+    }, 'finished tasks count in bytes')
+    await store.createTask('bob', task('b2', { ttlMs: 2000 }))
+    await store.updateTask('bob', 'b1', { status: 'completed', result: { content: [{ type: 'text', text: 'w'.repeat(1500) }] } })
+    t.equal((await store.getTask('bob', 'b1'))?.status, 'completed')
+    await rejectsWithLimit(t, store.createTask('carol', task('c1', { statusMessage: 'v'.repeat(1200) })), 'ERR_STORE_FULL', {
+      status: 503,
+      code: -32603,
+      message: /as many bytes of tasks as it may \(7000\)/,
+      headers: { 'retry-after': '2' }
+    }, 'beyond the store\'s bytes everyone waits until the first task expires')
+    await rejectsWithLimit(t, store.createTask('erin', task('e1', { statusMessage: 'u'.repeat(5000) })), 'ERR_STORE_QUOTA', {
+      status: 429,
+      headers: { 'retry-after': '1' }
+    }, 'a task larger than a whole share is refused; nothing of the owner will expire, so Retry-After is the least')
   })
 
   t.test('sessions: issued, checked, expire unused, bounded', async (t) => {
@@ -389,7 +475,7 @@ export function storeContract(t: Test, factory: StoreFactory): void {
   })
 
   t.test('idempotency: claim, run once, replay; conflicts; leases', async (t) => {
-    const store = await make(t, { maxIdempotencyRecords: 3 })
+    const store = await make(t)
     const peer = await peerOf(t, store)
     t.same(await store.beginIdempotent('alice', 'k1', 'd1', 5000), { state: 'new' })
     const racing = await Promise.all([store, peer].map((s) => s.beginIdempotent('alice', 'k1', 'd1', 5000)))
@@ -419,16 +505,48 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     t.same(await store.beginIdempotent('carol', 'lease', 'd', 5000), { state: 'new' }, 'replayed only for the retention time')
   })
 
-  t.test('idempotency: bounded; the record that expires first goes', async (t) => {
+  t.test('idempotency: a claim still running is never evicted; a full store refuses with when it frees', async (t) => {
     const store = await make(t, { maxIdempotencyRecords: 2 })
     await store.beginIdempotent('a', '0', 'd', 50)
-    await store.beginIdempotent('a', '00', 'd', 50)
+    await store.beginIdempotent('b', '00', 'd', 50)
     await sleep(80)
-    await store.beginIdempotent('a', '1', 'd', 1000)
-    await store.beginIdempotent('a', '2', 'd', 60_000)
-    await store.beginIdempotent('a', '3', 'd', 60_000)
-    t.same(await store.beginIdempotent('a', '2', 'd', 60_000), { state: 'in_progress' })
-    t.same(await store.beginIdempotent('a', '3', 'd', 60_000), { state: 'in_progress' })
-    t.same(await store.beginIdempotent('a', '1', 'x', 60_000), { state: 'new' }, 'the first to expire was dropped')
+    t.same(await store.beginIdempotent('a', 'running', 'd', 1500), { state: 'new' }, 'expired records make room')
+    t.same(await store.beginIdempotent('b', 'done', 'd', 60_000), { state: 'new' })
+    await store.finishIdempotent('b', 'done', '{"status":200}', 60_000)
+    await rejectsWithLimit(t, store.beginIdempotent('c', 'new', 'd', 60_000), 'ERR_STORE_FULL', {
+      status: 503,
+      code: -32603,
+      message: 'The server holds as many replayable tool calls as it may (2): retry later',
+      headers: { 'retry-after': '2' }
+    }, 'full: the new call is refused, with Retry-After when the first record expires')
+    t.same(await store.beginIdempotent('a', 'running', 'd', 60_000), { state: 'in_progress' }, 'the running claim was kept: its retry is not run twice')
+    t.same(await store.beginIdempotent('b', 'done', 'd', 60_000), { state: 'done', response: '{"status":200}' })
+    t.same(await store.beginIdempotent('c', 'new', 'd', 60_000).catch(() => 'refused'), 'refused', 'and nothing of the refused call was kept')
+    await store.abandonIdempotent('a', 'running')
+    t.same(await store.beginIdempotent('c', 'new', 'd', 60_000), { state: 'new' }, 'room again once a record goes')
+  })
+
+  t.test('idempotency: a quota per principal, in records and bytes', async (t) => {
+    const store = await make(t, { maxIdempotencyRecordsPerPrincipal: 2, maxIdempotencyBytesPerPrincipal: 4096, maxIdempotencyBytes: 8192 })
+    await store.beginIdempotent('alice', '1', 'd', 2500)
+    await store.beginIdempotent('alice', '2', 'd', 60_000)
+    await rejectsWithLimit(t, store.beginIdempotent('alice', '3', 'd', 60_000), 'ERR_STORE_QUOTA', {
+      status: 429,
+      code: -32600,
+      message: 'This client holds as many replayable tool calls as it may (2): retry later',
+      headers: { 'retry-after': '3' }
+    })
+    t.same(await store.beginIdempotent('bob', '1', 'd', 60_000), { state: 'new' }, 'another principal is not held back')
+    await store.finishIdempotent('bob', '1', 'x'.repeat(5000), 60_000)
+    t.same(await store.beginIdempotent('bob', '1', 'd', 60_000), { state: 'new' }, 'an outcome beyond the byte quota is not kept: a retry runs again')
+    await store.finishIdempotent('bob', '1', 'x'.repeat(3000), 60_000)
+    t.match(await store.beginIdempotent('bob', '1', 'd', 60_000), { state: 'done' }, 'one that fits is')
+    await store.beginIdempotent('carol', '1', 'd', 60_000)
+    await store.finishIdempotent('carol', '1', 'y'.repeat(3500), 60_000)
+    t.match(await store.beginIdempotent('carol', '1', 'd', 60_000), { state: 'done' })
+    await store.beginIdempotent('dave', '1', 'd', 60_000)
+    await store.finishIdempotent('dave', '1', 'z'.repeat(1000), 60_000)
+    t.same(await store.beginIdempotent('dave', '1', 'd', 60_000), { state: 'new' }, 'beyond the store\'s bytes an outcome is not kept either')
+    await rejectsWithLimit(t, store.beginIdempotent('erin', '1', 'd'.repeat(1500), 60_000), 'ERR_STORE_FULL', { status: 503, message: /replayable tool calls as it may \(8192\)/ })
   })
 }

@@ -8,6 +8,7 @@ import { loadConfig } from '../src/config.js'
 import { wireErrorOf } from '../src/errors.js'
 import { RedisStore } from '../src/store/redis.js'
 import { redisFromConfig } from '../src/store/redis-config.js'
+import { connect } from '../src/store/redis-connect.js'
 import { startRedis } from './redis-server.js'
 
 // The Redis settings and options of the store, against a real redis-server where they connect.
@@ -41,6 +42,7 @@ t.test('MCP_REDIS_*: one of three forms, with their options', async (t) => {
     waitTimeoutMs: 500
   })
   t.equal(redisFromConfig(loadConfig({})), undefined)
+  t.match(redisFromConfig(loadConfig({ MCP_REDIS_URL: redis.url, MCP_REDIS_COMMAND_TIMEOUT_MS: '250' })), { commandTimeoutMs: 250 })
   t.throws(() => loadConfig({ MCP_REDIS_URL: redis.url, MCP_REDIS_CLUSTER_NODES: 'a:1' }), /Set only one of MCP_REDIS_URL, MCP_REDIS_CLUSTER_NODES/)
   t.throws(() => loadConfig({ MCP_REDIS_SENTINELS: 'a:1' }), /MCP_REDIS_SENTINELS and MCP_REDIS_SENTINEL_MASTER go together/)
   t.throws(() => loadConfig({ MCP_REDIS_PASSWORD: 'x', MCP_REDIS_TLS: 'true' }), /MCP_REDIS_PASSWORD, MCP_REDIS_TLS are set without/)
@@ -57,6 +59,14 @@ t.test('MCP_REDIS_*: one of three forms, with their options', async (t) => {
     t.ok((s.client as Redis).options.tls)
     await s.close()
   }
+  // Commands time out (2 s by default); the subscriber waits for its connection however long it takes.
+  const opened = connect({ url: redis.url })
+  t.same([(opened.client as Redis).options.commandTimeout, (opened.sub as Redis).options.commandTimeout], [2000, undefined])
+  opened.client.disconnect()
+  opened.sub.disconnect()
+  const waiting = new RedisStore({ url: redis.url, commandTimeoutMs: 100, waitReplicas: 1, waitTimeoutMs: 3000 })
+  t.equal((waiting.client as Redis).options.commandTimeout, 4000, 'long enough for WAIT to take its whole timeout')
+  await waiting.close()
   const plain = new RedisStore({ url: redis.url, tls: false, username: 'default' })
   await plain.ping()
   await plain.close()
@@ -73,7 +83,9 @@ t.test('MCP_REDIS_WAIT_REPLICAS on a Redis without replicas: the write is refuse
   const raw = new Redis(redis.url)
   t.teardown(() => raw.quit())
   await raw.set(`${prefix}c:{${sha1('bob')}}`, 'not a hash')
-  await t.rejects(store.setLogLevel('bob', 'info'), /WRONGTYPE/, 'a script error comes through')
+  const refused = await store.setLogLevel('bob', 'info').then(() => undefined, (e: unknown) => e)
+  t.match(refused, { code: 'ERR_STORE_FAILED', message: 'The store refused a command', cause: { message: /WRONGTYPE/ } }, 'a script error comes through, its words in the cause (for the log)')
+  t.equal(wireErrorOf(refused), undefined, 'an opaque 500')
   const defaults = new RedisStore({ url: redis.url, prefix, waitReplicas: 0 })
   t.teardown(() => defaults.close())
   await defaults.setLogLevel('carol', 'info')

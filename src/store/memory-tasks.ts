@@ -1,9 +1,21 @@
-import { TooManyTasks } from './store-errors.js'
+import { QuotaExceeded, StoreFull, TooManyTasks, type StoreLimitError } from './store-errors.js'
+import { RECORD_OVERHEAD, msUntil } from './limits.js'
 import { TERMINAL, type StoreLimits, type TaskRecord, type TaskStore } from './types.js'
 
+type Limits = Pick<StoreLimits, 'maxTasks' | 'maxTasksPerPrincipal' | 'maxTaskBytes' | 'maxTaskBytesPerPrincipal'>
+
+/** Tasks running, and bytes of all tasks kept, of one owner or of everyone. */
+interface Usage {
+  running: number
+  bytes: number
+}
+
 interface StoredTask {
+  owner: string
   record: TaskRecord
   expiresAt: number
+  /** What it counts against the byte bounds: its JSON text at creation, its outcome's once finished. */
+  bytes: number
   /** Answers not yet taken by the runner. */
   answers: Map<string, Record<string, unknown>>
   wake?: () => void
@@ -14,25 +26,71 @@ interface StoredTask {
   view?: TaskRecord
 }
 
-/** The tasks of a {@link MemoryStore}: records with their expiry, and answers not yet taken. */
+/**
+ * The tasks of a {@link MemoryStore}: records with their expiry, and answers not yet taken. Running
+ * tasks are bounded by count (in all and per owner); every task kept, finished ones with their
+ * results, by bytes (in all and per owner).
+ */
 export class MemoryTasks implements TaskStore {
   readonly #tasks = new Map<string, StoredTask>()
+  readonly #usage = new Map<string, Usage>()
+  readonly #total: Usage = { running: 0, bytes: 0 }
   #nextTaskSweep = 0
 
-  constructor(readonly limits: Pick<StoreLimits, 'maxTasks'>) {}
+  constructor(readonly limits: Limits) {}
 
   async createTask(owner: string, task: TaskRecord): Promise<void> {
     const now = Date.now()
-    // Expired tasks are swept at most once a second, or when the map is full: a sweep on every
+    // Expired tasks are swept at most once a second, or when a bound is reached: a sweep on every
     // create made creating a task cost as much as walking every task kept (~150 µs at a few thousand).
-    if (now >= this.#nextTaskSweep || this.#tasks.size >= this.limits.maxTasks) {
+    const bytes = RECORD_OVERHEAD + JSON.stringify(task).length
+    if (now >= this.#nextTaskSweep || this.#refusal(owner, bytes, now) !== undefined) {
       this.#nextTaskSweep = now + 1000
-      for (const [key, t] of this.#tasks) if (t.expiresAt <= now) this.#tasks.delete(key)
+      for (const [key, t] of this.#tasks) if (t.expiresAt <= now) this.#drop(key, t)
     }
-    if (this.#tasks.size >= this.limits.maxTasks) {
-      throw new TooManyTasks(this.limits.maxTasks)
+    const refusal = this.#refusal(owner, bytes, now)
+    if (refusal !== undefined) throw refusal
+    const stored: StoredTask = { owner, record: copy(task), expiresAt: now + task.ttlMs, bytes, answers: new Map() }
+    this.#tasks.set(`${owner}\0${task.taskId}`, stored)
+    this.#count(stored, 1)
+  }
+
+  /** Why a new running task of `bytes` does not fit, with when space frees; undefined when it does. */
+  #refusal(owner: string, bytes: number, now: number): StoreLimitError | undefined {
+    const L = this.limits
+    const mine = this.#usage.get(owner) ?? { running: 0, bytes: 0 }
+    const all = this.#total
+    if (mine.running >= L.maxTasksPerPrincipal) return new QuotaExceeded('running tasks', L.maxTasksPerPrincipal, this.#frees(now, owner, true))
+    if (mine.bytes + bytes > L.maxTaskBytesPerPrincipal) return new QuotaExceeded('bytes of tasks', L.maxTaskBytesPerPrincipal, this.#frees(now, owner, false))
+    if (all.running >= L.maxTasks) return new TooManyTasks(L.maxTasks, this.#frees(now, undefined, true))
+    if (all.bytes + bytes > L.maxTaskBytes) return new StoreFull('bytes of tasks', L.maxTaskBytes, this.#frees(now, undefined, false))
+    return undefined
+  }
+
+  /** When the first task (of `owner` or anyone; running ones only, or any) expires: space is certain to free then. */
+  #frees(now: number, owner: string | undefined, running: boolean): number {
+    let first = Number.POSITIVE_INFINITY
+    for (const t of this.#tasks.values()) {
+      if ((owner === undefined || t.owner === owner) && (!running || !TERMINAL.has(t.record.status)) && t.expiresAt < first) first = t.expiresAt
     }
-    this.#tasks.set(`${owner}\0${task.taskId}`, { record: copy(task), expiresAt: now + task.ttlMs, answers: new Map() })
+    return msUntil(first === Number.POSITIVE_INFINITY ? now + 1000 : first, now)
+  }
+
+  /** Add (`sign` 1) or take away (-1) what a task counts. */
+  #count(t: StoredTask, sign: 1 | -1): void {
+    let mine = this.#usage.get(t.owner)
+    if (mine === undefined) this.#usage.set(t.owner, (mine = { running: 0, bytes: 0 }))
+    const running = TERMINAL.has(t.record.status) ? 0 : sign
+    for (const u of [mine, this.#total]) {
+      u.running += running
+      u.bytes += sign * t.bytes
+    }
+    if (mine.running === 0 && mine.bytes === 0) this.#usage.delete(t.owner)
+  }
+
+  #drop(key: string, t: StoredTask): void {
+    this.#tasks.delete(key)
+    this.#count(t, -1)
   }
 
   async getTask(owner: string, taskId: string): Promise<TaskRecord | undefined> {
@@ -43,9 +101,23 @@ export class MemoryTasks implements TaskStore {
   async updateTask(owner: string, taskId: string, patch: Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>): Promise<TaskRecord | undefined> {
     const t = this.#get(owner, taskId)
     if (t === undefined || TERMINAL.has(t.record.status)) return undefined
+    this.#count(t, -1)
     Object.assign(t.record, copy(patch), { lastUpdatedAt: new Date().toISOString() })
     for (const [k, v] of Object.entries(patch)) if (v === undefined) delete t.record[k as keyof TaskRecord]
     t.view = undefined
+    if (TERMINAL.has(t.record.status)) {
+      // Finished: it no longer takes a running slot, and its outcome counts in bytes. An outcome
+      // that does not fit is not kept: the task fails, saying why.
+      t.bytes = RECORD_OVERHEAD + JSON.stringify(t.record).length
+      const L = this.limits
+      const mine = this.#usage.get(owner)?.bytes ?? 0
+      if (mine + t.bytes > L.maxTaskBytesPerPrincipal || this.#total.bytes + t.bytes > L.maxTaskBytes) {
+        Object.assign(t.record, { status: 'failed', error: { ...TOO_LARGE } })
+        delete t.record.result
+        t.bytes = RECORD_OVERHEAD + JSON.stringify(t.record).length
+      }
+    }
+    this.#count(t, 1)
     return copy(t.record)
   }
 
@@ -100,7 +172,7 @@ export class MemoryTasks implements TaskStore {
     const key = `${owner}\0${taskId}`
     const t = this.#tasks.get(key)
     if (t !== undefined && t.expiresAt <= Date.now()) {
-      this.#tasks.delete(key)
+      this.#drop(key, t)
       return undefined
     }
     return t
@@ -108,8 +180,13 @@ export class MemoryTasks implements TaskStore {
 
   clear(): void {
     this.#tasks.clear()
+    this.#usage.clear()
+    this.#total.running = this.#total.bytes = 0
   }
 }
+
+/** The error of a task whose outcome is too large for what the store may keep (its owner's share, or in all). */
+export const TOO_LARGE = { code: -32603, message: 'The task finished, but its result is larger than the server may keep for this client' } as const
 
 /**
  * A deep copy of a task record or patch (the store never shares its objects with callers, as Redis

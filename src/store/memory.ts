@@ -21,12 +21,14 @@ interface Connection {
   logLevel?: LoggingLevel
   subscriptions: Set<string>
   legacyClient?: LegacyClient
-  /** Undelivered notifications, oldest first. */
-  queue: { message: ServerMessage; at: number }[]
+  /** Undelivered notifications, oldest first, with their size (JSON text), and the sum of those. */
+  queue: { message: ServerMessage; at: number; bytes: number }[]
+  queueBytes: number
   group?: NotificationGroup
   lastAcked?: string
-  /** Active and pending requests, oldest first (Map keeps insertion order). */
-  requests: Map<string, QueuedRequest>
+  /** Active and pending requests, oldest first (Map keeps insertion order), and their bytes (JSON text). */
+  requests: Map<string, QueuedRequest & { bytes: number }>
+  requestBytes: number
 }
 
 /*
@@ -97,19 +99,26 @@ export class MemoryStore implements Store {
   }
 
   async pushNotification(owner: string, message: ServerMessage): Promise<void> {
-    this.#enqueue(this.#connection(owner), message, Date.now())
+    this.#enqueue(this.#connection(owner), message, Date.now(), JSON.stringify(message).length)
   }
 
   async broadcast(message: ServerMessage, except?: ReadonlySet<string>): Promise<void> {
     // Not through #connection(): a broadcast is no use of a connection, and must not reorder the
     // map it walks (a re-inserted key would be visited again, forever).
     const at = Date.now()
-    for (const [owner, c] of this.#connections) if (except?.has(owner) !== true) this.#enqueue(c, message, at)
+    const bytes = JSON.stringify(message).length
+    for (const [owner, c] of this.#connections) if (except?.has(owner) !== true) this.#enqueue(c, message, at, bytes)
   }
 
-  #enqueue(c: Connection, message: ServerMessage, at: number): void {
-    c.queue.push({ message, at })
-    if (c.queue.length > this.limits.maxNotifications) c.queue.shift()
+  /** Beyond the bounds (count, bytes) the oldest go: a client that never polls loses the oldest news. */
+  #enqueue(c: Connection, message: ServerMessage, at: number, bytes: number): void {
+    c.queue.push({ message, at, bytes })
+    c.queueBytes += bytes
+    while (c.queue.length > this.limits.maxNotifications || c.queueBytes > this.limits.maxNotificationBytes) this.#shift(c)
+  }
+
+  #shift(c: Connection): void {
+    c.queueBytes -= c.queue.shift()!.bytes
   }
 
   async takeNotifications(owner: string): Promise<NotificationGroup | undefined> {
@@ -117,9 +126,10 @@ export class MemoryStore implements Store {
     if (c === undefined) return undefined
     if (c.group !== undefined) return c.group
     const fresh = Date.now() - this.limits.notificationTtlMs
-    while (c.queue.length > 0 && c.queue[0]!.at < fresh) c.queue.shift()
+    while (c.queue.length > 0 && c.queue[0]!.at < fresh) this.#shift(c)
     if (c.queue.length === 0) return undefined
     const batch = c.queue.splice(0, this.limits.notificationBatch)
+    for (const q of batch) c.queueBytes -= q.bytes
     c.group = { id: randomUUID(), notifications: batch.map((q) => q.message) }
     return c.group
   }
@@ -136,14 +146,29 @@ export class MemoryStore implements Store {
   }
 
   async enqueueRequest(owner: string, id: string, request: ServerMessage): Promise<void> {
-    const requests = this.#connection(owner).requests
-    if (requests.size >= this.limits.maxRequests) {
+    const c = this.#connection(owner)
+    const requests = c.requests
+    const bytes = JSON.stringify(request).length
+    const { maxRequests, maxRequestBytes } = this.limits
+    const full = () => (requests.size >= maxRequests ? new QueueFull(maxRequests) : new QueueFull(maxRequestBytes, 'bytes waiting'))
+    if (bytes > maxRequestBytes) throw full()
+    while (requests.size >= maxRequests || c.requestBytes + bytes > maxRequestBytes) {
       const oldestActive = [...requests.values()].find((r) => r.deliveredAt === undefined)
-      if (!this.limits.discardOldestRequests || oldestActive === undefined) throw new QueueFull(this.limits.maxRequests)
-      requests.delete(oldestActive.id)
+      if (!this.limits.discardOldestRequests || oldestActive === undefined) throw full()
+      this.#withdraw(c, oldestActive.id)
       this.#answers.settle(`${owner}\0${oldestActive.id}`, DISCARDED)
     }
-    requests.set(id, { id, request, createdAt: Date.now(), deliveries: 0 })
+    requests.set(id, { id, request, createdAt: Date.now(), deliveries: 0, bytes })
+    c.requestBytes += bytes
+  }
+
+  /** Take a request off its queue; false when it was not there. */
+  #withdraw(c: Connection | undefined, id: string): boolean {
+    const r = c?.requests.get(id)
+    if (r === undefined) return false
+    c!.requests.delete(id)
+    c!.requestBytes -= r.bytes
+    return true
   }
 
   async claimRequest(owner: string): Promise<QueuedRequest | undefined> {
@@ -154,7 +179,7 @@ export class MemoryStore implements Store {
       if (r.deliveredAt === undefined || now - r.deliveredAt >= this.limits.redeliveryMs) {
         r.deliveredAt = now
         r.deliveries++
-        return { ...r }
+        return view(r)
       }
     }
     return undefined
@@ -162,18 +187,17 @@ export class MemoryStore implements Store {
 
   async getRequest(owner: string, id: string): Promise<QueuedRequest | undefined> {
     const r = this.#connections.get(owner)?.requests.get(id)
-    return r === undefined ? undefined : { ...r }
+    return r === undefined ? undefined : view(r)
   }
 
   async completeRequest(owner: string, id: string, answer: ClientAnswer): Promise<boolean> {
-    const requests = this.#connections.get(owner)?.requests
-    if (requests === undefined || !requests.delete(id)) return false
+    if (!this.#withdraw(this.#connections.get(owner), id)) return false
     this.#answers.settle(`${owner}\0${id}`, answer)
     return true
   }
 
   awaitAnswer(owner: string, id: string, signal: AbortSignal, timeoutMs: number): Promise<ClientAnswer> {
-    return this.#answers.wait(`${owner}\0${id}`, signal, timeoutMs, () => this.#connections.get(owner)?.requests.delete(id))
+    return this.#answers.wait(`${owner}\0${id}`, signal, timeoutMs, () => this.#withdraw(this.#connections.get(owner), id))
   }
 
   publishCancel(owner: string, requestId: string, reason: string | undefined): Promise<void> {
@@ -264,7 +288,7 @@ export class MemoryStore implements Store {
   #connection(owner: string): Connection {
     let c = this.#connections.get(owner)
     if (c === undefined) {
-      c = { subscriptions: new Set(), queue: [], requests: new Map() }
+      c = { subscriptions: new Set(), queue: [], queueBytes: 0, requests: new Map(), requestBytes: 0 }
       if (this.#connections.size >= this.limits.maxConnections) {
         // Map iteration order is insertion order: the first key is the least recently touched.
         const [oldest, gone] = this.#connections.entries().next().value!
@@ -277,4 +301,9 @@ export class MemoryStore implements Store {
     this.#connections.set(owner, c)
     return c
   }
+}
+
+/** A queued request as callers see it: a copy, without the store's bookkeeping. */
+function view({ bytes: _bytes, ...r }: QueuedRequest & { bytes: number }): QueuedRequest {
+  return r
 }

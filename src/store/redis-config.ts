@@ -23,6 +23,8 @@ export interface RedisConfig {
   /** Replicas that must have a write before the client hears of it (WAIT); 0: none. */
   MCP_REDIS_WAIT_REPLICAS?: number | undefined
   MCP_REDIS_WAIT_TIMEOUT_MS?: number | undefined
+  /** How long a Redis command may take before the request fails with 503 (default 2000 ms). */
+  MCP_REDIS_COMMAND_TIMEOUT_MS?: number | undefined
 }
 
 const list = (v: string) => v.split(/[\s,]+/).filter((s) => s !== '')
@@ -37,7 +39,7 @@ export function redisProblems(c: RedisConfig): string[] {
   }
   if (forms.length === 0) {
     const stray = (Object.keys(c) as (keyof RedisConfig)[]).filter(
-      (k) => k.startsWith('MCP_REDIS_') && !k.startsWith('MCP_REDIS_WAIT_') && c[k] !== undefined && k !== 'MCP_REDIS_SENTINEL_MASTER'
+      (k) => k.startsWith('MCP_REDIS_') && !k.startsWith('MCP_REDIS_WAIT_') && k !== 'MCP_REDIS_COMMAND_TIMEOUT_MS' && c[k] !== undefined && k !== 'MCP_REDIS_SENTINEL_MASTER'
     )
     if (stray.length > 0) problems.push(`${stray.join(', ')} ${stray.length === 1 ? 'is' : 'are'} set without MCP_REDIS_URL, MCP_REDIS_CLUSTER_NODES or MCP_REDIS_SENTINELS`)
   }
@@ -67,6 +69,7 @@ export function redisFromConfig(c: RedisConfig): RedisStoreOptions | undefined {
   if (ca !== undefined) target.tls = { ca }
   else if (c.MCP_REDIS_TLS === 'true') target.tls = true
   target.prefix = c.MCP_REDIS_PREFIX ?? 'mcp:'
+  if (c.MCP_REDIS_COMMAND_TIMEOUT_MS !== undefined) target.commandTimeoutMs = c.MCP_REDIS_COMMAND_TIMEOUT_MS
   if (c.MCP_REDIS_WAIT_REPLICAS) {
     target.waitReplicas = c.MCP_REDIS_WAIT_REPLICAS
     target.waitTimeoutMs = c.MCP_REDIS_WAIT_TIMEOUT_MS ?? 1000

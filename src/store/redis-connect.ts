@@ -22,6 +22,11 @@ export interface RedisTarget {
   sentinelPassword?: string
   /** TLS to the data nodes (and to the Sentinels): `true`, or Node's TLS options (CA, client certificate). */
   tls?: boolean | ConnectionOptions
+  /**
+   * How long a command may take before it fails (default 2000 ms; longer when waiting for replicas):
+   * a Redis that hangs is then a fast 503, not a request held for long.
+   */
+  commandTimeoutMs?: number
   /** Extra ioredis options of every connection (timeouts, ...). */
   redis?: RedisOptions
   /** Extra ioredis Cluster options (cluster form only). */
@@ -59,6 +64,10 @@ export interface RedisConnections {
   sharded: boolean
 }
 
+function withoutTimeout({ commandTimeout: _commandTimeout, ...rest }: RedisOptions): RedisOptions {
+  return rest
+}
+
 /** `host:port` to ioredis' `{ host, port }`. */
 export function hostPort(s: string): { host: string; port: number } {
   const m = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(s.trim())
@@ -67,8 +76,8 @@ export function hostPort(s: string): { host: string; port: number } {
 }
 
 /**
- * Open the connections of a store. Commands fail after 2 retries and 10 s (a request then answers
- * 500/503 rather than hanging); the subscriber retries forever. Both reconnect by themselves, on a
+ * Open the connections of a store. Commands fail after 2 retries and `commandTimeoutMs` (a request
+ * then answers 503 rather than hanging); the subscriber retries forever. Both reconnect by themselves, on a
  * cluster to the replica promoted after a failover (ioredis follows MOVED and refreshes the slots),
  * under Sentinel to the new primary (asked from the Sentinels, which also announce a switch).
  */
@@ -83,14 +92,16 @@ export function connect(target: RedisTarget): RedisConnections {
   }
   const base: RedisOptions = {
     maxRetriesPerRequest: 2,
-    commandTimeout: 10_000,
+    commandTimeout: target.commandTimeoutMs ?? 2000,
     enableAutoPipelining: true,
     // A primary demoted to replica answers writes with READONLY: reconnect (to the new primary) and retry.
     reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 2 : false),
     ...auth,
     ...target.redis
   }
-  const subOptions = { ...base, maxRetriesPerRequest: null }
+  // The subscriber waits for its connection however long it takes: a SUBSCRIBE that timed out would
+  // leave the bus (and readiness) without its channels for good.
+  const subOptions = { ...withoutTimeout(base), maxRetriesPerRequest: null }
   if (target.clusterNodes !== undefined) {
     const nodes = target.clusterNodes.map(hostPort)
     const { enableAutoPipelining, ...redisOptions } = base
@@ -101,7 +112,7 @@ export function connect(target: RedisTarget): RedisConnections {
       // re-subscribes a shard's channels on the replica that took over.
       sub: new Cluster(nodes, {
         ...options,
-        redisOptions: { ...redisOptions, maxRetriesPerRequest: null },
+        redisOptions: { ...withoutTimeout(redisOptions), maxRetriesPerRequest: null },
         shardedSubscribers: true,
         slotsRefreshInterval: 2000,
         ...target.cluster

@@ -21,11 +21,11 @@ export class RedisConnectionState {
   }
 
   async getLogLevel(owner: string): Promise<LoggingLevel | undefined> {
-    return ((await this.#r.client.hget(this.#r.conn(owner), 'level')) ?? undefined) as LoggingLevel | undefined
+    return ((await this.#r.guard(() => this.#r.client.hget(this.#r.conn(owner), 'level'))) ?? undefined) as LoggingLevel | undefined
   }
 
   async getLegacyClient(owner: string): Promise<LegacyClient | undefined> {
-    const json = await this.#r.client.hget(this.#r.conn(owner), 'legacy')
+    const json = await this.#r.guard(() => this.#r.client.hget(this.#r.conn(owner), 'legacy'))
     return json === null ? undefined : (JSON.parse(json) as LegacyClient)
   }
 
@@ -38,23 +38,23 @@ export class RedisConnectionState {
   }
 
   async unsubscribe(owner: string, uri: string): Promise<boolean> {
-    if ((await this.#r.client.srem(`${this.#r.conn(owner)}:subs`, uri)) === 0) return false
-    await this.#r.client.srem(this.#r.uri(uri), owner)
+    if ((await this.#r.guard(() => this.#r.client.srem(`${this.#r.conn(owner)}:subs`, uri))) === 0) return false
+    await this.#r.guard(() => this.#r.client.srem(this.#r.uri(uri), owner))
     return true
   }
 
   subscriptions(owner: string): Promise<string[]> {
-    return this.#r.client.smembers(`${this.#r.conn(owner)}:subs`)
+    return this.#r.guard(() => this.#r.client.smembers(`${this.#r.conn(owner)}:subs`))
   }
 
   /** One read of the URI's set, one of the registry (which of them are live), and the dead ones removed. */
   async subscribers(uri: string): Promise<string[]> {
     const key = this.#r.uri(uri)
-    const members = await this.#r.client.smembers(key)
+    const members = await this.#r.guard(() => this.#r.client.smembers(key))
     if (members.length === 0) return []
     const live = (await this.#r.run('mcpLive', this.#r.registry('conns'), ...members)) as string[]
     const dead = members.filter((m) => !live.includes(m))
-    if (dead.length > 0) await this.#r.client.srem(key, ...dead)
+    if (dead.length > 0) await this.#r.guard(() => this.#r.client.srem(key, ...dead))
     return live
   }
 

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis'
 import { digest } from '../hash.js'
-import { NotReplicated } from './store-errors.js'
+import { NotReplicated, StoreError, StoreUnavailable } from './store-errors.js'
 import { RedisBus } from './redis-bus.js'
 import { connect, type RedisTarget } from './redis-connect.js'
 import { SCRIPTS, type ScriptName } from './redis-scripts.js'
@@ -30,6 +30,8 @@ export class RedisCore {
   readonly answerTtlMs: number
   readonly #header: [string, number, number, string]
   readonly #wait: WaitOptions | undefined
+  /** After a command timed out (Redis hangs), others fail at once until then rather than each wait. */
+  #quietUntil = 0
 
   constructor(target: RedisTarget, prefix: string, limits: StoreLimits, o: { connectionTtlMs: number; answerTtlMs: number; sweepMs: number; wait?: WaitOptions }) {
     // A brace in the prefix would become the hash tag of every key: one slot for everything.
@@ -52,7 +54,26 @@ export class RedisCore {
   /** Run a script on the slot of `key`. */
   run(name: ScriptName, key: string, ...args: Arg[]): Promise<unknown> {
     const command = (this.client as unknown as Record<ScriptName, Command>)[name]
-    return command.call(this.client, key, ...this.#header, ...args)
+    return this.guard(() => command.call(this.client, key, ...this.#header, ...args))
+  }
+
+  /**
+   * Send commands unless Redis just failed to answer, and turn what the driver throws into a
+   * {@link StoreError} of ours (its words stay in `cause`, for the log): a store that does not
+   * answer is a fast 503, never a 500 after a long wait nor driver text on the wire. While the
+   * connection is being made again, commands wait in ioredis' offline queue, `commandTimeout` at
+   * most: a failover shorter than that is not seen by clients.
+   */
+  async guard<T>(send: () => Promise<T>): Promise<T> {
+    if (Date.now() < this.#quietUntil) throw new StoreUnavailable()
+    try {
+      return await send()
+    } catch (err) {
+      if (err instanceof StoreError) throw err
+      // What ioredis rejects with is always an Error.
+      if ((err as Error).message === 'Command timed out') this.#quietUntil = Date.now() + 1000
+      throw storeFailure(err)
+    }
   }
 
   /**
@@ -66,8 +87,8 @@ export class RedisCore {
     const pipeline = this.client.pipeline() as unknown as Record<ScriptName, Command> & { wait(n: number, ms: number): unknown; exec(): Promise<[Error | null, unknown][]> }
     pipeline[name](key, ...this.#header, ...args)
     pipeline.wait(replicas, timeoutMs)
-    const [[err, result], [waitErr, acked]] = (await pipeline.exec()) as [[Error | null, unknown], [Error | null, number]]
-    if (err !== null) throw err
+    const [[err, result], [waitErr, acked]] = (await this.guard(() => pipeline.exec())) as [[Error | null, unknown], [Error | null, number]]
+    if (err !== null) throw storeFailure(err)
     if (waitErr !== null || acked < replicas) {
       throw new NotReplicated(`The store did not confirm the write on ${replicas} replica(s) within ${timeoutMs} ms`)
     }
@@ -109,4 +130,23 @@ export class RedisCore {
     const subs = (await this.run('mcpForget', this.conn(owner))) as string[]
     await Promise.all(subs.map((uri) => this.run('mcpSubscriber', this.uri(uri), owner, 0)))
   }
+}
+
+/** Redis refusing for a while (out of memory, loading, failing over, a cluster slot down): come back shortly. */
+const TRANSIENT = /^(OOM|LOADING|BUSY|MASTERDOWN|READONLY|CLUSTERDOWN|TRYAGAIN|NOREPLICAS|MISCONF)\b/
+
+/**
+ * What the driver threw, as a store error: Redis not answering (a connection lost or refused, a
+ * timeout, a transient refusal) is {@link StoreUnavailable}; a refusal of a command itself (a
+ * script's error: a bug of ours) is an opaque failure, 500.
+ */
+export function storeFailure(err: unknown): StoreError {
+  if (err instanceof StoreError) return err
+  const e = err as { name?: string; message?: string }
+  if (e.name === 'ReplyError' && !TRANSIENT.test(String(e.message))) {
+    const failed = new StoreError('ERR_STORE_FAILED', 'The store refused a command')
+    failed.cause = err
+    return failed
+  }
+  return new StoreUnavailable(err)
 }

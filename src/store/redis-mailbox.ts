@@ -33,8 +33,8 @@ export class RedisMailbox {
   }
 
   async pushNotification(owner: string, notification: ServerMessage): Promise<void> {
-    const { maxNotifications, notificationTtlMs } = this.#r.limits
-    const push = this.#r.write('mcpPush', this.#r.conn(owner), JSON.stringify(notification), maxNotifications, notificationTtlMs, 1)
+    const { maxNotifications, notificationTtlMs, maxNotificationBytes } = this.#r.limits
+    const push = this.#r.write('mcpPush', this.#r.conn(owner), JSON.stringify(notification), maxNotifications, notificationTtlMs, 1, maxNotificationBytes)
     await Promise.all([this.#r.use(owner), push])
   }
 
@@ -43,11 +43,11 @@ export class RedisMailbox {
    * slot (pipelined per node): O(connections) commands, the price of a queue per connection.
    */
   async broadcast(notification: ServerMessage, except?: ReadonlySet<string>): Promise<void> {
-    const { maxNotifications, notificationTtlMs } = this.#r.limits
+    const { maxNotifications, notificationTtlMs, maxNotificationBytes } = this.#r.limits
     const json = JSON.stringify(notification)
     const live = (await this.#r.run('mcpLive', this.#r.registry('conns'))) as string[]
     const owners = except === undefined ? live : live.filter((o) => !except.has(o))
-    await Promise.all(owners.map((o) => this.#r.write('mcpPush', this.#r.conn(o), json, maxNotifications, notificationTtlMs, 0)))
+    await Promise.all(owners.map((o) => this.#r.write('mcpPush', this.#r.conn(o), json, maxNotifications, notificationTtlMs, 0, maxNotificationBytes)))
   }
 
   async takeNotifications(owner: string): Promise<NotificationGroup | undefined> {
@@ -62,10 +62,11 @@ export class RedisMailbox {
 
   async enqueueRequest(owner: string, id: string, request: ServerMessage): Promise<void> {
     const discarded = JSON.stringify(DISCARDED)
-    const { maxRequests, discardOldestRequests } = this.#r.limits
-    const args = [id, JSON.stringify(request), maxRequests, discardOldestRequests ? 1 : 0, this.#r.answerTtlMs, discarded]
+    const { maxRequests, maxRequestBytes, discardOldestRequests } = this.#r.limits
+    const args = [id, JSON.stringify(request), maxRequests, discardOldestRequests ? 1 : 0, this.#r.answerTtlMs, discarded, maxRequestBytes]
     const [, outcome] = await Promise.all([this.#r.use(owner), this.#r.write('mcpEnqueue', this.#r.conn(owner), ...args)])
     if (outcome === 'FULL') throw new QueueFull(maxRequests)
+    if (outcome === 'FULLB') throw new QueueFull(maxRequestBytes, 'bytes waiting')
   }
 
   async claimRequest(owner: string): Promise<QueuedRequest | undefined> {
@@ -76,7 +77,7 @@ export class RedisMailbox {
 
   async getRequest(owner: string, id: string): Promise<QueuedRequest | undefined> {
     const c = this.#r.conn(owner)
-    const [[, json], [, state]] = (await this.#r.client.multi().hget(`${c}:rm`, id).hget(`${c}:rs`, id).exec()) as [unknown, string | null][]
+    const [[, json], [, state]] = (await this.#r.guard(() => this.#r.client.multi().hget(`${c}:rm`, id).hget(`${c}:rs`, id).exec())) as [unknown, string | null][]
     if (json === null || state === null) return undefined
     const [createdAt, deliveredAt, deliveries] = state!.split(' ')
     const out: QueuedRequest = { id, request: JSON.parse(json!) as ServerMessage, createdAt: Number(createdAt), deliveries: Number(deliveries) }
@@ -94,7 +95,7 @@ export class RedisMailbox {
     const name = `${this.#r.prefix}a:{${h}}:${id}`
     return this.#r.bus
       .wait<ClientAnswer>(`${this.#r.prefix}w:{${h}}`, name, signal, timeoutMs, async () => {
-        const json = await this.#r.client.getdel(name)
+        const json = await this.#r.guard(() => this.#r.client.getdel(name))
         return json === null ? undefined : { value: JSON.parse(json) as ClientAnswer }
       })
       .catch(async (err: unknown) => {

@@ -3,6 +3,29 @@ import { KEEPALIVE, lua } from './redis-lua.js'
 /** The key of the answer to request `id` (on the connection's slot). */
 const ANSWER = 'local function answerKey(id) return P .. \'a:\' .. TAG .. \':\' .. id end'
 
+/** The notification queue `q` and its byte count `qb`; `pop()` drops the oldest and answers the bytes left. */
+const QUEUE = `
+local q, qb = K .. ':nq', K .. ':nqb'
+local function pop()
+  local item = redis.call('LPOP', q)
+  if not item then redis.call('DEL', qb) return 0 end
+  return redis.call('DECRBY', qb, #item)
+end
+`
+
+/** The request queue (`rq` order, `rm` messages, `rs` states); `withdraw(id)` takes one off, false when absent. */
+const REQUESTS = `
+local rq, rm, rs = K .. ':rq', K .. ':rm', K .. ':rs'
+local function withdraw(id)
+  local size = redis.call('HSTRLEN', rm, id)
+  if redis.call('HDEL', rm, id) == 0 then return false end
+  redis.call('HINCRBY', K, 'rqb', -size)
+  redis.call('HDEL', rs, id)
+  redis.call('LREM', rq, 1, id)
+  return true
+end
+`
+
 /**
  * Scripts on one logical connection's slot (K is its hash `P c:{h}`): its notification queue and
  * groups, and its server-to-client requests (active, pending, complete) with their answers.
@@ -10,35 +33,41 @@ const ANSWER = 'local function answerKey(id) return P .. \'a:\' .. TAG .. \':\' 
 export const MAILBOX_SCRIPTS = {
   /**
    * K connection, A(1) JSON, A(2) max queued, A(3) notification TTL, A(4) 1 when it is a use of the
-   * connection (0 for a broadcast). Stored as "<ms> <json>": never decoded here, so it comes back verbatim.
+   * connection (0 for a broadcast), A(5) max bytes queued. Stored as "<ms> <json>": never decoded
+   * here, so it comes back verbatim; `:nqb` counts the queue's bytes (and expires with it).
    */
-  mcpPush: lua(`${KEEPALIVE}
-local q = K .. ':nq'
+  mcpPush: lua(`${KEEPALIVE}${QUEUE}
 local now = nowms()
-redis.call('RPUSH', q, now .. ' ' .. A(1))
-if redis.call('LLEN', q) > tonumber(A(2)) then redis.call('LPOP', q) end
+local item = now .. ' ' .. A(1)
+redis.call('RPUSH', q, item)
+local n = redis.call('INCRBY', qb, #item)
+while redis.call('LLEN', q) > tonumber(A(2)) or n > tonumber(A(5)) do n = pop() end
 redis.call('PEXPIRE', q, tonumber(A(3)))
+redis.call('PEXPIRE', qb, tonumber(A(3)))
 if A(4) == '1' then keepalive() end
 `),
 
   /** K connection, A(1) id for a new group, A(2) batch size, A(3) notification TTL: the group's JSON or nil. */
-  mcpTake: lua(`
+  mcpTake: lua(`${QUEUE}
 local g = redis.call('HGET', K, 'group')
 if g then return g end
-local q = K .. ':nq'
 -- Nothing queued (the usual poll): one command, no clock read.
 local head = redis.call('LINDEX', q, 0)
 if not head then return nil end
 local fresh = nowms() - tonumber(A(3))
 while head and tonumber(string.match(head, '^(%d+) ')) < fresh do
-  redis.call('LPOP', q)
+  pop()
   head = redis.call('LINDEX', q, 0)
 end
 local items = redis.call('LRANGE', q, 0, tonumber(A(2)) - 1)
 if #items == 0 then return nil end
 redis.call('LTRIM', q, #items, -1)
-local parts = {}
-for i, item in ipairs(items) do parts[i] = string.sub(item, string.find(item, ' ', 1, true) + 1) end
+local parts, taken = {}, 0
+for i, item in ipairs(items) do
+  parts[i] = string.sub(item, string.find(item, ' ', 1, true) + 1)
+  taken = taken + #item
+end
+redis.call('DECRBY', qb, taken)
 g = '{"id":' .. cjson.encode(A(1)) .. ',"notifications":[' .. table.concat(parts, ',') .. ']}'
 redis.call('HSET', K, 'group', g, 'gid', A(1))
 redis.call('PEXPIRE', K, CONN_TTL)
@@ -58,26 +87,28 @@ return 0
 
   /**
    * K connection, A(1) id, A(2) request JSON, A(3) max requests, A(4) 1 to discard the oldest active
-   * one when full, A(5) answer TTL, A(6) the discarded one's answer: 'FULL' or 'OK'.
+   * one when full, A(5) answer TTL, A(6) the discarded one's answer, A(7) max bytes: 'OK', or
+   * 'FULL' (by count) or 'FULLB' (by bytes: field `rqb` of K counts the queue's bytes).
    */
-  mcpEnqueue: lua(`${KEEPALIVE}${ANSWER}
+  mcpEnqueue: lua(`${KEEPALIVE}${ANSWER}${REQUESTS}
 local now = nowms()
-local rq, rm, rs = K .. ':rq', K .. ':rm', K .. ':rs'
-if redis.call('LLEN', rq) >= tonumber(A(3)) then
-  if A(4) ~= '1' then return 'FULL' end
+local size, maxb = #A(2), tonumber(A(7))
+if size > maxb then return 'FULLB' end
+while redis.call('LLEN', rq) >= tonumber(A(3)) or tonumber(redis.call('HGET', K, 'rqb') or 0) + size > maxb do
+  local full = redis.call('LLEN', rq) >= tonumber(A(3)) and 'FULL' or 'FULLB'
+  if A(4) ~= '1' then return full end
   local victim
   for _, id in ipairs(redis.call('LRANGE', rq, 0, -1)) do
     if string.match(redis.call('HGET', rs, id) or '', '^%d+ %-') then victim = id break end
   end
-  if not victim then return 'FULL' end
-  redis.call('LREM', rq, 1, victim)
-  redis.call('HDEL', rm, victim)
-  redis.call('HDEL', rs, victim)
+  if not victim then return full end
+  withdraw(victim)
   redis.call('SET', answerKey(victim), A(6), 'PX', tonumber(A(5)))
   wake(answerKey(victim))
 end
 redis.call('RPUSH', rq, A(1))
 redis.call('HSET', rm, A(1), A(2))
+redis.call('HINCRBY', K, 'rqb', size)
 redis.call('HSET', rs, A(1), now .. ' - 0')
 keepalive()
 return 'OK'
@@ -99,20 +130,16 @@ return nil
 `),
 
   /** K connection, A(1) id, A(2) answer JSON, A(3) answer TTL: 1 once, 0 when unknown or already complete. */
-  mcpComplete: lua(`${ANSWER}
-if redis.call('HDEL', K .. ':rm', A(1)) == 0 then return 0 end
-redis.call('HDEL', K .. ':rs', A(1))
-redis.call('LREM', K .. ':rq', 1, A(1))
+  mcpComplete: lua(`${ANSWER}${REQUESTS}
+if not withdraw(A(1)) then return 0 end
 redis.call('SET', answerKey(A(1)), A(2), 'PX', tonumber(A(3)))
 wake(answerKey(A(1)))
 return 1
 `),
 
   /** K connection, A(1) id: withdraw a request nobody waits for any more (and a late answer). */
-  mcpWithdraw: lua(`${ANSWER}
-redis.call('HDEL', K .. ':rm', A(1))
-redis.call('HDEL', K .. ':rs', A(1))
-redis.call('LREM', K .. ':rq', 1, A(1))
+  mcpWithdraw: lua(`${ANSWER}${REQUESTS}
+withdraw(A(1))
 redis.call('DEL', answerKey(A(1)))
 `)
 } as const

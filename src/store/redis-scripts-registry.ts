@@ -16,6 +16,47 @@ local function stamp(now)
 end
 ${body}`)
 
+/**
+ * A ledger on the registry slot: records `N` (`P {g}:<N>`, member -> expiry), their bytes
+ * (`:b`, member -> bytes), the bytes in all and per owner (`:u`, '*' and <h> -> bytes), and each
+ * owner's records (`:o:<h>`, member -> expiry). A member is `<h>:<id>`, h the owner's SHA-1.
+ * Tasks also keep the running ones (`:r`, and per owner `:r:<h>`).
+ */
+const LEDGER = `
+local function owner(m) return string.match(m, '^([^:]+):') end
+local function bytes(N, who) return tonumber(redis.call('HGET', G .. N .. ':u', who) or 0) end
+local function drop(N, m)
+  local Z, oh = G .. N, owner(m)
+  local b = tonumber(redis.call('HGET', Z .. ':b', m) or 0)
+  redis.call('HDEL', Z .. ':b', m)
+  redis.call('ZREM', Z, m)
+  redis.call('ZREM', Z .. ':o:' .. oh, m)
+  redis.call('ZREM', Z .. ':r', m)
+  redis.call('ZREM', Z .. ':r:' .. oh, m)
+  redis.call('HINCRBY', Z .. ':u', '*', -b)
+  if redis.call('HINCRBY', Z .. ':u', oh, -b) <= 0 then redis.call('HDEL', Z .. ':u', oh) end
+end
+local function put(N, m, at, b)
+  local Z, oh = G .. N, owner(m)
+  local old = tonumber(redis.call('HGET', Z .. ':b', m) or 0)
+  redis.call('HSET', Z .. ':b', m, b)
+  redis.call('ZADD', Z, at, m)
+  redis.call('ZADD', Z .. ':o:' .. oh, at, m)
+  redis.call('HINCRBY', Z .. ':u', '*', b - old)
+  redis.call('HINCRBY', Z .. ':u', oh, b - old)
+end
+-- Drop what expired: bounds count only the living.
+local function sweep(N, now)
+  for _, m in ipairs(redis.call('ZRANGE', G .. N, '-inf', now, 'BYSCORE')) do drop(N, m) end
+end
+-- Ms until the first member of z expires (at least 1): when space is certain to free.
+local function first(z, now)
+  local f = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
+  if #f == 0 then return 1000 end
+  return math.max(1, math.ceil(tonumber(f[2]) - now))
+end
+`
+
 export const REGISTRY_SCRIPTS = {
   /**
    * K connections, A(1) owner: a use of a connection, which becomes the most recently used. Returns
@@ -66,28 +107,76 @@ redis.call('ZREM', K, A(1))
 return 0
 `),
 
-  /** K task index, A(1) member, A(2) ttl ms, A(3) most tasks: 1 reserved, -1 full (expired ones do not count). */
-  mcpReserveTask: registry(`
+  /**
+   * K task index `P {g}:tasks`, A(1) member (`<h>:<taskId>`), A(2) ttl ms, A(3) bytes, A(4) 'create'
+   * or 'finish', A(5) most running, A(6) most running per owner, A(7) most bytes, A(8) most bytes per
+   * owner. create: {'ok'}, or the bound reached ('quota' an owner's, 'running' or 'full' the
+   * store's) with the ms until its first record expires, the limit (and for a quota, of what). finish: the task leaves the
+   * running ones and counts its new bytes; {'large'} when they do not fit (the caller keeps it small).
+   */
+  mcpIndexTask: registry(`${LEDGER}
 local now = nowms()
-redis.call('ZREMRANGEBYSCORE', K, '-inf', now)
-if not redis.call('ZSCORE', K, A(1)) and redis.call('ZCARD', K) >= tonumber(A(3)) then return -1 end
-redis.call('ZADD', K, now + tonumber(A(2)), A(1))
-return 1
+local N, m = 'tasks', A(1)
+local oh = owner(m)
+local R, RO = K .. ':r', K .. ':r:' .. oh
+sweep(N, now)
+local b = tonumber(A(3))
+if A(4) == 'create' then
+  if redis.call('ZCARD', RO) >= tonumber(A(6)) then return { 'quota', first(RO, now), A(6), 'running tasks' } end
+  if bytes(N, oh) + b > tonumber(A(8)) then return { 'quota', first(K .. ':o:' .. oh, now), A(8), 'bytes of tasks' } end
+  if redis.call('ZCARD', R) >= tonumber(A(5)) then return { 'running', first(R, now), A(5) } end
+  if bytes(N, '*') + b > tonumber(A(7)) then return { 'full', first(K, now), A(7) } end
+  local at = now + tonumber(A(2))
+  put(N, m, at, b)
+  redis.call('ZADD', R, at, m)
+  redis.call('ZADD', RO, at, m)
+  return { 'ok' }
+end
+local at = redis.call('ZSCORE', K, m)
+if not at then return { 'ok' } end
+redis.call('ZREM', R, m)
+redis.call('ZREM', RO, m)
+local old = tonumber(redis.call('HGET', K .. ':b', m))
+if bytes(N, oh) - old + b > tonumber(A(8)) or bytes(N, '*') - old + b > tonumber(A(7)) then return { 'large' } end
+put(N, m, tonumber(at), b)
+return { 'ok' }
 `),
 
   /**
-   * K idempotency index, A(1) member, A(2) ms it lives from now, A(3) most records or 0 for an
-   * update: the member of the record that expires first when one had to go (its key is for the
-   * caller to delete), else nil.
+   * K idempotency index `P {g}:idem`, A(1) member (`<h>:<requestId>`), A(2) ms it lives from now,
+   * A(3) bytes, A(4) 'claim' | 'finish' | 'renew' | 'drop', A(5) most records, A(6) most bytes,
+   * A(7) most records per owner, A(8) most bytes per owner. Never evicts: a claim or outcome that
+   * does not fit is refused, {'quota' | 'full', ms until the first record expires, the limit}
+   * (a refused outcome also leaves the index: the caller deletes the record). Else {'ok'}.
    */
-  mcpIndexIdempotent: registry(`
+  mcpIndexIdempotent: registry(`${LEDGER}
 local now = nowms()
-local evicted
-if A(3) ~= '0' then
-  redis.call('ZREMRANGEBYSCORE', K, '-inf', now)
-  if not redis.call('ZSCORE', K, A(1)) and redis.call('ZCARD', K) >= tonumber(A(3)) then evicted = redis.call('ZPOPMIN', K)[1] end
+local N, m, mode = 'idem', A(1), A(4)
+local oh = owner(m)
+local O = K .. ':o:' .. oh
+if mode == 'drop' then drop(N, m) return { 'ok' } end
+if mode == 'renew' then
+  if redis.call('ZSCORE', K, m) then
+    redis.call('ZADD', K, now + tonumber(A(2)), m)
+    redis.call('ZADD', O, now + tonumber(A(2)), m)
+  end
+  return { 'ok' }
 end
-redis.call('ZADD', K, now + tonumber(A(2)), A(1))
-return evicted
+sweep(N, now)
+local b = tonumber(A(3))
+local old = tonumber(redis.call('HGET', K .. ':b', m) or 0)
+local new = old == 0 and 1 or 0
+local mine = redis.call('ZCARD', O) + new
+if mine > tonumber(A(7)) or bytes(N, oh) - old + b > tonumber(A(8)) then
+  if mode == 'finish' then drop(N, m) end
+  return { 'quota', first(O, now), mine > tonumber(A(7)) and A(7) or A(8) }
+end
+local all = redis.call('ZCARD', K) + new
+if all > tonumber(A(5)) or bytes(N, '*') - old + b > tonumber(A(6)) then
+  if mode == 'finish' then drop(N, m) end
+  return { 'full', first(K, now), all > tonumber(A(5)) and A(5) or A(6) }
+end
+put(N, m, now + tonumber(A(2)), b)
+return { 'ok' }
 `)
 } as const

@@ -109,6 +109,9 @@ redis.call('PEXPIRE', K, tonumber(A(2)))
 return { 'new' }
 `),
 
+  /** K any key: delete it (through the scripts, so that a store outage fails the same way everywhere). */
+  mcpDel: lua('redis.call("DEL", K)'),
+
   /** K record, A(1) ms: extend a running claim; 1 when it still was one. */
   mcpRenewIdempotent: lua(`
 if redis.call('HGET', K, 's') ~= 'running' then return 0 end

@@ -1,7 +1,12 @@
-import { TooManyTasks } from './store-errors.js'
+import { QuotaExceeded, StoreFull, TooManyTasks } from './store-errors.js'
+import { RECORD_OVERHEAD } from './limits.js'
+import { TOO_LARGE } from './memory-tasks.js'
 import { answerArgs, createArgs, patchArgs, toTask } from './redis-codec.js'
 import type { RedisCore } from './redis-core.js'
-import type { IdempotentStart, TaskRecord } from './types.js'
+import { TERMINAL, type IdempotentStart, type TaskRecord } from './types.js'
+
+/** A ledger's answer (see `redis-scripts-registry.ts`): 'ok', or the bound reached, ms until space frees, the limit. */
+type Verdict = [string, number?, string?, string?]
 
 type TaskPatch = Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>
 type Found = [string[], string[]] | null
@@ -24,15 +29,22 @@ export class RedisTasks {
    */
   async createTask(owner: string, task: TaskRecord): Promise<void> {
     const { key, member } = this.#r.record('t', owner, task.taskId)
-    const max = this.#r.limits.maxTasks
-    const [reserved] = await Promise.all([
-      this.#r.run('mcpReserveTask', this.#r.registry('tasks'), member, task.ttlMs, max),
-      this.#r.write('mcpCreateTask', key, task.ttlMs, ...createArgs(task))
+    const args = createArgs(task)
+    const [indexed] = await Promise.all([
+      this.#index(member, task.ttlMs, RECORD_OVERHEAD + JSON.stringify(args).length, 'create'),
+      this.#r.write('mcpCreateTask', key, task.ttlMs, ...args)
     ])
-    if (reserved === -1) {
-      await this.#r.client.del(key, `${key}:in`)
-      throw new TooManyTasks(max)
-    }
+    const [verdict, ms, limit, what] = indexed as Verdict
+    if (verdict === 'ok') return
+    await this.#r.guard(() => this.#r.client.del(key, `${key}:in`))
+    if (verdict === 'quota') throw new QuotaExceeded(what!, Number(limit), ms!)
+    if (verdict === 'running') throw new TooManyTasks(Number(limit), ms!)
+    throw new StoreFull('bytes of tasks', Number(limit), ms!)
+  }
+
+  #index(member: string, ms: number, bytes: number, mode: 'create' | 'finish'): Promise<unknown> {
+    const L = this.#r.limits
+    return this.#r.run('mcpIndexTask', this.#r.registry('tasks'), member, ms, bytes, mode, L.maxTasks, L.maxTasksPerPrincipal, L.maxTaskBytes, L.maxTaskBytesPerPrincipal)
   }
 
   async getTask(owner: string, taskId: string): Promise<TaskRecord | undefined> {
@@ -40,9 +52,19 @@ export class RedisTasks {
     return found === null ? undefined : toTask(found)
   }
 
+  /**
+   * A task that finishes leaves the running ones and counts its outcome's bytes (the index first);
+   * an outcome that does not fit is not kept: the task fails, saying why.
+   */
   async updateTask(owner: string, taskId: string, patch: TaskPatch): Promise<TaskRecord | undefined> {
     const stamp = JSON.stringify(new Date().toISOString())
-    const out = (await this.#r.write('mcpUpdateTask', this.#r.record('t', owner, taskId).key, stamp, ...patchArgs(patch))) as Found
+    const { key, member } = this.#r.record('t', owner, taskId)
+    if (patch.status !== undefined && TERMINAL.has(patch.status)) {
+      const bytes = RECORD_OVERHEAD + JSON.stringify(patchArgs(patch)).length
+      const [verdict] = (await this.#index(member, 0, bytes, 'finish')) as Verdict
+      if (verdict === 'large') patch = { ...patch, status: 'failed', result: undefined, error: { ...TOO_LARGE } }
+    }
+    const out = (await this.#r.write('mcpUpdateTask', key, stamp, ...patchArgs(patch))) as Found
     return out === null ? undefined : toTask(out)
   }
 
@@ -65,33 +87,50 @@ export class RedisTasks {
     })
   }
 
-  /** The claim first (atomic on the record's slot), then its place in the index, which may push the one expiring first out. */
+  /**
+   * The claim first (atomic on the record's slot), then its place in the index. Nothing is evicted to
+   * make room (a running claim pushed out let its retry run the tool twice): a claim that does not
+   * fit is withdrawn and refused.
+   */
   async beginIdempotent(owner: string, requestId: string, digest: string, leaseMs: number): Promise<IdempotentStart> {
     const { key, member } = this.#r.record('i', owner, requestId)
     const [state, response] = (await this.#r.run('mcpBeginIdempotent', key, digest, leaseMs)) as [IdempotentStart['state'], string?]
     if (state === 'new') {
-      const evicted = (await this.#r.run('mcpIndexIdempotent', this.#r.registry('idem'), member, leaseMs, this.#r.limits.maxIdempotencyRecords)) as string | null
-      if (evicted !== null) await this.#r.client.del(`${this.#r.prefix}i:{${evicted}}`)
+      const [verdict, ms, limit] = (await this.#indexIdempotent(member, leaseMs, RECORD_OVERHEAD + requestId.length + digest.length, 'claim')) as Verdict
+      if (verdict !== 'ok') {
+        await this.#r.run('mcpDel', key)
+        throw verdict === 'quota' ? new QuotaExceeded('replayable tool calls', Number(limit), ms!) : new StoreFull('replayable tool calls', Number(limit), ms!)
+      }
     }
     return state === 'done' ? { state, response: response! } : { state }
+  }
+
+  #indexIdempotent(member: string, ms: number, bytes: number, mode: 'claim' | 'finish' | 'renew' | 'drop'): Promise<unknown> {
+    const L = this.#r.limits
+    const bounds = [L.maxIdempotencyRecords, L.maxIdempotencyBytes, L.maxIdempotencyRecordsPerPrincipal, L.maxIdempotencyBytesPerPrincipal]
+    return this.#r.run('mcpIndexIdempotent', this.#r.registry('idem'), member, ms, bytes, mode, ...bounds)
   }
 
   async renewIdempotent(owner: string, requestId: string, leaseMs: number): Promise<boolean> {
     const { key, member } = this.#r.record('i', owner, requestId)
     if ((await this.#r.run('mcpRenewIdempotent', key, leaseMs)) !== 1) return false
-    await this.#r.run('mcpIndexIdempotent', this.#r.registry('idem'), member, leaseMs, 0)
+    await this.#indexIdempotent(member, leaseMs, 0, 'renew')
     return true
   }
 
+  /** The index first: an outcome that does not fit (its owner's share, or the store's) is not kept, and a retry runs again. */
   async finishIdempotent(owner: string, requestId: string, response: string, ttlMs: number): Promise<void> {
     const { key, member } = this.#r.record('i', owner, requestId)
-    if ((await this.#r.write('mcpFinishIdempotent', key, response, ttlMs)) === 1) {
-      await this.#r.run('mcpIndexIdempotent', this.#r.registry('idem'), member, ttlMs, 0)
+    const [verdict] = (await this.#indexIdempotent(member, ttlMs, RECORD_OVERHEAD + requestId.length + 64 + response.length, 'finish')) as Verdict
+    if (verdict !== 'ok') {
+      await this.#r.run('mcpDel', key)
+      return
     }
+    if ((await this.#r.write('mcpFinishIdempotent', key, response, ttlMs)) !== 1) await this.#indexIdempotent(member, 0, 0, 'drop')
   }
 
   async abandonIdempotent(owner: string, requestId: string): Promise<void> {
     const { key, member } = this.#r.record('i', owner, requestId)
-    await Promise.all([this.#r.client.del(key), this.#r.client.zrem(this.#r.registry('idem'), member)])
+    await Promise.all([this.#r.run('mcpDel', key), this.#indexIdempotent(member, 0, 0, 'drop')])
   }
 }

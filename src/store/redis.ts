@@ -44,7 +44,9 @@ export class RedisStore implements Store {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits }
     this.prefix = options.prefix ?? 'mcp:'
     const wait = options.waitReplicas === undefined ? undefined : { replicas: options.waitReplicas, timeoutMs: options.waitTimeoutMs ?? 1000 }
-    this.#core = new RedisCore(options, this.prefix, this.limits, {
+    // A WAIT must be able to take its whole timeout without the command timing out first.
+    const commandTimeoutMs = Math.max(options.commandTimeoutMs ?? 2000, wait === undefined ? 0 : wait.timeoutMs + 1000)
+    this.#core = new RedisCore({ ...options, commandTimeoutMs }, this.prefix, this.limits, {
       connectionTtlMs: options.connectionTtlMs ?? 86_400_000,
       answerTtlMs: options.answerTtlMs ?? 600_000,
       sweepMs: options.sweepMs ?? 5000,
@@ -137,7 +139,7 @@ export class RedisStore implements Store {
   }
 
   publishCancel(owner: string, requestId: string, reason: string | undefined): Promise<void> {
-    return this.#core.bus.publishCancel(owner, requestId, reason)
+    return this.#core.guard(() => this.#core.bus.publishCancel(owner, requestId, reason))
   }
 
   onCancel(listener: (owner: string, requestId: string, reason: string | undefined) => void): () => void {
@@ -145,7 +147,7 @@ export class RedisStore implements Store {
   }
 
   publishResourceUpdated(uri: string): Promise<void> {
-    return this.#core.bus.publishResourceUpdated(uri)
+    return this.#core.guard(() => this.#core.bus.publishResourceUpdated(uri))
   }
 
   onResourceUpdated(listener: (uri: string) => void): () => void {
@@ -190,14 +192,16 @@ export class RedisStore implements Store {
 
   /** Ready once Redis answers and the subscriber listens: until then a cancel or wake-up is missed. */
   async ping(): Promise<void> {
-    await Promise.all([this.#core.client.ping(), this.#core.bus.ready])
+    await Promise.all([this.#core.guard(() => this.#core.client.ping()), this.#core.bus.ready])
   }
 
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
     this.#core.bus.close()
-    await Promise.allSettled([this.#core.sub.quit(), this.#core.client.quit()])
+    // QUIT waits for an answer: to a Redis that is gone it would wait forever (the subscriber retries without end).
+    const quit = (c: Redis | Cluster) => (c.status === 'ready' ? c.quit() : undefined)
+    await Promise.allSettled([quit(this.#core.sub), quit(this.#core.client)])
     // Under Sentinel, QUIT leaves the failover detector's Sentinel connections open: close them too.
     this.#core.sub.disconnect()
     this.#core.client.disconnect()

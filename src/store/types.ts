@@ -35,7 +35,7 @@ export interface ConnectionStore {
 
 /** What waits for the client: notifications (in acknowledged groups) and server-to-client requests. */
 export interface Mailbox {
-  /** Queue a notification for one connection; beyond the limit the oldest undelivered one is dropped. */
+  /** Queue a notification for one connection; beyond the limits (count, bytes) the oldest undelivered ones are dropped. */
   pushNotification(owner: string, notification: ServerMessage): Promise<void>
   /**
    * Queue a notification for every connection that exists now (list_changed), but those in `except`
@@ -50,7 +50,7 @@ export interface Mailbox {
   /** Acknowledge a group: true when it was the current one (or the one acknowledged last). */
   ackNotifications(owner: string, groupId: string): Promise<boolean>
 
-  /** Queue a server-to-client request; throws 429-style {@link QueueFull} (see ./errors.ts) when the queue is full. */
+  /** Queue a server-to-client request; throws {@link QueueFull} (see ./store-errors.ts) when the queue is full (count or bytes). */
   enqueueRequest(owner: string, id: string, request: ServerMessage): Promise<void>
   /** Hand out the oldest active request (a pending one past its timeout is active again), or undefined. */
   claimRequest(owner: string): Promise<QueuedRequest | undefined>
@@ -82,14 +82,17 @@ export interface Signals {
 export interface TaskStore {
   /**
    * Store a new task; resolves only once a `getTask` on any instance would find it (the Tasks
-   * extension requires it before the 202). Expires `ttlMs` after creation.
+   * extension requires it before the 202). Expires `ttlMs` after creation. Running tasks are bounded
+   * in all and per owner, tasks kept by bytes: beyond, {@link TooManyTasks}, {@link StoreFull} or
+   * (the owner's share) {@link QuotaExceeded}, with when the first task that fills it expires.
    */
   createTask(owner: string, task: TaskRecord): Promise<void>
   /** The task, or undefined when unknown, expired or another owner's. */
   getTask(owner: string, taskId: string): Promise<TaskRecord | undefined>
   /**
    * Change a task and stamp `lastUpdatedAt`. A terminal task stays as it is (resolves undefined): a
-   * cancelled task cannot complete, a completed one cannot be cancelled.
+   * cancelled task cannot complete, a completed one cannot be cancelled. A task that finishes with
+   * an outcome beyond the byte bounds is `failed` with {@link TOO_LARGE} instead.
    */
   updateTask(owner: string, taskId: string, patch: Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>): Promise<TaskRecord | undefined>
   /**
@@ -108,7 +111,9 @@ export interface IdempotencyStore {
    * Claim `requestId` of `owner` for one run (a retried `tools/call` with the same `Mcp-Request-Id`).
    * `digest` identifies the request's content: the same id with another digest is a `conflict`. The
    * claim lapses after `leaseMs` unless renewed, so that a retry after an instance failure runs again.
-   * At most `maxIdempotencyRecords` claims and outcomes are kept; beyond, the one expiring first goes.
+   * Claims and outcomes are bounded by count and bytes, in all and per owner (`maxIdempotency*`):
+   * none is ever evicted; beyond, the claim is refused with {@link QuotaExceeded} (the owner's share)
+   * or {@link StoreFull}, each with when the first record expires.
    * @example
    * const start = await store.beginIdempotent(owner, 'call-1', digest, 30_000)
    * if (start.state === 'new') await store.finishIdempotent(owner, 'call-1', JSON.stringify(result), 600_000)
@@ -116,7 +121,10 @@ export interface IdempotencyStore {
   beginIdempotent(owner: string, requestId: string, digest: string, leaseMs: number): Promise<IdempotentStart>
   /** Extend a running claim by `leaseMs`; false when it is no longer running (finished, abandoned, lapsed). */
   renewIdempotent(owner: string, requestId: string, leaseMs: number): Promise<boolean>
-  /** Record the outcome of a claimed run; `beginIdempotent` replays it (`done`) for `ttlMs`. */
+  /**
+   * Record the outcome of a claimed run; `beginIdempotent` replays it (`done`) for `ttlMs`. An
+   * outcome beyond the byte bounds is not kept (the claim goes too: a retry runs again).
+   */
   finishIdempotent(owner: string, requestId: string, response: string, ttlMs: number): Promise<void>
   /** Forget a claim whose run failed, so that a retry runs again. */
   abandonIdempotent(owner: string, requestId: string): Promise<void>
