@@ -31,8 +31,8 @@ t.test('Pure HTTP: POST /tasks/{id}/cancel pushes notifications/tasks with statu
   const { app } = await build(t, { mcp: server() })
   const started = await call(app, { method: 'POST', url: '/tools/wait/calls', payload: { _meta: meta, task: { notify: true } } })
   const taskId = started.body.taskId as string
-  t.equal((await call(app, { method: 'POST', url: `/tasks/${taskId}/cancel`, payload: {} })).status, 200)
-  t.equal((await call(app, { method: 'POST', url: `/tasks/${taskId}/cancel`, payload: {} })).status, 200, 'again: the same ack')
+  t.equal((await call(app, { method: 'POST', url: `/tasks/${taskId}/cancel`, payload: { _meta: meta } })).status, 200)
+  t.equal((await call(app, { method: 'POST', url: `/tasks/${taskId}/cancel`, payload: { _meta: meta } })).status, 200, 'again: the same ack')
   const got = await notes(app)
   t.same(got.map((n) => [n.method, n.params.taskId, n.params.status, n.params.statusMessage]), [['notifications/tasks', taskId, 'cancelled', 'Cancelled by the client']])
   t.notOk('notify' in got[0]!.params, 'the wire form (DetailedTask)')
