@@ -4,7 +4,8 @@ import type { UpstreamSpec } from '../src/gateway/upstream.js'
  * An upstream written on the SDK's low-level `Server`, doing what server-everything never does: a
  * tool name this binding refuses, a prompts answer without its list, a URI template beyond `{var}`,
  * a resource list that pages without end, subscriptions it reports back (`subs`), and a tool that
- * makes it exit (`exit`), so that the gateway restarts it.
+ * makes it exit (`exit`), so that the gateway restarts it; `ask` elicits a name at once, `wait` runs
+ * until it is cancelled.
  */
 const script = `
   import { Server } from '@modelcontextprotocol/sdk/server/index.js'
@@ -13,9 +14,15 @@ const script = `
   const s = new Server({ name: 'odd', version: '1' }, { capabilities: { tools: {}, prompts: {}, resources: { subscribe: true } } })
   const subs = new Set()
   const tool = (name) => ({ name, inputSchema: { type: 'object' } })
-  s.setRequestHandler(T.ListToolsRequestSchema, async () => ({ tools: [tool('has space'), tool('fine'), tool('subs'), tool('exit')] }))
-  s.setRequestHandler(T.CallToolRequestSchema, async (r) => {
+  const names = ['has space', 'fine', 'subs', 'exit', 'ask', 'wait']
+  s.setRequestHandler(T.ListToolsRequestSchema, async () => ({ tools: names.map(tool) }))
+  s.setRequestHandler(T.CallToolRequestSchema, async (r, extra) => {
     if (r.params.name === 'exit') setImmediate(() => process.exit(0))
+    if (r.params.name === 'ask') {
+      const got = await s.elicitInput({ message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } } } })
+      return { content: [{ type: 'text', text: 'Hello ' + got.content?.name }] }
+    }
+    if (r.params.name === 'wait') await new Promise((resolve) => extra.signal.addEventListener('abort', resolve))
     return { content: [{ type: 'text', text: r.params.name === 'subs' ? [...subs].join(',') : 'ok' }] }
   })
   s.setRequestHandler(T.ListPromptsRequestSchema, async () => ({}))

@@ -90,7 +90,7 @@ t.test('an odd upstream: entries left out with the reason, a list that pages wit
   const warnings: unknown[] = []
   const { serveUpstream } = await import('./gateway-helper.js')
   const { gw } = await serveUpstream(t, oddUpstream, { log: { ...quiet, warn: (o: unknown) => warnings.push(o) } })
-  t.same([...gw.mcp.tools.keys()], ['fine', 'subs', 'exit'])
+  t.same([...gw.mcp.tools.keys()], ['fine', 'subs', 'exit', 'ask', 'wait'])
   t.equal(gw.mcp.resources.size, MAX_ITEMS, 'every page fetched, up to the bound')
   t.equal(gw.mcp.prompts.size, 0, 'an answer without its list is an empty list')
   t.same([...gw.mcp.templates.values()].map((x) => x.definition.uriTemplate), ['odd://t/{id}'])
