@@ -13,7 +13,7 @@ import { createServer } from 'node:http'
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import { MAX_ITEMS } from '../src/gateway/lists.js'
-import { everythingStdio } from './gateway-helper.js'
+import { caps, everythingStdio } from './gateway-helper.js'
 import { oddUpstream } from './gateway-odd.js'
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} }
@@ -170,4 +170,53 @@ t.test('an HTTP upstream closed after it answered initialize, before the connect
   await closing
   t.equal(up.state, 'closed')
   t.equal(up.client, undefined)
+})
+
+t.test('a restarted upstream is subscribed again to what clients are subscribed to', async (t) => {
+  const { serveUpstream, until } = await import('./gateway-helper.js')
+  const { call, json } = await import('./helper.js')
+  const { app, gw } = await serveUpstream(t, oddUpstream, { restartMinMs: 50 })
+  const uri = 'odd://r/0-7'
+  t.equal((await app.inject({ method: 'POST', url: '/resources/subscribe', ...json({ uri }) })).statusCode, 202)
+  t.equal((await call(app, { method: 'POST', url: '/tools/subs/calls', ...json({ arguments: {} }) })).body.content[0].text, uri)
+  const pid = gw.upstream.pid
+  await call(app, { method: 'POST', url: '/tools/exit/calls', ...json({ arguments: {} }) })
+  await until(() => gw.upstream.state === 'up' && gw.upstream.pid !== pid, 'the restart')
+  await until(async () => (await call(app, { method: 'POST', url: '/tools/subs/calls', ...json({ arguments: {} }) })).body.content?.[0].text === uri, 'subscribed again')
+})
+
+t.test('one principal may hold maxOpenRounds open rounds; the next is 429 with the time the first expires', async (t) => {
+  const { serveUpstream } = await import('./gateway-helper.js')
+  const { call, json } = await import('./helper.js')
+  const { app } = await serveUpstream(t, oddUpstream, { maxOpenRounds: 2, server: { stateTtlMs: 60_000 } })
+  const ask = () => call(app, { method: 'POST', url: '/tools/ask/calls', ...json({ arguments: {}, _meta: caps({ elicitation: {} }) }) })
+  const first = await ask()
+  t.equal(first.body.resultType, 'input_required')
+  t.equal((await ask()).body.resultType, 'input_required')
+  const third = await ask()
+  t.same([third.status, third.body.code], [429, -32600])
+  t.match(third.body.message, /at most 2/)
+  const after = Number(third.headers['retry-after'])
+  t.ok(after > 50 && after <= 60, `Retry-After ${after}: when the first round expires`)
+  // Answering a round frees its place.
+  const key = Object.keys(first.body.inputRequests)[0]!
+  const done = await call(app, {
+    method: 'POST',
+    url: '/tools/ask/calls',
+    ...json({ arguments: {}, _meta: caps({ elicitation: {} }), requestState: first.body.requestState, inputResponses: { [key]: { action: 'accept', content: { name: 'Bo' } } } })
+  })
+  t.equal(done.body.content[0].text, 'Hello Bo')
+  t.equal((await ask()).body.resultType, 'input_required')
+})
+
+t.test('a retry that answers nothing is asked the same question again, in a new round', async (t) => {
+  const { serveUpstream } = await import('./gateway-helper.js')
+  const { call, json } = await import('./helper.js')
+  const { app } = await serveUpstream(t, oddUpstream)
+  const body = { arguments: {}, _meta: caps({ elicitation: {} }) }
+  const first = await call(app, { method: 'POST', url: '/tools/ask/calls', ...json(body) })
+  const again = await call(app, { method: 'POST', url: '/tools/ask/calls', ...json({ ...body, requestState: first.body.requestState }) })
+  t.equal(again.body.resultType, 'input_required')
+  t.same(again.body.inputRequests, first.body.inputRequests)
+  t.not(again.body.requestState, first.body.requestState)
 })
