@@ -33,6 +33,8 @@ t.test('a call still running after taskAfterMs becomes a task; its result lands 
   // A call that ends before taskAfterMs is answered as usual; so is one from a client without tasks.
   const echo = await call(a.app, { method: 'POST', url: '/tools/echo/calls', ...json({ arguments: { message: 'quick' }, _meta: TASKS }) })
   t.same([echo.status, echo.body.content[0].text], [200, 'Echo: quick'])
+  const byDefault = await call(b.app, { method: 'POST', url: '/tools/echo/calls', ...json({ arguments: { message: 'default' }, _meta: TASKS }) })
+  t.same([byDefault.status, byDefault.body.content[0].text], [200, 'Echo: default'], 'within the default taskAfterMs')
 })
 
 t.test('a task asks the upstream\'s questions as its inputRequests; tasks/cancel cancels the upstream request', async (t) => {
