@@ -1,7 +1,7 @@
 import t from 'tap'
 import { McpServer } from '../src/core/mcp-server.js'
 import { UpstreamCall } from '../src/gateway/call.js'
-import { register } from '../src/gateway/catalogue.js'
+import { register, relayLog } from '../src/gateway/catalogue.js'
 import { Rounds, toWire } from '../src/gateway/rounds.js'
 import { MemoryRelay } from '../src/gateway/relay.js'
 import { LateLogger } from '../src/gateway/serve.js'
@@ -219,4 +219,15 @@ t.test('a retry that answers nothing is asked the same question again, in a new 
   t.equal(again.body.resultType, 'input_required')
   t.same(again.body.inputRequests, first.body.inputRequests)
   t.not(again.body.requestState, first.body.requestState)
+})
+
+t.test("an upstream log message reaches the caller with its logger's name when it has one", async (t) => {
+  const got: unknown[][] = []
+  const ctx = { sendLog: async (...args: unknown[]) => void got.push(args) } as never
+  relayLog(ctx, { level: 'info', data: 'plain' })
+  relayLog(ctx, { level: 'error', data: { n: 1 }, logger: 'db' })
+  t.same(got, [
+    ['info', 'plain', undefined],
+    ['error', { n: 1 }, 'db']
+  ])
 })

@@ -7,6 +7,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { call, json } from './helper.js'
 import { everythingHttp, serveUpstream, until } from './gateway-helper.js'
 import { post, start } from './gateway-cli-helper.js'
+import { watchCallers } from '../src/gateway/connection.js'
 
 /** A stateless Streamable HTTP upstream (the SDK's) whose `whoami` tool says which Authorization it got. */
 async function whoUpstream(t: Test): Promise<string> {
@@ -39,6 +40,23 @@ t.test("the client's Authorization goes upstream only when the configuration say
   t.equal(await whoami(forwarding.base), 'none', 'a request without one sends none (nothing left from the last)')
   t.equal((await post(`${forwarding.base}/tools/whoami/calls`, { arguments: {} })).status, 200)
 })
+
+t.test('forwarding in this process: the Authorization of the request that made the upstream call', async (t) => {
+  const url = await whoUpstream(t)
+  const { app } = await serveUpstream(t, { url, headers: { authorization: 'Bearer own' }, forwardAuthorization: true })
+  watchCallers(app.server)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+  const whoami = (headers: Record<string, string>) =>
+    post2(`${base}/tools/whoami/calls`, headers).then((b) => b.content[0]!.text)
+  t.equal(await whoami({ authorization: 'Bearer mine' }), 'Bearer mine')
+  t.equal(await whoami({}), 'Bearer own', 'without one: the configured header')
+})
+
+const post2 = (url: string, headers: Record<string, string>) =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ arguments: {} }) }).then(
+    async (r) => (await r.json()) as { content: { text: string }[] }
+  )
 
 t.test('a Streamable HTTP upstream that stops answering: calls fail at once, not hang; it comes back', async (t) => {
   const upstream = await everythingHttp(t)

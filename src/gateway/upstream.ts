@@ -160,7 +160,7 @@ export class Upstream {
   async request(
     method: string,
     params: Record<string, unknown>,
-    options: { signal?: AbortSignal; onprogress?: (p: Progress) => void } = {}
+    options: { signal?: AbortSignal | undefined; onprogress?: (p: Progress) => void } = {}
   ): Promise<Record<string, unknown>> {
     const client = this.client
     if (client === undefined) {
@@ -175,10 +175,9 @@ export class Upstream {
       params = { ...params, _meta: { progressToken: token } }
     }
     try {
-      return (await client.request({ method, params } as never, sdk.types.ResultSchema, {
-        timeout: this.#opts.requestTimeoutMs,
-        ...(signal === undefined ? {} : { signal })
-      })) as Record<string, unknown>
+      // The SDK takes an absent signal as none.
+      const options = { timeout: this.#opts.requestTimeoutMs, signal } as { timeout: number; signal: AbortSignal }
+      return (await client.request({ method, params } as never, sdk.types.ResultSchema, options)) as Record<string, unknown>
     } catch (err) {
       throw upstreamError(err, this.#opts.name, signal)
     } finally {
@@ -193,6 +192,13 @@ export class Upstream {
     clearInterval(this.#pinger)
     const client = this.client
     this.client = undefined
-    await client?.close()
+    // The SDK waits for the child on unref'd timers: without a handle of our own, a gateway with
+    // nothing else left to do would exit before its child has ended, leaving it running.
+    const hold = setInterval(() => undefined, 1000)
+    try {
+      await client?.close()
+    } finally {
+      clearInterval(hold)
+    }
   }
 }
