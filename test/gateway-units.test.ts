@@ -125,7 +125,7 @@ t.test('roots/list during a call: asked when the caller declared roots, else ans
   const answer = withRoots.asked({ method: 'roots/list' }, signal)
   const round = await first
   t.match(round, { kind: 'ask', requests: { q0: { method: 'roots/list' } } })
-  const resumed = withRoots.resume((round as { ref: never }).ref, { q0: { roots: [{ uri: 'file:///x' }] } }, ctx({ roots: {} }))
+  const resumed = withRoots.resume((round as unknown as { ref: never }).ref, { q0: { roots: [{ uri: 'file:///x' }] } }, ctx({ roots: {} }))
   t.same(await answer, { roots: [{ uri: 'file:///x' }] })
   await withRoots.close()
   await t.rejects(resumed, /shutting down/)
