@@ -15,12 +15,14 @@ const post = async (path: string, body: unknown) => {
 t.test('an elicitation round that lands on the other instance still completes the call', async (t) => {
   const url = '/tools/trigger-elicitation-request/calls'
   const meta = caps({ elicitation: {} })
-  // The conditional tools appear once each upstream has said list_changed.
+  // The conditional tools appear once each upstream has said list_changed: on both instances
+  // (round-robin alternates them) before the round that must cross.
   let first
-  for (let i = 0; i < 100; i++) {
+  const ready = new Set<string | null>()
+  for (let i = 0; i < 600 && ready.size < 2; i++) {
     first = await post(url, { arguments: {}, _meta: meta })
-    if (first.status === 200) break
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    if (first.status === 200) ready.add(first.upstream)
+    else await new Promise((resolve) => setTimeout(resolve, 50))
   }
   t.equal(first!.body.resultType, 'input_required')
   const key = Object.keys(first!.body.inputRequests)[0]!
@@ -31,6 +33,6 @@ t.test('an elicitation round that lands on the other instance still completes th
     inputResponses: { [key]: { action: 'accept', content: { name: 'Clustered' } } }
   })
   t.not(done.upstream, first!.upstream, 'the retry was served by the other instance')
-  t.equal(done.body.resultType, 'complete')
-  t.match(done.body.content[1].text, /Name: Clustered/)
+  t.equal(done.body.resultType, 'complete', JSON.stringify(done.body))
+  t.match(done.body.content?.[1].text, /Name: Clustered/)
 })

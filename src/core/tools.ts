@@ -92,6 +92,14 @@ export async function callTool(
 const STARTED = Symbol('task started')
 
 /**
+ * A handler's return saying it made itself a task with `startTask` (the gateway does, for an upstream
+ * call still running after a while): the call answers that task's CreateTaskResult (202).
+ */
+export function taskStarted(task: TaskRecord): ToolReturn<unknown> {
+  return { [STARTED]: task } as never
+}
+
+/**
  * A handler's return as a CallToolResult: a string is one text block; structured output also comes
  * as text (MCP's backwards compatibility); with an output schema, a non-error result must match it.
  */

@@ -27,6 +27,9 @@ export type Outcome =
   | { kind: 'ask'; requests: Record<string, ServerMessage>; ref: RoundRef }
   | { kind: 'error'; error: WireError }
 
+/** What waiting on a call gives: an outcome, or (waiting with a limit) that it is still running. */
+export type Next = Outcome | { kind: 'running' }
+
 interface Question {
   request: ServerMessage
   resolve(result: Record<string, unknown>): void
@@ -50,6 +53,8 @@ export class UpstreamCall {
   #seq = 0
   #wake: (() => void) | undefined
   #expiry: NodeJS.Timeout | undefined
+  /** While a round waits for the client: when it expires (the per-principal cap counts these). */
+  heldUntil: number | undefined
 
   constructor(
     readonly instance: string,
@@ -108,17 +113,28 @@ export class UpstreamCall {
   /**
    * Wait for the result or the next questions. `signal` (the waiting client's request) cancels the
    * upstream request when it aborts; questions the client cannot be asked (its capabilities) end
-   * the call with 400 -32021, as for our own tools.
+   * the call with 400 -32021, as for our own tools. With `waitMs`, nothing after that long is
+   * `running` (the call goes on; the caller may make it a task).
    */
-  async next(signal: AbortSignal | undefined, caps: Readonly<Record<string, unknown>> | undefined): Promise<Outcome> {
+  async next(signal: AbortSignal | undefined, caps: Readonly<Record<string, unknown>> | undefined, waitMs?: number): Promise<Next> {
     clearTimeout(this.#expiry)
+    this.heldUntil = undefined
     const onAbort = () => this.abort.abort(signal!.reason)
     signal?.addEventListener('abort', onAbort, { once: true })
+    let late = false
+    const timer =
+      waitMs === undefined
+        ? undefined
+        : setTimeout(() => {
+          late = true
+          this.#poke()
+        }, waitMs)
     try {
-      while (this.settled === undefined && this.#questions.size === 0) await new Promise<void>((resolve) => (this.#wake = resolve))
+      while (this.settled === undefined && this.#questions.size === 0 && !late) await new Promise<void>((resolve) => (this.#wake = resolve))
       // Questions asked together arrive a few ticks apart: let them join one round.
       if (this.settled === undefined) await new Promise((resolve) => setImmediate(resolve))
     } finally {
+      clearTimeout(timer)
       signal?.removeEventListener('abort', onAbort)
     }
     const settled = this.settled
@@ -127,6 +143,7 @@ export class UpstreamCall {
       if (settled.ok) return { kind: 'done', result: settled.result }
       throw settled.error
     }
+    if (this.#questions.size === 0) return { kind: 'running' }
     const requests = Object.fromEntries([...this.#questions].map(([key, q]) => [key, q.request]))
     const missing = missingCapabilities(Object.values(requests).map((r) => questionFor(r as InputRequest)), caps)
     if (missing !== undefined) {
@@ -134,6 +151,7 @@ export class UpstreamCall {
       throw errors.missingCapability(missing, `This request needs the client capabilities: ${Object.keys(missing).join(', ')}`)
     }
     this.round++
+    this.heldUntil = Date.now() + this.ttlMs
     this.#expiry = setTimeout(() => this.cancel('The client did not answer in time'), this.ttlMs)
     this.#expiry.unref()
     return { kind: 'ask', requests, ref: { i: this.instance, r: this.id, n: this.round } }
@@ -142,6 +160,7 @@ export class UpstreamCall {
   /** Abandon the call: open elicitations are answered `cancel`, other questions fail, the request is cancelled. */
   cancel(reason: string): void {
     clearTimeout(this.#expiry)
+    this.heldUntil = undefined
     for (const q of this.#questions.values()) {
       if (q.request.method === 'elicitation/create') q.resolve({ action: 'cancel' })
       else q.reject(new McpError(-32603, reason, 500))

@@ -1,4 +1,4 @@
-import { McpError, messageOf } from '../errors.js'
+import { ErrorCode, McpError, messageOf } from '../errors.js'
 
 const STATUS: Record<number, number> = { [-32600]: 400, [-32601]: 404, [-32602]: 400, [-32002]: 404 }
 
@@ -22,4 +22,15 @@ export function upstreamError(err: unknown, name: string, signal?: AbortSignal):
     return new McpError(code, message, STATUS[code] ?? 502, data)
   }
   return new McpError(-32603, `The upstream server ${name} failed: ${messageOf(err).replace(/^MCP error -?\d+: /, '')}`, 502)
+}
+
+/**
+ * 429: a principal holds `max` open rounds already; `Retry-After` is when the first of them expires
+ * at the latest (`firstExpiry`, epoch ms), freeing its place.
+ */
+export function tooManyRounds(max: number, firstExpiry: number): McpError {
+  const after = Math.max(1, Math.ceil((firstExpiry - Date.now()) / 1000))
+  return new McpError(ErrorCode.invalidRequest, `Too many open rounds: at most ${max} calls may wait for your answers at once`, 429, undefined, {
+    'retry-after': String(after)
+  })
 }

@@ -1,12 +1,14 @@
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import type { Logger } from '../core/request-context.js'
-import type { Completer, Registration, RetryableContext } from '../core/definitions.js'
+import type { CallContext } from '../core/call-context.js'
+import type { Completer, RetryableContext } from '../core/definitions.js'
 import { McpServer, type McpServerOptions } from '../core/mcp-server.js'
-import { ListKind } from '../core/registry.js'
-import { messageOf } from '../errors.js'
+import type { ListKind } from '../core/registry.js'
+import { taskStarted } from '../core/tools.js'
+import { clientTakesTasks, startTask } from '../tasks/runner.js'
 import type { ServerMessage, Store } from '../store/types.js'
-import type { RoundRef } from './call.js'
-import { handlerReturn, progressOf, register, relayLog, type Forwarder } from './catalogue.js'
+import type { RoundRef, UpstreamCall } from './call.js'
+import { handlerReturn, progressOf, relayLog, type Forwarder } from './catalogue.js'
+import { UpstreamLists } from './lists.js'
 import type { RoundRelay } from './relay.js'
 import { Rounds } from './rounds.js'
 import { gatewayStore } from './store.js'
@@ -22,15 +24,14 @@ export interface GatewayOptions extends Omit<UpstreamOptions, 'log'> {
   instance: string
   /** `/ready` is 503 while this upstream is down (default true). */
   required?: boolean
+  /** A tools/call still running after this long becomes a task, for a client that takes tasks (default 5 s). */
+  taskAfterMs?: number
+  /** How long a finished task's result is kept (default 1 hour). */
+  taskTtlMs?: number
+  /** How many calls of one principal may wait for its answers at once (default 16); beyond: 429. */
+  maxOpenRounds?: number
 }
 
-const LISTS: [ListKind, string, string, string][] = [
-  ['tools', 'tools/list', 'tools', 'tools'],
-  ['prompts', 'prompts/list', 'prompts', 'prompts'],
-  ['resources', 'resources/list', 'resources', 'resources'],
-  ['templates', 'resources/templates/list', 'resourceTemplates', 'resources']
-]
-const MAX_ITEMS = 10_000
 const CHANGED: Record<string, ListKind[]> = {
   'notifications/tools/list_changed': ['tools'],
   'notifications/prompts/list_changed': ['prompts'],
@@ -47,16 +48,17 @@ export class Gateway implements Forwarder {
   readonly rounds: Rounds
   readonly required: boolean
   mcp!: McpServer
+  lists: UpstreamLists | undefined
   readonly #opts: GatewayOptions
-  readonly #registered = new Map<ListKind, { text: string; regs: Registration[] }>()
   readonly #subscribed = new Set<string>()
 
   private constructor(opts: GatewayOptions) {
     this.#opts = opts
     this.required = opts.required ?? true
-    this.rounds = new Rounds(opts.instance, opts.relay, opts.server.stateTtlMs ?? 15 * 60_000, opts.log)
+    this.rounds = new Rounds(opts.instance, opts.relay, opts.server.stateTtlMs ?? 15 * 60_000, opts.log, opts.maxOpenRounds ?? 16)
     this.upstream = new Upstream(opts.spec, opts, {
-      connected: (client) => void this.#sync(client),
+      // During start the catalogue is made once the first connection is up; later connections resync.
+      connected: (client) => void this.lists?.sync(client, this.#subscribed),
       notified: (m) => this.#notified(m),
       asked: (request, signal) => this.rounds.asked(request, signal)
     })
@@ -75,62 +77,16 @@ export class Gateway implements Forwarder {
       ...(client?.getInstructions() === undefined ? {} : { instructions: client.getInstructions()! }),
       ...opts.server
     })
-    if (client !== undefined) await gw.#sync(client)
+    gw.lists = new UpstreamLists(gw.mcp, gw.upstream, gw, opts.log)
+    if (client !== undefined) await gw.lists.sync(client, gw.#subscribed)
     await gw.rounds.listen()
     return gw
-  }
-
-  /** Fetch every list the upstream offers and replace ours where it changed. */
-  async #sync(client: Client, kinds: readonly ListKind[] = ['tools', 'prompts', 'resources', 'templates']): Promise<void> {
-    // During start the catalogue is made once the first connection is up; later connections resync.
-    if (this.mcp === undefined) return
-    const caps = client.getServerCapabilities() ?? {}
-    try {
-      if (caps.logging !== undefined) await this.upstream.request('logging/setLevel', { level: 'debug' })
-      for (const uri of this.#subscribed) await this.upstream.request('resources/subscribe', { uri })
-      for (const [kind, method, field, capability] of LISTS) {
-        if (!kinds.includes(kind)) continue
-        const items = caps[capability as keyof typeof caps] === undefined ? [] : await this.#fetch(method, field)
-        this.#replace(kind, items)
-      }
-    } catch (err) {
-      this.#opts.log.error({ err, upstream: this.#opts.name }, 'upstream lists could not be fetched')
-    }
-  }
-
-  async #fetch(method: string, field: string): Promise<Record<string, unknown>[]> {
-    const items: Record<string, unknown>[] = []
-    let cursor: unknown
-    do {
-      const page = await this.upstream.request(method, cursor === undefined ? {} : { cursor })
-      items.push(...((page[field] as Record<string, unknown>[] | undefined) ?? []))
-      cursor = page.nextCursor
-    } while (typeof cursor === 'string' && items.length < MAX_ITEMS)
-    return items.slice(0, MAX_ITEMS)
-  }
-
-  #replace(kind: ListKind, items: Record<string, unknown>[]): void {
-    const text = JSON.stringify(items)
-    const before = this.#registered.get(kind)
-    if (before?.text === text) return
-    const regs: Registration[] = []
-    this.mcp.batch(() => {
-      for (const r of before?.regs ?? []) r.remove()
-      for (const item of items) {
-        try {
-          regs.push(register(this.mcp, kind, item, this))
-        } catch (err) {
-          this.#opts.log.warn({ upstream: this.#opts.name, kind, item: item.name ?? item.uri ?? item.uriTemplate, reason: messageOf(err) }, 'upstream entry left out')
-        }
-      }
-    })
-    this.#registered.set(kind, { text, regs })
   }
 
   #notified(m: ServerMessage): void {
     const kinds = CHANGED[m.method]
     if (kinds !== undefined) {
-      if (this.upstream.client !== undefined) void this.#sync(this.upstream.client, kinds)
+      if (this.upstream.client !== undefined) void this.lists!.sync(this.upstream.client, [], kinds)
     } else if (m.method === 'notifications/resources/updated') {
       void this.mcp.resourceUpdated(String(m.params!.uri)).catch((err: unknown) => this.#opts.log.warn({ err }, 'resources/updated not delivered'))
     } else {
@@ -140,17 +96,38 @@ export class Gateway implements Forwarder {
     }
   }
 
+  /**
+   * A handler's work: a retry answers its round where the call waits; a first call starts the
+   * upstream request. A tools/call for a client that takes tasks, still running after
+   * `taskAfterMs`, becomes a task (the core's runner: its result lands in the store).
+   */
   async forward(ctx: RetryableContext, method: string, params: Record<string, unknown>): Promise<unknown> {
     const ref = ctx.requestState as RoundRef | undefined
-    const outcome =
-      ref === undefined
-        ? await this.rounds.start(ctx, (signal, call) => this.upstream.request(method, params, { signal, onprogress: progressOf(call) }))
-        : await this.rounds.resume(ref, ctx.inputResponses ?? {}, ctx)
-    return handlerReturn(outcome as never)
+    if (ref !== undefined) return handlerReturn((await this.rounds.resume(ref, ctx.inputResponses ?? {}, ctx)) as never)
+    const asTask = method === 'tools/call' && clientTakesTasks(ctx.clientCapabilities)
+    const send = (signal: AbortSignal, call: UpstreamCall) => this.upstream.request(method, params, { signal, onprogress: progressOf(call) })
+    const outcome = await this.rounds.start(ctx, send, asTask ? (this.#opts.taskAfterMs ?? 5000) : undefined)
+    if (outcome.kind !== 'running') return handlerReturn(outcome as never)
+    return this.#task(ctx as CallContext, outcome.call)
+  }
+
+  /**
+   * The call goes on as a task: its progress becomes the task's status, its questions the task's
+   * `inputRequests` (answered by tasks/update), and tasks/cancel cancels the upstream request.
+   */
+  async #task(ctx: CallContext, call: UpstreamCall): Promise<unknown> {
+    const options = { ttlMs: this.#opts.taskTtlMs ?? 3_600_000, pollIntervalMs: 1000, notify: false }
+    const task = await startTask(this.mcp, ctx, options, async (tc) => {
+      call.ctx = tc
+      // Called again by the runner with the answers to the questions the last round returned.
+      if (tc.requestState !== undefined) call.answer(tc.inputResponses ?? {})
+      return handlerReturn((await call.next(tc.signal, tc.clientCapabilities)) as never)
+    }, (result) => result as Record<string, unknown>)
+    return taskStarted(task)
   }
 
   completer(ref: Record<string, string>, argument: string): Completer | undefined {
-    if (this.upstream.client?.getServerCapabilities()?.completions === undefined) return undefined
+    if (this.lists!.caps.completions === undefined) return undefined
     return async (value, ctx) => {
       const context = Object.keys(ctx.arguments).length === 0 ? {} : { context: { arguments: ctx.arguments } }
       const out = await this.upstream.request('completion/complete', { ref, argument: { name: argument, value }, ...context }, { signal: ctx.signal })
@@ -168,7 +145,7 @@ export class Gateway implements Forwarder {
 
   /** Subscribe the upstream to `uri` once, when it offers subscriptions. */
   async subscribeUpstream(uri: string): Promise<void> {
-    if (this.#subscribed.has(uri) || this.upstream.client?.getServerCapabilities()?.resources?.subscribe !== true) return
+    if (this.#subscribed.has(uri) || this.lists!.caps.resources?.subscribe !== true) return
     await this.upstream.request('resources/subscribe', { uri })
     this.#subscribed.add(uri)
   }

@@ -12,18 +12,32 @@ export interface Served {
   spec: UpstreamSpec
   /** `/ready` is 503 while it is down (default true; `"required": false` in the config). */
   required: boolean
+  /** `--task-after-ms` / `"taskAfterMs"`, `--max-open-rounds` / `"maxOpenRounds"`. */
+  tuning: Tuning
+}
+
+export interface Tuning {
+  taskAfterMs?: number
+  maxOpenRounds?: number
 }
 
 export const USAGE = `Usage:
   mcp-pure-http demo                                  the demo server (what npm start runs)
   mcp-pure-http dev [server-file]                     restarted on change, readable logs (npm run dev)
   mcp-pure-http gateway -- <command> [args...]        serve a stdio MCP server
-  mcp-pure-http gateway --url <http(s)://host/mcp> [--header 'Name: value']...
+  mcp-pure-http gateway --url <http(s)://host/mcp> [--header 'Name: value']... [--forward-authorization]
                                                       serve a Streamable HTTP MCP server
   mcp-pure-http gateway --config <file.json>          serve each of { "mcpServers": { name: ... } } under /name
+Gateway options: --task-after-ms <ms> (a call still running then becomes a task; default 5000),
+  --max-open-rounds <n> (calls of one client waiting for its answers; default 16).
 HOST, PORT and every MCP_* variable apply as for the demo.`
 
 const Env = Type.Record(Type.String(), Type.String())
+const common = {
+  required: Type.Optional(Type.Boolean()),
+  taskAfterMs: Type.Optional(Type.Integer({ minimum: 0 })),
+  maxOpenRounds: Type.Optional(Type.Integer({ minimum: 1 }))
+}
 const Entry = Type.Union([
   Type.Object({
     command: Type.String({ minLength: 1 }),
@@ -31,13 +45,14 @@ const Entry = Type.Union([
     env: Type.Optional(Env),
     cwd: Type.Optional(Type.String()),
     type: Type.Optional(Type.Literal('stdio')),
-    required: Type.Optional(Type.Boolean())
+    ...common
   }),
   Type.Object({
     url: Type.String({ pattern: '^https?://' }),
     headers: Type.Optional(Env),
+    forwardAuthorization: Type.Optional(Type.Boolean()),
     type: Type.Optional(Type.Union([Type.Literal('http'), Type.Literal('streamable-http')])),
-    required: Type.Optional(Type.Boolean())
+    ...common
   })
 ])
 // Names become a path segment: a name outside the pattern is refused, not served under an odd URL.
@@ -59,11 +74,19 @@ export function parseGatewayArgs(argv: readonly string[], env: NodeJS.ProcessEnv
   const command = dash === -1 ? [] : argv.slice(dash + 1)
   let url: string | undefined
   let config: string | undefined
+  let forward = false
+  const tuning: Tuning = {}
   const headers: Record<string, string> = {}
   for (let i = 0; i < flags.length; i++) {
     const flag = flags[i]!
+    if (flag === '--forward-authorization') {
+      forward = true
+      continue
+    }
     const value = flags[++i] ?? fail(`${flag} needs a value`)
     if (flag === '--url') url = value
+    else if (flag === '--task-after-ms') tuning.taskAfterMs = count(flag, value, 0)
+    else if (flag === '--max-open-rounds') tuning.maxOpenRounds = count(flag, value, 1)
     else if (flag === '--config') config = value
     else if (flag === '--header') {
       const colon = value.indexOf(':')
@@ -73,15 +96,22 @@ export function parseGatewayArgs(argv: readonly string[], env: NodeJS.ProcessEnv
   }
   const given = [command.length > 0, url !== undefined, config !== undefined].filter(Boolean).length
   if (given !== 1) fail('Give exactly one of: -- <command> [args...], --url <url>, --config <file>')
-  if (config !== undefined) return fromConfig(config, env)
+  if (forward && url === undefined) fail('--forward-authorization applies to --url only (in a config file: "forwardAuthorization": true)')
+  if (config !== undefined) return fromConfig(config, env, tuning)
   if (url !== undefined) {
     if (!/^https?:\/\//.test(url)) fail(`--url ${url} is not an http(s) URL`)
-    return [{ name: new URL(url).host, prefix: undefined, spec: { url, headers }, required: true }]
+    const spec = forward ? { url, headers, forwardAuthorization: true } : { url, headers }
+    return [{ name: new URL(url).host, prefix: undefined, spec, required: true, tuning }]
   }
-  return [{ name: command[0]!, prefix: undefined, spec: { command: command[0]!, args: command.slice(1) }, required: true }]
+  return [{ name: command[0]!, prefix: undefined, spec: { command: command[0]!, args: command.slice(1) }, required: true, tuning }]
 }
 
-function fromConfig(path: string, env: NodeJS.ProcessEnv): Served[] {
+function count(flag: string, value: string, min: number): number {
+  const n = Number(value)
+  return Number.isSafeInteger(n) && n >= min ? n : fail(`${flag} ${value} is not an integer of at least ${min}`)
+}
+
+function fromConfig(path: string, env: NodeJS.ProcessEnv, flags: Tuning): Served[] {
   let parsed: unknown
   try {
     parsed = JSON.parse(readFileSync(path, 'utf8'))
@@ -94,16 +124,24 @@ function fromConfig(path: string, env: NodeJS.ProcessEnv): Served[] {
   if (servers.length === 0) fail(`--config ${path}: mcpServers is empty`)
   return servers.map(([name, entry]) => {
     const required = entry.required !== false
+    // An entry's own values win over the command line's.
+    const tuning: Tuning = { ...flags }
+    if (entry.taskAfterMs !== undefined) tuning.taskAfterMs = entry.taskAfterMs as number
+    if (entry.maxOpenRounds !== undefined) tuning.maxOpenRounds = entry.maxOpenRounds as number
     const spec: UpstreamSpec =
       typeof entry.url === 'string'
-        ? { url: entry.url, headers: expand(entry.headers as Record<string, string> | undefined, env, `${name}.headers`) }
+        ? {
+            url: entry.url,
+            headers: expand(entry.headers as Record<string, string> | undefined, env, `${name}.headers`),
+            forwardAuthorization: entry.forwardAuthorization === true
+          }
         : {
             command: entry.command as string,
             args: (entry.args as string[] | undefined) ?? [],
             env: expand(entry.env as Record<string, string> | undefined, env, `${name}.env`),
             ...(entry.cwd === undefined ? {} : { cwd: entry.cwd as string })
           }
-    return { name, prefix: `/${name}`, spec, required }
+    return { name, prefix: `/${name}`, spec, required, tuning }
   })
 }
 

@@ -2,6 +2,7 @@ import type { Logger, RequestContext } from '../core/request-context.js'
 import { McpError, errors, messageOf } from '../errors.js'
 import type { ServerMessage } from '../store/types.js'
 import { UpstreamCall, type Outcome, type RoundRef, type WireError } from './call.js'
+import { tooManyRounds } from './errors.js'
 import type { RelayedRound, RoundRelay } from './relay.js'
 
 /**
@@ -18,7 +19,9 @@ export class Rounds {
     readonly instance: string,
     readonly relay: RoundRelay,
     readonly ttlMs: number,
-    readonly log: Logger
+    readonly log: Logger,
+    /** How many rounds one principal may hold open (each an upstream request waiting for its answer). */
+    readonly maxHeld: number
   ) {}
 
   /** Take the rounds other instances relay here. */
@@ -26,12 +29,29 @@ export class Rounds {
     this.#stop = await this.relay.serve(this.instance, (m) => this.#local(m, undefined))
   }
 
-  /** Start an upstream request for `ctx` and run it to its first outcome (result or questions). */
-  start(ctx: RequestContext, send: (signal: AbortSignal, call: UpstreamCall) => Promise<Record<string, unknown>>): Promise<Outcome> {
+  /**
+   * Start an upstream request for `ctx` and run it to its first outcome (result or questions); with
+   * `waitMs`, `running` (with the call) when there is none by then. A first round past the
+   * principal's cap of open rounds ends the call: 429, `Retry-After` when the first of theirs expires.
+   */
+  async start(
+    ctx: RequestContext,
+    send: (signal: AbortSignal, call: UpstreamCall) => Promise<Record<string, unknown>>,
+    waitMs?: number
+  ): Promise<Outcome | { kind: 'running'; call: UpstreamCall }> {
     const call = new UpstreamCall(this.instance, ctx, this.ttlMs, (c) => this.#calls.delete(c.id))
     this.#calls.set(call.id, call)
     call.run((signal) => send(signal, call))
-    return call.next(ctx.signal, ctx.clientCapabilities)
+    const next = await call.next(ctx.signal, ctx.clientCapabilities, waitMs)
+    if (next.kind === 'running') return { kind: 'running', call }
+    if (next.kind === 'ask') {
+      const held = [...this.#calls.values()].filter((c) => c !== call && c.principal === call.principal && c.heldUntil !== undefined)
+      if (held.length >= this.maxHeld) {
+        call.cancel('Too many open rounds')
+        throw tooManyRounds(this.maxHeld, Math.min(...held.map((c) => c.heldUntil!)))
+      }
+    }
+    return next
   }
 
   /** A retry: answer the round's questions where its call waits (here or, relayed, elsewhere) and run on. */
@@ -62,7 +82,8 @@ export class Rounds {
     if (ctx !== undefined) call.ctx = ctx
     call.answer(m.responses)
     try {
-      return await call.next(ctx?.signal, m.caps)
+      // Without a limit: an outcome, never `running`.
+      return (await call.next(ctx?.signal, m.caps)) as Outcome
     } catch (err) {
       // Relayed: the error crosses to the asking instance as data.
       if (ctx === undefined) return { kind: 'error', error: toWire(err) }

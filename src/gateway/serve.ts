@@ -4,6 +4,7 @@ import type { Config } from '../config.js'
 import type { Logger } from '../core/request-context.js'
 import { serve, serverOptionsFromConfig, type Mount } from '../main.js'
 import { RedisStore, createStore } from '../store/index.js'
+import { watchCallers } from './connection.js'
 import { Gateway } from './gateway.js'
 import type { Served } from './options.js'
 import { MemoryRelay, RedisRelay, type RoundRelay } from './relay.js'
@@ -48,9 +49,10 @@ export class LateLogger implements Logger {
 export async function serveGateway(served: readonly Served[]): Promise<FastifyInstance> {
   const gateways: Gateway[] = []
   let relay: RoundRelay | undefined
-  const log = new LateLogger(process.env.LOG_LEVEL ?? 'info')
+  let log: LateLogger
   const instance = randomUUID()
   const make = async (config: Config): Promise<Mount[]> => {
+    log = new LateLogger(config.LOG_LEVEL)
     const mounts: Mount[] = []
     for (const s of served) {
       const prefix = config.MCP_REDIS_PREFIX ?? 'mcp:'
@@ -60,6 +62,7 @@ export async function serveGateway(served: readonly Served[]): Promise<FastifyIn
         name: s.name,
         spec: s.spec,
         required: s.required,
+        ...s.tuning,
         log,
         server: serverOptionsFromConfig(config),
         relay,
@@ -72,6 +75,7 @@ export async function serveGateway(served: readonly Served[]): Promise<FastifyIn
   }
   return serve(make, (app) => {
     log.target = app.log
+    if (served.some((s) => 'url' in s.spec && s.spec.forwardAuthorization === true)) watchCallers(app.server)
     app.addHook('onClose', async () => {
       await Promise.all(gateways.map((g) => g.close()))
       await (relay as { close?: () => Promise<void> }).close?.()

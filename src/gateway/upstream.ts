@@ -1,22 +1,12 @@
-import { createInterface } from 'node:readline'
-import type { Readable } from 'node:stream'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import type { Logger } from '../core/request-context.js'
 import { errors, messageOf } from '../errors.js'
-import { upstreamError } from './errors.js'
 import type { ServerMessage } from '../store/types.js'
+import { newConnection, type Progress, type UpstreamSpec } from './connection.js'
+import { upstreamError } from './errors.js'
 import { loadSdk, type Sdk } from './sdk.js'
 
-/** One MCP server behind the gateway: a command to run (stdio) or a Streamable HTTP URL. */
-export type UpstreamSpec =
-  | { command: string; args?: string[]; env?: Record<string, string>; cwd?: string }
-  | { url: string; headers?: Record<string, string> }
-
-export interface Progress {
-  progress: number
-  total?: number
-  message?: string
-}
+export type { Progress, UpstreamSpec } from './connection.js'
 
 export type UpstreamState = 'starting' | 'up' | 'down' | 'closed'
 
@@ -30,6 +20,12 @@ export interface UpstreamOptions {
   restartMaxMs?: number
   /** How long one upstream request may take (default 1 hour: tools run long; cancellation ends it sooner). */
   requestTimeoutMs?: number
+  /** How long connecting (initialize) may take (default 30 s). */
+  connectTimeoutMs?: number
+  /** The upstream is pinged this often while up (default 15 s)... */
+  pingIntervalMs?: number
+  /** ...and is taken for dead when a ping is not answered this soon (default 10 s): calls in flight fail, it is reconnected. */
+  pingTimeoutMs?: number
 }
 
 /** Everything the gateway hears from an upstream, besides the answers to its requests. */
@@ -42,22 +38,14 @@ export interface UpstreamEvents {
   asked(request: ServerMessage, signal: AbortSignal): Promise<Record<string, unknown>>
 }
 
-const NOTIFICATIONS = [
-  'ToolListChangedNotificationSchema',
-  'PromptListChangedNotificationSchema',
-  'ResourceListChangedNotificationSchema',
-  'ResourceUpdatedNotificationSchema',
-  'LoggingMessageNotificationSchema'
-] as const
-const REQUESTS = ['ElicitRequestSchema', 'CreateMessageRequestSchema', 'ListRootsRequestSchema'] as const
 // A connection that lasted this long was healthy: the next failure starts the backoff again.
 const STABLE_MS = 10_000
 
 /**
  * A supervised connection to an upstream MCP server through the official SDK's `Client`. A stdio
- * child that exits (or an HTTP server that cannot be reached at start) is restarted with
- * exponential backoff; meanwhile requests fail at once with 503 and `Retry-After`, never hang.
- * The child's stderr goes to the log, line by line.
+ * child that exits, an HTTP server that cannot be reached, or either that stops answering pings is
+ * reconnected with exponential backoff; meanwhile requests fail at once with 503 and
+ * `Retry-After`, never hang, and requests in flight when it died fail with 502.
  */
 export class Upstream {
   state: UpstreamState = 'starting'
@@ -71,14 +59,27 @@ export class Upstream {
   #failures = 0
   #retryAt = 0
   #timer: NodeJS.Timeout | undefined
+  #pinger: NodeJS.Timeout | undefined
   #pid: number | undefined
   readonly #progress = new Map<string, (p: Progress) => void>()
   #tokens = 0
 
   constructor(spec: UpstreamSpec, options: UpstreamOptions, events: UpstreamEvents) {
     this.#spec = spec
-    this.#opts = { restartMinMs: 500, restartMaxMs: 30_000, requestTimeoutMs: 3_600_000, ...options }
+    this.#opts = {
+      restartMinMs: 500,
+      restartMaxMs: 30_000,
+      requestTimeoutMs: 3_600_000,
+      connectTimeoutMs: 30_000,
+      pingIntervalMs: 15_000,
+      pingTimeoutMs: 10_000,
+      ...options
+    }
     this.#events = events
+  }
+
+  get name(): string {
+    return this.#opts.name
   }
 
   /** The stdio child's process id while it runs. */
@@ -94,34 +95,22 @@ export class Upstream {
   async #connect(sdk: Sdk): Promise<boolean> {
     if (this.state === 'closed') return false
     this.state = 'starting'
-    const client = new sdk.Client(
-      { name: 'mcp-pure-http-gateway', version: '0.1.0' },
-      { capabilities: { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} } }
-    )
-    for (const schema of NOTIFICATIONS) {
-      client.setNotificationHandler(sdk.types[schema], (n: ServerMessage) => this.#events.notified({ method: n.method, params: n.params! }))
-    }
-    // Progress by our own tokens: the SDK's onprogress drops a progress notification that arrives
-    // just before its response (its handler runs a microtask late, after the response removed it).
-    client.setNotificationHandler(sdk.types.ProgressNotificationSchema, (n: { params: Progress & { progressToken: unknown } }) =>
-      this.#progress.get(String(n.params.progressToken))?.(n.params)
-    )
-    for (const schema of REQUESTS) {
-      client.setRequestHandler(sdk.types[schema], (r: ServerMessage, extra: { signal: AbortSignal }) =>
-        this.#events.asked({ method: r.method, params: r.params! }, extra.signal) as never
-      )
-    }
-    const transport = this.#transport(sdk)
+    const { client, transport } = newConnection(sdk, this.#spec, this.#opts.name, this.#opts.log, {
+      notified: (m) => this.#events.notified(m),
+      asked: (r, signal) => this.#events.asked(r, signal),
+      progress: (token, p) => this.#progress.get(token)?.(p)
+    })
     const started = Date.now()
     client.onclose = () => {
       if (this.client !== client) return
       this.client = undefined
       this.#pid = undefined
+      clearInterval(this.#pinger)
       if (Date.now() - started >= STABLE_MS) this.#failures = 0
       this.#lost('the connection closed')
     }
     try {
-      await client.connect(transport as never)
+      await client.connect(transport as never, { timeout: this.#opts.connectTimeoutMs })
     } catch (err) {
       await client.close().catch(() => undefined)
       this.#lost(messageOf(err))
@@ -135,24 +124,22 @@ export class Upstream {
     this.#pid = (transport as { pid?: number | null }).pid ?? undefined
     this.client = client
     this.state = 'up'
+    this.#pinger = setInterval(() => void this.#ping(client), this.#opts.pingIntervalMs)
+    this.#pinger.unref()
     this.#opts.log.info({ upstream: this.#opts.name, server: client.getServerVersion() }, 'upstream connected')
     this.#events.connected(client)
     return true
   }
 
-  #transport(sdk: Sdk): unknown {
-    const spec = this.#spec
-    if ('url' in spec) return new sdk.StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers: spec.headers ?? {} } })
-    const transport = new sdk.StdioClientTransport({
-      command: spec.command,
-      args: spec.args ?? [],
-      env: { ...sdk.getDefaultEnvironment(), ...spec.env },
-      stderr: 'pipe',
-      ...(spec.cwd === undefined ? {} : { cwd: spec.cwd })
-    })
-    const lines = createInterface({ input: transport.stderr as Readable })
-    lines.on('line', (line) => this.#opts.log.warn({ upstream: this.#opts.name, stderr: line }, 'upstream stderr'))
-    return transport
+  /** A ping not answered in time (a hung or vanished server): the connection is closed, and restarted. */
+  async #ping(client: Client): Promise<void> {
+    try {
+      await client.ping({ timeout: this.#opts.pingTimeoutMs })
+    } catch (err) {
+      if (this.client !== client) return
+      this.#opts.log.warn({ upstream: this.#opts.name, reason: messageOf(err) }, 'upstream stopped answering')
+      await client.close()
+    }
   }
 
   #lost(why: string): void {
@@ -173,7 +160,7 @@ export class Upstream {
   async request(
     method: string,
     params: Record<string, unknown>,
-    options: { signal?: AbortSignal; onprogress?: (p: Progress) => void } = {}
+    options: { signal?: AbortSignal | undefined; onprogress?: (p: Progress) => void } = {}
   ): Promise<Record<string, unknown>> {
     const client = this.client
     if (client === undefined) {
@@ -188,10 +175,9 @@ export class Upstream {
       params = { ...params, _meta: { ...(params._meta as object | undefined), progressToken: token } }
     }
     try {
-      return (await client.request({ method, params } as never, sdk.types.ResultSchema, {
-        timeout: this.#opts.requestTimeoutMs,
-        ...(signal === undefined ? {} : { signal })
-      })) as Record<string, unknown>
+      // The SDK takes an absent signal as none.
+      const options = { timeout: this.#opts.requestTimeoutMs, signal } as { timeout: number; signal: AbortSignal }
+      return (await client.request({ method, params } as never, sdk.types.ResultSchema, options)) as Record<string, unknown>
     } catch (err) {
       throw upstreamError(err, this.#opts.name, signal)
     } finally {
@@ -203,8 +189,16 @@ export class Upstream {
   async close(): Promise<void> {
     this.state = 'closed'
     clearTimeout(this.#timer)
+    clearInterval(this.#pinger)
     const client = this.client
     this.client = undefined
-    await client?.close()
+    // The SDK waits for the child on unref'd timers: without a handle of our own, a gateway with
+    // nothing else left to do would exit before its child has ended, leaving it running.
+    const hold = setInterval(() => undefined, 1000)
+    try {
+      await client?.close()
+    } finally {
+      clearInterval(hold)
+    }
   }
 }

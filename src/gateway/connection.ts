@@ -1,0 +1,111 @@
+import { AsyncLocalStorage } from 'node:async_hooks'
+import type { IncomingMessage, Server } from 'node:http'
+import { createInterface } from 'node:readline'
+import type { Readable } from 'node:stream'
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import type { Logger } from '../core/request-context.js'
+import type { ServerMessage } from '../store/types.js'
+import type { Sdk } from './sdk.js'
+
+/** One MCP server behind the gateway: a command to run (stdio) or a Streamable HTTP URL. */
+export type UpstreamSpec =
+  | { command: string; args?: string[]; env?: Record<string, string>; cwd?: string }
+  | {
+    url: string
+    headers?: Record<string, string>
+    /** Send the calling client's `Authorization` upstream in place of `headers`' (default false). */
+    forwardAuthorization?: boolean
+  }
+
+export interface Progress {
+  progress: number
+  total?: number
+  message?: string
+}
+
+/** What a connection hears from the upstream, besides the answers to its requests. */
+export interface Handlers {
+  notified(message: ServerMessage): void
+  /** A server-to-client request (elicitation, sampling, roots): resolve its result or throw. */
+  asked(request: ServerMessage, signal: AbortSignal): Promise<Record<string, unknown>>
+  progress(token: string, p: Progress): void
+}
+
+/**
+ * The calling client's `Authorization` while the gateway works for it, read by the fetch of an
+ * upstream that forwards it (see {@link watchCallers}).
+ */
+const caller = new AsyncLocalStorage<string | undefined>()
+
+/**
+ * Keep each HTTP request's `Authorization` for the work it starts. Set on the Node server before
+ * Fastify's own listener runs (in the same synchronous emit), so that the whole request, and the
+ * upstream request it makes, runs in its context; Fastify's hooks cannot wrap routes already
+ * registered. A request without the header clears what a previous one on the connection set.
+ */
+export function watchCallers(server: Server): void {
+  server.prependListener('request', (req: IncomingMessage) => caller.enterWith(req.headers.authorization))
+}
+
+const NOTIFICATIONS = [
+  'ToolListChangedNotificationSchema',
+  'PromptListChangedNotificationSchema',
+  'ResourceListChangedNotificationSchema',
+  'ResourceUpdatedNotificationSchema',
+  'LoggingMessageNotificationSchema'
+] as const
+const REQUESTS = ['ElicitRequestSchema', 'CreateMessageRequestSchema', 'ListRootsRequestSchema'] as const
+
+/**
+ * An SDK `Client` for `spec`, declaring the capabilities the gateway relays, with `handlers` for
+ * what the upstream sends, and its transport (not connected yet). A stdio child's stderr goes to
+ * `log`, a line each.
+ */
+export function newConnection(sdk: Sdk, spec: UpstreamSpec, name: string, log: Logger, handlers: Handlers): { client: Client; transport: unknown } {
+  const client = new sdk.Client(
+    { name: 'mcp-pure-http-gateway', version: '0.1.0' },
+    { capabilities: { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} } }
+  )
+  for (const schema of NOTIFICATIONS) {
+    client.setNotificationHandler(sdk.types[schema], (n: ServerMessage) => handlers.notified({ method: n.method, params: n.params! }))
+  }
+  // Progress by our own tokens: the SDK's onprogress drops a progress notification that arrives
+  // just before its response (its handler runs a microtask late, after the response removed it).
+  client.setNotificationHandler(sdk.types.ProgressNotificationSchema, (n: { params: Progress & { progressToken: unknown } }) =>
+    handlers.progress(String(n.params.progressToken), n.params)
+  )
+  for (const schema of REQUESTS) {
+    client.setRequestHandler(sdk.types[schema], (r: ServerMessage, extra: { signal: AbortSignal }) =>
+      handlers.asked({ method: r.method, params: r.params! }, extra.signal) as never
+    )
+  }
+  return { client, transport: transportOf(sdk, spec, name, log) }
+}
+
+function transportOf(sdk: Sdk, spec: UpstreamSpec, name: string, log: Logger): unknown {
+  if ('url' in spec) {
+    const options = { requestInit: { headers: spec.headers ?? {} } }
+    if (spec.forwardAuthorization !== true) return new sdk.StreamableHTTPClientTransport(new URL(spec.url), options)
+    return new sdk.StreamableHTTPClientTransport(new URL(spec.url), { ...options, fetch: forwarding })
+  }
+  const transport = new sdk.StdioClientTransport({
+    command: spec.command,
+    args: spec.args ?? [],
+    env: { ...sdk.getDefaultEnvironment(), ...spec.env },
+    stderr: 'pipe',
+    ...(spec.cwd === undefined ? {} : { cwd: spec.cwd })
+  })
+  const lines = createInterface({ input: transport.stderr as Readable })
+  lines.on('line', (line) => log.warn({ upstream: name, stderr: line }, 'upstream stderr'))
+  return transport
+}
+
+/** fetch, with the calling client's `Authorization` when there is one. */
+function forwarding(url: string | URL, init?: RequestInit): Promise<Response> {
+  const authorization = caller.getStore()
+  if (authorization === undefined) return fetch(url, init)
+  // The SDK always passes its init (method, headers, body).
+  const headers = new Headers(init!.headers)
+  headers.set('authorization', authorization)
+  return fetch(url, { ...init, headers })
+}
