@@ -26,11 +26,14 @@ let order: string[] = []
 let sent = 0
 const next = () => order[sent % order.length]
 
+// tasks/* must declare the Tasks extension on each request (here in Mcp-Meta, GET or POST).
+const DECLARES_TASKS = { 'mcp-meta': JSON.stringify({ 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } }) }
+
 async function req(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
   sent++
   const res = await fetch(cluster.url + path, {
     method,
-    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(path.startsWith('/tasks/') ? DECLARES_TASKS : {}), ...headers },
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
   const text = await res.text()

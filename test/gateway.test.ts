@@ -44,9 +44,10 @@ t.test('server-everything over stdio, served over Pure HTTP', async (t) => {
     t.ok(Buffer.from(img.data, 'base64').subarray(1, 4).toString() === 'PNG', 'a PNG')
     const weather = await call(app, { method: 'POST', url: '/tools/get-structured-content/calls', ...json({ arguments: { location: 'Chicago' } }) })
     t.match(weather.body.structuredContent, { temperature: Number, conditions: String, humidity: Number })
-    // Arguments that fail the upstream's inputSchema are refused as for our own tools, before anything is sent.
+    // Arguments that fail the upstream's inputSchema are answered as for our own tools (an isError
+    // result, SEP-1303), before anything is sent.
     const bad = await call(app, { method: 'POST', url: '/tools/get-sum/calls', ...json({ arguments: { a: 'x', b: 1 } }) })
-    t.same([bad.status, bad.body.code], [400, -32602])
+    t.same([bad.status, bad.body.isError, bad.body.content[0].text], [200, true, 'Invalid arguments for tool get-sum: a must be number'])
     const unknown = await call(app, { method: 'POST', url: '/tools/nope/calls', ...json({ arguments: {} }) })
     t.equal(unknown.status, 404)
   })

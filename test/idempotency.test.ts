@@ -62,10 +62,16 @@ t.test('a retried call with the same Mcp-Request-Id runs once and replays the fi
   await call(app, post('count', undefined, { arguments: { n: 1 } }))
   await call(app, post('count', undefined, { arguments: { n: 1 } }))
   t.equal(runs.count, 4, 'without Mcp-Request-Id nothing is deduplicated')
-  const bad = await call(app, post('count', 'call-2', { arguments: { n: 'x' } }))
+  const bad = await call(app, post('count', 'call-2', { arguments: 'x' }))
   t.equal(bad.status, 400)
   const fixed = await call(app, post('count', 'call-2', { arguments: { n: 5 } }))
   t.same([fixed.status, fixed.body.content[0].text], [200, 'run 5 of n=5'], 'an error answer is not kept: the id is free again')
+  // Arguments that fail the schema are a result (SEP-1303), kept like any other: the same id with
+  // other arguments is another request, 409.
+  const invalid = await call(app, post('count', 'call-3', { arguments: { n: 'x' } }))
+  t.same([invalid.status, invalid.body.isError], [200, true])
+  t.same(await call(app, post('count', 'call-3', { arguments: { n: 'x' } })).then((r) => r.body), invalid.body, 'replayed')
+  t.equal((await call(app, post('count', 'call-3', { arguments: { n: 6 } }))).status, 409)
   const streamed = async () =>
     (await app.inject({ ...post('count', 'stream-1', { arguments: { n: 9 } }), headers: { 'mcp-request-id': 'stream-1', accept: 'text/event-stream' } })).payload
   t.match(await streamed(), /event: result\ndata: .*run 6 of n=9/)

@@ -76,5 +76,5 @@ t.test("the README's authoring example, TypeBox and zod: the files the tests run
   }
   const box = await answers(notesTypeBox())
   t.same(await answers(notesZod()), box)
-  t.match(box, { added: { structuredContent: { id: '1' } }, read: { contents: [{ uri: 'notes://1', text: 'milk' }] }, missing: 404, refused: { code: -32602 } })
+  t.match(box, { added: { structuredContent: { id: '1' } }, read: { contents: [{ uri: 'notes://1', text: 'milk' }] }, missing: 404, refused: { isError: true, content: [{ type: 'text', text: /^Invalid arguments for tool add_note: / }] } })
 })
