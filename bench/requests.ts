@@ -102,6 +102,8 @@ export const mrtrRound2: Request = async (base, files) => {
 // that thousands a second stay under the store's maxTasks); polling reads a finished one.
 const TASKS = { 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } }
 const taskCall = { _meta: TASKS, arguments: {}, task: { ttl: 1000 } }
+// tasks/get declares the extension too (in Mcp-Meta), as the extension requires; bare reads it as well.
+const DECLARED = { 'mcp-meta': JSON.stringify(TASKS) }
 export const createTask: Request = async (_base, files) => ({ path: '/tools/bench_task/calls', bodyFile: files.body(taskCall), headers: JSON_HEADERS, status: 202 })
 export const pollTask: Request = async (base) => {
   // Kept for the default hour: the same finished task is read for the whole measurement.
@@ -109,8 +111,8 @@ export const pollTask: Request = async (base) => {
   const { taskId } = (await res.json()) as { taskId?: string }
   if (res.status !== 202 || taskId === undefined) throw new Error(`no task: ${res.status}`)
   for (let i = 0; i < 50; i++) {
-    const { status } = (await (await fetch(`${base}/tasks/${encodeURIComponent(taskId)}`)).json()) as { status?: string }
-    if (status === 'completed') return { path: `/tasks/${encodeURIComponent(taskId)}` }
+    const { status } = (await (await fetch(`${base}/tasks/${encodeURIComponent(taskId)}`, { headers: DECLARED })).json()) as { status?: string }
+    if (status === 'completed') return { path: `/tasks/${encodeURIComponent(taskId)}`, headers: DECLARED }
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
   throw new Error(`task ${taskId} did not complete`)

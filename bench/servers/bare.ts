@@ -52,6 +52,7 @@ app.post<{ Params: { name: string }; Body: { arguments: Record<string, string> }
 // update_work_item's first two rounds, as the demo asks them.
 const sealer = new StateSealer(process.env.MCP_STATE_KEYS === undefined ? undefined : StateSealer.parseKeys(process.env.MCP_STATE_KEYS))
 const RESOLUTIONS = ['Fixed', "Won't Fix", 'Duplicate', 'By Design']
+const MISSING_TASKS = { code: -32021, message: 'Declare the io.modelcontextprotocol/tasks extension' }
 const silent = { debug() {}, info() {}, warn() {}, error() {} }
 interface WorkItemBody {
   arguments: { workItemId: number; fields: Record<string, string> }
@@ -138,6 +139,7 @@ if (redis !== undefined) {
     return reply.code(202).send({ resultType: 'task', ...task })
   })
   app.get<{ Params: { id: string } }>('/tasks/:id', async (request, reply) => {
+    if (!declaresTasks(request.headers['mcp-meta'])) return reply.code(400).send(MISSING_TASKS)
     const task = await redis.getTask(request.params.id)
     return task === undefined ? reply.code(404).send({ code: -32602, message: 'Unknown task' }) : reply.send({ resultType: 'complete', ...task })
   })
@@ -157,9 +159,20 @@ if (redis !== undefined) {
     return reply.code(202).send({ resultType: 'task', ...task })
   })
   app.get<{ Params: { id: string } }>('/tasks/:id', (request, reply) => {
+    if (!declaresTasks(request.headers['mcp-meta'])) return reply.code(400).send(MISSING_TASKS)
     const task = tasks.get(request.params.id)
     return task === undefined ? reply.code(404).send({ code: -32602, message: 'Unknown task' }) : reply.send({ resultType: 'complete', ...task })
   })
+}
+
+/** tasks/get must come from a client that declares the Tasks extension (in Mcp-Meta), as ours checks. */
+function declaresTasks(header: string | string[] | undefined): boolean {
+  if (typeof header !== 'string') return false
+  try {
+    return JSON.parse(header)?.['io.modelcontextprotocol/clientCapabilities']?.extensions?.['io.modelcontextprotocol/tasks'] !== undefined
+  } catch {
+    return false
+  }
 }
 
 await app.listen({ host: '127.0.0.1', port: port() })
