@@ -107,10 +107,10 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
  * (trace_id, span_id) on each line.
  */
 function loggerOptions(logger: FastifyServerOptions['logger'], observer: { logFields(): Record<string, string> } | undefined): FastifyServerOptions['logger'] {
-  if (typeof logger !== 'object' || logger === null) {
-    return observer === undefined || logger === false || logger === undefined ? logger : { mixin: () => observer.logFields(), serializers: { req: redactedRequest } }
-  }
-  const redacted = { ...logger, serializers: { req: redactedRequest, ...logger.serializers } }
+  if (logger === false || logger === undefined || logger === null) return logger
+  // `true` is Fastify's default logger: it redacts too.
+  const options = logger === true ? {} : logger
+  const redacted = { ...options, serializers: { req: redactedRequest, ...options.serializers } }
   return observer === undefined ? redacted : { ...redacted, mixin: () => observer.logFields() }
 }
 
