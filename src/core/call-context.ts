@@ -25,16 +25,8 @@ export interface Outlet {
   readonly deliverRequest?: ((id: string, request: ServerMessage) => void) | undefined
 }
 
-/** What a face knows of a request when it hands it to the core. */
-export interface CallInit {
-  readonly requestId: string
-  readonly protocolVersion: ProtocolVersion
-  readonly era: Era
-  readonly meta: Meta | undefined
-  readonly clientCapabilities: Readonly<Record<string, unknown>> | undefined
-  readonly principal: Principal
-  readonly log: Logger
-  readonly deadline: number
+/** What a face knows of a request when it hands it to the core: the context's own fields, as it declares them. */
+export interface CallInit extends Pick<RequestContext, 'requestId' | 'protocolVersion' | 'era' | 'meta' | 'clientCapabilities' | 'principal' | 'log' | 'deadline'> {
   /** Called when the signal is first needed: tie it to the transport (the client went away). */
   readonly watch?: ((abort: (reason: Error) => void) => void) | undefined
 }
