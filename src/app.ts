@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
-import { WELL_KNOWN_PATH, oauthSetup, type OAuthOptions } from './auth/oauth.js'
+import { oauthSetup, type OAuthOptions } from './auth/oauth.js'
 import type { HostOriginOptions } from './auth/origin.js'
 import type { Principal } from './core/request-context.js'
 import type { McpServer } from './core/mcp-server.js'
@@ -139,7 +139,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   if (oauth !== undefined) {
     // RFC 9728's path-inserted URL, when it falls under this plugin's prefix (buildServer serves the rest).
     const inserted = oauth.insertedPath !== undefined && oauth.insertedPath.startsWith(`${fastify.prefix}/`) ? oauth.insertedPath.slice(fastify.prefix.length) : undefined
-    await fastify.register(wellKnownRoutes, { ...oauth.metadata, alsoAt: inserted === WELL_KNOWN_PATH ? undefined : inserted })
+    await fastify.register(wellKnownRoutes, { ...oauth.metadata, alsoAt: inserted })
   }
   await allowed.answer()
   // After the 405 answers: the page's routes (static files under a wildcard) are not MCP methods.

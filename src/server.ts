@@ -4,7 +4,7 @@ import { METHODS } from 'node:http'
 import { mcpPlugin, type McpPluginOptions } from './app.js'
 import type { Socket } from 'node:net'
 import { isLoopbackHost } from './auth/origin.js'
-import { insertedPathOf } from './auth/oauth.js'
+import { insertedPathOf, protectedResourceMetadata } from './auth/oauth.js'
 import wellKnownRoutes from '../routes/well-known.js'
 import { ErrorCode } from './errors.js'
 import { LATEST_VERSION } from './protocol.js'
@@ -95,9 +95,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   // RFC 9728's path-inserted metadata URL outside the prefix (`/.well-known/oauth-protected-resource/mcp`).
   const inserted = plugin.oauth === undefined ? undefined : insertedPathOf(new URL(plugin.oauth.audience))
   if (inserted !== undefined && prefix !== undefined && !inserted.startsWith(`${prefix}/`)) {
-    const { audience, issuer, authorizationServers, scopesSupported } = plugin.oauth!
-    const metadata = { resource: audience, authorizationServers: authorizationServers ?? (typeof issuer === 'string' ? [issuer] : issuer), scopesSupported }
-    await app.register(wellKnownRoutes, { ...metadata, alsoAt: inserted, onlyAlso: true, mcp: plugin.mcp })
+    await app.register(wellKnownRoutes, { ...protectedResourceMetadata(plugin.oauth!), alsoAt: inserted, onlyAlso: true, mcp: plugin.mcp })
   }
   return app
 }
@@ -107,7 +105,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
  * (trace_id, span_id) on each line.
  */
 function loggerOptions(logger: FastifyServerOptions['logger'], observer: { logFields(): Record<string, string> } | undefined): FastifyServerOptions['logger'] {
-  if (logger === false || logger === undefined || logger === null) return logger
+  if (logger === false || logger === undefined) return logger
   // `true` is Fastify's default logger: it redacts too.
   const options = logger === true ? {} : logger
   const redacted = { ...options, serializers: { req: redactedRequest, ...options.serializers } }

@@ -167,6 +167,10 @@ t.test('RFC 9728 metadata at the path-inserted URL of an audience with a path', 
   t.equal(outside.status, 200, 'outside the prefix, served at the root')
   t.same(outside.body.authorization_servers, [ISSUER])
   t.equal((await call(prefixed.app, { url: '/mcp-http/.well-known/oauth-protected-resource' })).status, 200, 'the prefixed URL still works')
+  const named = await build(t, { mcp: catalogue(), prefix: '/mcp-http', oauth: { issuer: [ISSUER], audience: `${AUDIENCE}/mcp-http`, jwks: JWKS, authorizationServers: ['https://as.example'], scopesSupported: ['a'] } })
+  const published = (await call(named.app, { url: '/.well-known/oauth-protected-resource/mcp-http' })).body
+  t.same([published.authorization_servers, published.scopes_supported], [['https://as.example'], ['a']], 'the root copy publishes what the prefixed one does')
+  t.same((await call(named.app, { url: '/mcp-http/.well-known/oauth-protected-resource' })).body, published)
   const plain = await build(t, { mcp: catalogue(), oauth: { issuer: ISSUER, audience: AUDIENCE, jwks: JWKS } })
   t.not((await call(plain.app, { url: '/.well-known/oauth-protected-resource/mcp' })).status, 200, 'no path, no inserted URL')
 })

@@ -91,6 +91,17 @@ t.test('a body too large, under a prefix: the root answers in our shape too', as
   ours(t, await request(port, 'GET', '/mcp-http/resources/%E0%A4%A'), 400, -32600, 'bad URL under a prefix')
 })
 
+t.test("a route of the application's own, outside the MCP plugin: Fastify's JSON errors in our shape", async (t) => {
+  const app = await buildServer({ logger: false, mcp: createDemoServer(), prefix: '/mcp-http' })
+  app.post('/custom', async (request) => ({ got: request.body }))
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => app.close())
+  const { port } = app.server.address() as AddressInfo
+  t.same((await request(port, 'POST', '/custom', '{"a":1}')).body, { got: { a: 1 } }, 'a good body reaches the route')
+  ours(t, await request(port, 'POST', '/custom', '{"a":'), 400, -32700, 'JSON syntax, at the root')
+  ours(t, await request(port, 'POST', '/custom', ''), 400, -32600, 'an empty JSON body, at the root')
+})
+
 t.test('bodies: invalid UTF-8 is refused, __proto__ is named, 1e309 is refused, depth is bounded', async (t) => {
   const { port } = await listening(t)
   const bad = Buffer.concat([Buffer.from('{"arguments":{"text":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}}')])

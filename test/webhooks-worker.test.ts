@@ -122,3 +122,20 @@ t.test('a worker not started, or stopped, takes nothing: an offer only queues th
   t.match(await store.claim(Date.now(), 1000, 10), [{ body: /"later"/ }], 'still pending, for the next start')
   t.equal(rx.got.length, 1)
 })
+
+t.test('stop waits for a look at the store still under way', async (t) => {
+  const store = new MemoryWebhookStore()
+  let release!: () => void
+  let looked = false
+  store.claim = async () => {
+    await new Promise<void>((resolve) => (release = resolve))
+    looked = true
+    return []
+  }
+  const service = new WebhookService(store, new MemoryStore(), { pollMs: 60_000 }, log)
+  service.start()
+  const stopped = service.stop().then(() => looked)
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  release()
+  t.equal(await stopped, true, 'stop resolved only after the claim it was waiting on')
+})

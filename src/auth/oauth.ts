@@ -44,15 +44,21 @@ export function oauthSetup(options: OAuthOptions, prefix: string): OAuthSetup {
     throw new ConfigurationError(`oauth: audience must be an http(s) URL without fragment, not "${options.audience}"`)
   }
   const metadataUrl = options.resourceMetadataUrl ?? `${resource.origin}${prefix}${WELL_KNOWN_PATH}`
-  const issuers = typeof options.issuer === 'string' ? [options.issuer] : [...options.issuer]
-  const authorizationServers = [...(options.authorizationServers ?? issuers)]
-  if (authorizationServers.length === 0) throw new ConfigurationError('oauth: authorizationServers must not be empty')
+  const metadata = protectedResourceMetadata(options)
   return {
     authenticate: bearerAuth({ ...options, resourceMetadataUrl: metadataUrl }),
     metadataUrl: new URL(metadataUrl).href,
-    metadata: { resource: options.audience, authorizationServers, scopesSupported: options.scopesSupported },
+    metadata,
     insertedPath: insertedPathOf(resource)
   }
+}
+
+/** What the RFC 9728 metadata route publishes: `authorization_servers` defaults to the issuers. */
+export function protectedResourceMetadata(options: OAuthOptions): OAuthSetup['metadata'] {
+  const issuers = typeof options.issuer === 'string' ? [options.issuer] : [...options.issuer]
+  const authorizationServers = [...(options.authorizationServers ?? issuers)]
+  if (authorizationServers.length === 0) throw new ConfigurationError('oauth: authorizationServers must not be empty')
+  return { resource: options.audience, authorizationServers, scopesSupported: options.scopesSupported }
 }
 
 /** The path-inserted metadata path of an audience with a path (trailing slash dropped), else undefined. */

@@ -69,8 +69,7 @@ export class RedisCore {
     try {
       return await send()
     } catch (err) {
-      if (err instanceof StoreError) throw err
-      // What ioredis rejects with is always an Error.
+      // What ioredis rejects with is always an Error (our own errors pass through storeFailure as they are).
       if ((err as Error).message === 'Command timed out') this.#quietUntil = Date.now() + 1000
       throw storeFailure(err)
     }
