@@ -4,7 +4,8 @@ import type { Principal } from '../src/core/request-context.js'
 import { createDemoServer } from '../src/demo/catalogue.js'
 import { MemoryStore } from '../src/store/memory.js'
 import { RedisStore } from '../src/store/redis.js'
-import { loadConfig, trustProxyFromConfig } from '../src/config.js'
+import { readFileSync } from 'node:fs'
+import { ConfigSchema, loadConfig, trustProxyFromConfig } from '../src/config.js'
 import { build, call } from './helper.js'
 import { startRedis } from './redis-server.js'
 
@@ -143,4 +144,10 @@ t.test('two answers to one server-to-client request at once: one is taken, the o
   const answer = () => app.inject({ method: 'POST', url: '/responses', headers: { 'mcp-request-id': 'q1' }, payload: { roots: [] } })
   const codes = (await Promise.all([answer(), answer()])).map((r) => r.statusCode).sort()
   t.same(codes, [202, 404])
+})
+
+t.test('docs/configuration.md names every variable the server reads', async (t) => {
+  const doc = readFileSync(new URL('../docs/configuration.md', import.meta.url), 'utf8')
+  const missing = Object.keys(ConfigSchema.properties).filter((k) => !doc.includes(`\`${k}\``))
+  t.same(missing, [], 'each is in the table, or named with the page that explains it')
 })

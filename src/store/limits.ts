@@ -15,6 +15,12 @@ export interface StoreLimits {
   maxNotifications: number
   /** Bytes of undelivered notifications per connection; the oldest are dropped beyond (default 1 MiB). */
   maxNotificationBytes: number
+  /**
+   * Bytes of undelivered notifications, all connections (in-memory store; default 256 MiB). Beyond,
+   * the connections holding the most lose their oldest, down to 90% of this: a client that never
+   * polls cannot make others lose theirs. Redis bounds the same with its `maxmemory`.
+   */
+  maxNotificationBytesTotal: number
   /** Notifications per group handed out by one `GET /notifications` (default 100). */
   notificationBatch: number
   /** Undelivered notifications older than this are dropped (default 1 hour). */
@@ -57,6 +63,7 @@ export const DEFAULT_LIMITS: StoreLimits = {
   maxConnections: 10_000,
   maxNotifications: 1000,
   maxNotificationBytes: MiB,
+  maxNotificationBytesTotal: 256 * MiB,
   notificationBatch: 100,
   notificationTtlMs: 3_600_000,
   maxRequests: 100,
@@ -83,6 +90,7 @@ export const StoreLimitsConfig = {
   MCP_STORE_MAX_CONNECTIONS: Int(1, D.maxConnections, 'Logical connections (and sessions) whose state is kept; the least recently used is forgotten.'),
   MCP_STORE_MAX_NOTIFICATIONS: Int(1, D.maxNotifications, 'Undelivered notifications per connection; the oldest is dropped beyond.'),
   MCP_STORE_MAX_NOTIFICATION_BYTES: Int(1024, D.maxNotificationBytes, 'Bytes of undelivered notifications per connection; the oldest are dropped beyond.'),
+  MCP_STORE_MAX_NOTIFICATION_BYTES_TOTAL: Int(1024, D.maxNotificationBytesTotal, 'Bytes of undelivered notifications, all connections (in-memory store): beyond, the connections holding the most lose their oldest.'),
   MCP_STORE_MAX_REQUESTS: Int(1, D.maxRequests, 'Server-to-client requests waiting per connection (503 beyond).'),
   MCP_STORE_MAX_REQUEST_BYTES: Int(1024, D.maxRequestBytes, 'Bytes of server-to-client requests waiting per connection (503 beyond).'),
   MCP_STORE_MAX_TASKS: Int(1, D.maxTasks, 'Tasks running at once, all principals (503 beyond).'),
@@ -103,6 +111,7 @@ export function limitsFromConfig(c: Values): Partial<StoreLimits> {
     ['MCP_STORE_MAX_CONNECTIONS', 'maxConnections'],
     ['MCP_STORE_MAX_NOTIFICATIONS', 'maxNotifications'],
     ['MCP_STORE_MAX_NOTIFICATION_BYTES', 'maxNotificationBytes'],
+    ['MCP_STORE_MAX_NOTIFICATION_BYTES_TOTAL', 'maxNotificationBytesTotal'],
     ['MCP_STORE_MAX_REQUESTS', 'maxRequests'],
     ['MCP_STORE_MAX_REQUEST_BYTES', 'maxRequestBytes'],
     ['MCP_STORE_MAX_TASKS', 'maxTasks'],

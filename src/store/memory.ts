@@ -25,6 +25,8 @@ interface Connection {
   queue: { message: ServerMessage; at: number; bytes: number }[]
   queueBytes: number
   group?: NotificationGroup
+  /** Bytes of the group handed out and not yet acknowledged. */
+  groupBytes: number
   lastAcked?: string
   /** Active and pending requests, oldest first (Map keeps insertion order), and their bytes (JSON text). */
   requests: Map<string, QueuedRequest & { bytes: number }>
@@ -48,6 +50,8 @@ export class MemoryStore implements Store {
   readonly #sessions = new Map<string, number>()
   readonly #tasks: MemoryTasks
   readonly #idempotency: MemoryIdempotency
+  /** Bytes of every connection's queued and handed-out notifications (see `maxNotificationBytesTotal`). */
+  #notificationBytes = 0
 
   constructor(limits: Partial<StoreLimits> = {}) {
     this.limits = { ...DEFAULT_LIMITS, ...limits }
@@ -107,18 +111,49 @@ export class MemoryStore implements Store {
     // map it walks (a re-inserted key would be visited again, forever).
     const at = Date.now()
     const bytes = JSON.stringify(message).length
-    for (const [owner, c] of this.#connections) if (except?.has(owner) !== true) this.#enqueue(c, message, at, bytes)
+    for (const [owner, c] of this.#connections) if (except?.has(owner) !== true) this.#enqueue(c, message, at, bytes, false)
+    this.#level()
   }
 
   /** Beyond the bounds (count, bytes) the oldest go: a client that never polls loses the oldest news. */
-  #enqueue(c: Connection, message: ServerMessage, at: number, bytes: number): void {
+  #enqueue(c: Connection, message: ServerMessage, at: number, bytes: number, level = true): void {
     c.queue.push({ message, at, bytes })
     c.queueBytes += bytes
+    this.#notificationBytes += bytes
     while (c.queue.length > this.limits.maxNotifications || c.queueBytes > this.limits.maxNotificationBytes) this.#shift(c)
+    if (level) this.#level()
   }
 
   #shift(c: Connection): void {
-    c.queueBytes -= c.queue.shift()!.bytes
+    const bytes = c.queue.shift()!.bytes
+    c.queueBytes -= bytes
+    this.#notificationBytes -= bytes
+  }
+
+  /**
+   * Past `maxNotificationBytesTotal`, lower the largest queues to one level, oldest first, until 90%
+   * of it is left (so that a store kept at its bound does not sort on every push): whoever holds the
+   * most loses, never a client within its fair share.
+   */
+  #level(): void {
+    const bound = this.limits.maxNotificationBytesTotal
+    if (this.#notificationBytes <= bound) return
+    const need = this.#notificationBytes - Math.floor(bound * 0.9)
+    const queues = [...this.#connections.values()].filter((c) => c.queueBytes > 0).sort((a, b) => b.queueBytes - a.queueBytes)
+    // The level L at which the k largest queues, cut to L, give up `need` bytes.
+    let sum = 0
+    let k = 0
+    let level = 0
+    while (k < queues.length) {
+      sum += queues[k]!.queueBytes
+      k++
+      const next = k < queues.length ? queues[k]!.queueBytes : 0
+      if (sum - k * next >= need) {
+        level = Math.max(0, Math.floor((sum - need) / k))
+        break
+      }
+    }
+    for (const c of queues.slice(0, k)) while (c.queueBytes > level && c.queue.length > 0) this.#shift(c)
   }
 
   async takeNotifications(owner: string): Promise<NotificationGroup | undefined> {
@@ -130,6 +165,7 @@ export class MemoryStore implements Store {
     if (c.queue.length === 0) return undefined
     const batch = c.queue.splice(0, this.limits.notificationBatch)
     for (const q of batch) c.queueBytes -= q.bytes
+    c.groupBytes = batch.reduce((n, q) => n + q.bytes, 0)
     c.group = { id: randomUUID(), notifications: batch.map((q) => q.message) }
     return c.group
   }
@@ -139,6 +175,8 @@ export class MemoryStore implements Store {
     if (c === undefined) return false
     if (c.group?.id === groupId) {
       c.group = undefined
+      this.#notificationBytes -= c.groupBytes
+      c.groupBytes = 0
       c.lastAcked = groupId
       return true
     }
@@ -274,6 +312,7 @@ export class MemoryStore implements Store {
     this.#answers.close()
     this.#idempotency.clear()
     this.#connections.clear()
+    this.#notificationBytes = 0
     this.#subscribers.clear()
     this.#sessions.clear()
     this.#tasks.clear()
@@ -288,11 +327,12 @@ export class MemoryStore implements Store {
   #connection(owner: string): Connection {
     let c = this.#connections.get(owner)
     if (c === undefined) {
-      c = { subscriptions: new Set(), queue: [], queueBytes: 0, requests: new Map(), requestBytes: 0 }
+      c = { subscriptions: new Set(), queue: [], queueBytes: 0, groupBytes: 0, requests: new Map(), requestBytes: 0 }
       if (this.#connections.size >= this.limits.maxConnections) {
         // Map iteration order is insertion order: the first key is the least recently touched.
         const [oldest, gone] = this.#connections.entries().next().value!
         this.#connections.delete(oldest)
+        this.#notificationBytes -= gone.queueBytes + gone.groupBytes
         for (const uri of gone.subscriptions) this.#dropSubscriber(uri, oldest)
       }
     } else {
