@@ -59,3 +59,27 @@ t.test('a task asks the upstream\'s questions as its inputRequests; tasks/cancel
   await until(async () => (await call(app, { url: `/tasks/${waiting.body.taskId}`, headers: polling })).body.status === 'cancelled', 'cancelled')
   await until(() => gw.rounds.callers().length === 0, 'the upstream call ended')
 })
+
+t.test('a gateway task keeps the ttl and notify the client asked for, within taskTtlMs', async (t) => {
+  const { app } = await serveUpstream(t, oddUpstream, { taskAfterMs: 0, taskTtlMs: 120_000 })
+  const created = await call(app, { method: 'POST', url: '/tools/ask/calls', ...json({ arguments: {}, task: { ttl: 60_000, notify: true }, _meta: TASKS }) })
+  t.same([created.status, created.body.ttlMs], [202, 60_000], 'a shorter ttl is kept')
+  const url = `/tasks/${created.body.taskId}`
+  let task: { status: string; inputRequests?: Record<string, unknown> } | undefined
+  await until(async () => (task = (await call(app, { url, headers: polling })).body).status === 'input_required', 'the question')
+  const [key] = Object.keys(task!.inputRequests!)
+  await call(app, { method: 'POST', url: `${url}/update`, ...json({ inputResponses: { [key!]: { action: 'accept', content: { name: 'Ada' } } }, _meta: TASKS }) })
+  await until(async () => (await call(app, { url, headers: polling })).body.status === 'completed', 'the result')
+  const notes = (await call(app, { url: '/notifications' })).body as { method: string; params: { taskId: string; status: string } }[]
+  const statuses = notes.filter((n) => n.method === 'notifications/tasks' && n.params.taskId === created.body.taskId).map((n) => n.params.status)
+  t.ok(statuses.includes('input_required') && statuses.at(-1) === 'completed', `notify: each status change queued (${statuses.join(', ')})`)
+
+  const capped = await call(app, { method: 'POST', url: '/tools/ask/calls', ...json({ arguments: {}, task: { ttl: 3_600_000 }, _meta: TASKS }) })
+  t.equal(capped.body.ttlMs, 120_000, 'a longer one is cut to taskTtlMs')
+  const quiet = await call(app, { method: 'POST', url: '/tools/ask/calls', ...json({ arguments: {}, _meta: TASKS }) })
+  t.equal(quiet.body.ttlMs, 120_000, 'none asked: taskTtlMs')
+  await call(app, { method: 'POST', url: `/tasks/${capped.body.taskId}/cancel`, ...json({ _meta: TASKS }) })
+  await call(app, { method: 'POST', url: `/tasks/${quiet.body.taskId}/cancel`, ...json({ _meta: TASKS }) })
+  const after = (await call(app, { url: '/notifications' })).body as { method: string; params: { taskId: string } }[]
+  t.notOk(after.some((n) => n.method === 'notifications/tasks' && n.params.taskId === quiet.body.taskId), 'no notify asked: none queued')
+})

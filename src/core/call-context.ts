@@ -59,6 +59,8 @@ export class CallContext implements RequestContext {
   resolved: Record<string, unknown> = NO_VALUES
   /** Where a resumed request picks up (resume tokens). */
   resumed: unknown = undefined
+  /** tools/call: the task the client asked for (`params.task`), for a handler that starts one itself (the gateway). */
+  requestedTask: { readonly ttl?: number | undefined; readonly notify?: boolean | undefined } | undefined = undefined
   /** completion/complete: the other arguments already given. */
   arguments: Readonly<Record<string, string>> = NO_VALUES as Record<string, string>
   ask: Asker = noAsker

@@ -46,6 +46,7 @@ export async function callTool(
     throw errors.missingCapability(TASKS_CAPABILITY, `Tool ${name} runs only as a task: declare the ${TASKS_EXTENSION} extension`)
   }
   const binding = new LazyTarget('tools/call', name, args)
+  ctx.requestedTask = body.task
   const resumed = openResume(server.sealer, binding, ctx)
   ctx.resumed = resumed
   let round

@@ -119,6 +119,8 @@ export class UpstreamCall {
   async next(signal: AbortSignal | undefined, caps: Readonly<Record<string, unknown>> | undefined, waitMs?: number): Promise<Next> {
     clearTimeout(this.#expiry)
     this.heldUntil = undefined
+    // No time at all (taskAfterMs 0): a task whatever comes first, never a race with the upstream's first question.
+    if (waitMs === 0 && this.settled === undefined) return { kind: 'running' }
     const onAbort = () => this.abort.abort(signal!.reason)
     signal?.addEventListener('abort', onAbort, { once: true })
     let late = false

@@ -116,7 +116,10 @@ export class Gateway implements Forwarder {
    * `inputRequests` (answered by tasks/update), and tasks/cancel cancels the upstream request.
    */
   async #task(ctx: CallContext, call: UpstreamCall): Promise<unknown> {
-    const options = { ttlMs: this.#opts.taskTtlMs ?? 3_600_000, pollIntervalMs: 1000, notify: false }
+    // What the client asked for, within what this gateway keeps (as for our own tools).
+    const most = this.#opts.taskTtlMs ?? 3_600_000
+    const asked = ctx.requestedTask
+    const options = { ttlMs: Math.min(asked?.ttl ?? most, most), pollIntervalMs: 1000, notify: asked?.notify === true }
     const task = await startTask(this.mcp, ctx, options, async (tc) => {
       call.ctx = tc
       // Called again by the runner with the answers to the questions the last round returned.
