@@ -101,7 +101,7 @@ function transportOf(sdk: Sdk, spec: UpstreamSpec, name: string, log: Logger): u
 }
 
 /** fetch, with the calling client's `Authorization` when there is one. */
-function forwarding(url: string | URL, init?: RequestInit): Promise<Response> {
+export function forwarding(url: string | URL, init?: RequestInit): Promise<Response> {
   const authorization = caller.getStore()
   if (authorization === undefined) return fetch(url, init)
   // The SDK always passes its init (method, headers, body).

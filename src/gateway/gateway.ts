@@ -12,6 +12,10 @@ import { UpstreamLists } from './lists.js'
 import type { RoundRelay } from './relay.js'
 import { Rounds } from './rounds.js'
 import { gatewayStore } from './store.js'
+import { headerText, modernRound, modernTarget, speaksModern, type ModernTarget } from './modern.js'
+import { paramHeadersFor } from '../jsonrpc/standard-headers.js'
+import { inputRequired } from '../mrtr/rounds.js'
+import type { InputRequest } from '../schema/mrtr.js'
 import { Upstream, type UpstreamOptions, type UpstreamSpec } from './upstream.js'
 
 export interface GatewayOptions extends Omit<UpstreamOptions, 'log'> {
@@ -51,6 +55,8 @@ export class Gateway implements Forwarder {
   lists: UpstreamLists | undefined
   readonly #opts: GatewayOptions
   readonly #subscribed = new Set<string>()
+  /** Set while the upstream serves 2026-07-28: its calls' rounds pass through, stateless. */
+  #modern: ModernTarget | undefined
 
   private constructor(opts: GatewayOptions) {
     this.#opts = opts
@@ -58,7 +64,10 @@ export class Gateway implements Forwarder {
     this.rounds = new Rounds(opts.instance, opts.relay, opts.server.stateTtlMs ?? 15 * 60_000, opts.log, opts.maxOpenRounds ?? 16)
     this.upstream = new Upstream(opts.spec, opts, {
       // During start the catalogue is made once the first connection is up; later connections resync.
-      connected: (client) => void this.lists?.sync(client, this.#subscribed),
+      connected: (client) => {
+        void this.lists?.sync(client, this.#subscribed)
+        void this.#probe()
+      },
       notified: (m) => this.#notified(m),
       asked: (request, signal) => this.rounds.asked(request, signal)
     })
@@ -79,8 +88,20 @@ export class Gateway implements Forwarder {
     })
     gw.lists = new UpstreamLists(gw.mcp, gw.upstream, gw, opts.log)
     if (client !== undefined) await gw.lists.sync(client, gw.#subscribed)
+    if (client !== undefined) await gw.#probe()
     await gw.rounds.listen()
     return gw
+  }
+
+  /** Ask a Streamable HTTP upstream whether it serves 2026-07-28 (at each connection: it may have been upgraded). */
+  async #probe(): Promise<void> {
+    const target = modernTarget(this.#opts.spec, this.#opts.name, this.#opts.requestTimeoutMs ?? 3_600_000)
+    this.#modern = target !== undefined && (await speaksModern(target)) ? target : undefined
+  }
+
+  /** Whether calls pass through in 2026-07-28 (the upstream said so when it was last connected). */
+  get modern(): boolean {
+    return this.#modern !== undefined
   }
 
   #notified(m: ServerMessage): void {
@@ -102,6 +123,7 @@ export class Gateway implements Forwarder {
    * `taskAfterMs`, becomes a task (the core's runner: its result lands in the store).
    */
   async forward(ctx: RetryableContext, method: string, params: Record<string, unknown>): Promise<unknown> {
+    if (this.#modern !== undefined) return this.#passThrough(this.#modern, ctx, method, params)
     const ref = ctx.requestState as RoundRef | undefined
     if (ref !== undefined) return handlerReturn((await this.rounds.resume(ref, ctx.inputResponses ?? {}, ctx)) as never)
     const asTask = method === 'tools/call' && clientTakesTasks(ctx.clientCapabilities)
@@ -109,6 +131,28 @@ export class Gateway implements Forwarder {
     const outcome = await this.rounds.start(ctx, send, asTask ? (this.#opts.taskAfterMs ?? 5000) : undefined)
     if (outcome.kind !== 'running') return handlerReturn(outcome as never)
     return this.#task(ctx as CallContext, outcome.call)
+  }
+
+  /**
+   * One round through a 2026-07-28 upstream, holding nothing here: the upstream's `requestState`
+   * travels inside ours (sealed, bound to the call and the principal), so any instance takes the
+   * retry and hands the caller's answers and that state back. A legacy caller is asked on
+   * `/requests` by the core, which calls this again with the answers, in the same request.
+   */
+  async #passThrough(target: ModernTarget, ctx: RetryableContext, method: string, params: Record<string, unknown>): Promise<unknown> {
+    const state = ctx.requestState as { m?: unknown } | undefined
+    const sent: Record<string, unknown> = { ...params }
+    if (ctx.inputResponses !== undefined) sent.inputResponses = ctx.inputResponses
+    if (state?.m !== undefined) sent.requestState = state.m
+    const tool = method === 'tools/call' ? this.mcp.tools.get(params.name as string) : undefined
+    const headers = tool === undefined ? {} : paramHeadersFor(tool.definition.inputSchema as Record<string, unknown>, params.arguments, headerText)
+    const result = await modernRound(target, ctx, method, sent, headers, {
+      progress: (p) => void ctx.progress(p.progress, p.total, p.message).catch(() => undefined),
+      log: (p) => relayLog(ctx, p)
+    })
+    const { resultType, inputRequests, requestState, ...rest } = result
+    if (resultType !== 'input_required') return rest
+    return inputRequired({ inputRequests: inputRequests as Record<string, InputRequest>, state: { m: requestState } })
   }
 
   /**

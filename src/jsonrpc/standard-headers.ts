@@ -91,19 +91,38 @@ function mirroredOf(schema: Record<string, unknown>): readonly Mirrored[] {
   return found
 }
 
+/** The argument a mirrored parameter names, and its header text when it is a primitive. */
+function mirroredValue(m: Mirrored, args: unknown): { value: unknown; text: string | undefined } {
+  let value: unknown = args
+  for (const key of m.path) value = isPlainObject(value) && Object.hasOwn(value, key) ? value[key] : undefined
+  const text = typeof value === 'string'
+    ? value
+    : typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value))
+      ? String(value)
+      : undefined
+  return { value, text }
+}
+
+/**
+ * The `Mcp-Param-{name}` headers a client sends with `args` for a tool of this input schema (the
+ * gateway, calling a 2026-07-28 upstream), each value as `encode` makes it a header value.
+ */
+export function paramHeadersFor(inputSchema: Record<string, unknown>, args: unknown, encode: (text: string) => string): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const m of mirroredOf(inputSchema)) {
+    const { text } = mirroredValue(m, args)
+    if (text !== undefined) out[`mcp-param-${m.header.toLowerCase()}`] = encode(text)
+  }
+  return out
+}
+
 /**
  * SEP-2243 custom headers: every `x-mcp-header` parameter present in the arguments must arrive in its
  * `Mcp-Param-{name}` header with the same value (numbers compared as numbers); else 400 -32020.
  */
 export function checkParamHeaders(inputSchema: Record<string, unknown>, args: unknown, headers: IncomingHttpHeaders): void {
   for (const m of mirroredOf(inputSchema)) {
-    let value: unknown = args
-    for (const key of m.path) value = isPlainObject(value) ? value[key] : undefined
-    const text = typeof value === 'string'
-      ? value
-      : typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value))
-        ? String(value)
-        : undefined
+    const { value, text } = mirroredValue(m, args)
     // Absent or null: the client must omit the header. A non-primitive is for argument validation.
     if (text === undefined) continue
     const raw = headerValue(headers, `mcp-param-${m.header.toLowerCase()}`)
