@@ -126,7 +126,7 @@ async function benchmark(): Promise<void> {
     // Issue 19's budget: echo with OTLP traces and /metrics on against telemetry off (< 10% cost).
     results.telemetry = await telemetryBench(dist, files, { seconds: settings.seconds, reps: settings.reps, connections: settings.connections })
     const x = results.telemetry
-    console.log(`telemetry: echo ${x.offRps} req/s off, ${x.onRps} req/s with traces and metrics (${(x.ratio * 100).toFixed(1)}%, target >= 90%: ${x.ratio >= 0.9 ? 'PASS' : 'MISS'}), ${x.spans} spans exported`)
+    console.log(`telemetry: echo ${x.offRps} req/s off, ${x.onRps} req/s with traces and metrics (${(x.ratio * 100).toFixed(1)}%, target >= 90%: ${x.ratio >= 0.9 ? 'PASS' : 'MISS'}), ${x.exports} OTLP exports (${x.exportBytes} bytes)`)
   }
   if (only === undefined || only.some((o) => 'capacity'.includes(o))) {
     // Deterministic too: Redis memory per connection, notification, task and replay record.

@@ -18,7 +18,7 @@ const dir = mkdtempSync(join(tmpdir(), 'bench-telemetry-'))
 try {
   const result = await telemetryBench(dist, new Files(dir), { seconds: Number(values.seconds), reps: Number(values.reps), connections: Number(values.connections) })
   console.log(JSON.stringify(result))
-  console.log(`telemetry on: ${result.onRps} req/s against ${result.offRps} off (${(result.ratio * 100).toFixed(1)}%); ${result.spans} spans exported`)
+  console.log(`telemetry on: ${result.onRps} req/s against ${result.offRps} off (${(result.ratio * 100).toFixed(1)}%); ${result.exports} OTLP exports (${result.exportBytes} bytes)`)
   if (result.ratio < 0.9) process.exitCode = 1
 } finally {
   rmSync(dir, { recursive: true, force: true })

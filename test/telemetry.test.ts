@@ -48,7 +48,7 @@ t.test('a tool call on Pure HTTP: one SERVER span by the MCP conventions, parent
   const res = await post('/tools/echo/calls', { arguments: { text: 'secret words' }, _meta: { traceparent: parent } }, { traceparent: transport, 'mcp-request-id': 'req-7' })
   t.equal(res.status, 200)
   const all = await spans()
-  t.match(receiver.posts[0], /^POST \/v1\/traces application\/json/, 'the real OTLP/HTTP exporter posted to the receiver')
+  t.match(receiver.posts[0], /^POST \/v1\/traces application\/x-protobuf/, 'the real OTLP/HTTP exporter posted to the receiver, in the default http/protobuf')
   const call = all.find((s) => s.name === 'tools/call echo')!
   t.ok(call, 'named {mcp.method.name} {target}')
   t.equal(call.kind, SERVER)
@@ -141,4 +141,24 @@ t.test('a task and its polls on /mcp: each poll a SERVER span linked to the call
     t.match(p.attributes, { 'mcp.method.name': 'tasks/get', 'mcp_pure_http.task.id': taskId })
     t.same(p.links.map((l) => [l.spanId, l.attributes['mcp_pure_http.link']]), [[call.spanId, 'task']])
   }
+})
+
+t.test('OTEL_EXPORTER_OTLP_PROTOCOL: http/json on request, per signal too; grpc refused at start', async (t) => {
+  const receiver = await otlpReceiver()
+  t.teardown(() => receiver.close())
+  for (const env of [{ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }, { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'HTTP/JSON' }]) {
+    const app = await buildServer({ logger: false, mcp: createDemoServer(), telemetry: { env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, ...env } } })
+    await app.inject({ method: 'POST', url: '/tools/echo/calls', headers: { 'content-type': 'application/json' }, payload: { arguments: { text: 'x' } } })
+    await app.close()
+  }
+  t.same(receiver.posts.map((p) => p.split(' ')[2]), ['application/json', 'application/json'])
+  t.ok(receiver.spans.filter((s) => s.name === 'tools/call echo').length === 2, 'decoded the same')
+  await t.rejects(
+    buildServer({ logger: false, mcp: createDemoServer(), telemetry: { env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' } } }),
+    { name: 'ConfigurationError', message: 'OTEL_EXPORTER_OTLP_PROTOCOL="grpc": this server exports OTLP over HTTP only: use http/protobuf (the default) or http/json' }
+  )
+  await t.rejects(
+    buildServer({ logger: false, mcp: createDemoServer(), telemetry: { env: { OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'thrift' } } }),
+    { message: /^OTEL_EXPORTER_OTLP_METRICS_PROTOCOL="thrift"/ }
+  )
 })

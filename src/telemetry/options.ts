@@ -1,3 +1,5 @@
+import { ConfigurationError } from '../errors.js'
+
 /*
  * What turns telemetry on, read without loading any OpenTelemetry package: with nothing configured
  * the server registers no hook and imports no `@opentelemetry/*` module (see index.ts).
@@ -42,6 +44,21 @@ export function otlpMetricsWanted(env: NodeJS.ProcessEnv): boolean {
   return (env.OTEL_METRICS_EXPORTER ?? '').split(',').some((e) => e.trim().toLowerCase() === 'otlp')
 }
 
+export type OtlpProtocol = 'http/protobuf' | 'http/json'
+
+/**
+ * `OTEL_EXPORTER_OTLP_<SIGNAL>_PROTOCOL`, else `OTEL_EXPORTER_OTLP_PROTOCOL`, else the specification's
+ * default, `http/protobuf`. `grpc` is refused: this server exports over HTTP only (one dependency
+ * less, and a collector takes both), and a silent fallback would send to a port that speaks gRPC.
+ */
+export function otlpProtocol(env: NodeJS.ProcessEnv, signal: 'TRACES' | 'METRICS'): OtlpProtocol {
+  const own = env[`OTEL_EXPORTER_OTLP_${signal}_PROTOCOL`]?.trim()
+  const name = own ? `OTEL_EXPORTER_OTLP_${signal}_PROTOCOL` : 'OTEL_EXPORTER_OTLP_PROTOCOL'
+  const value = (own || env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim() || 'http/protobuf').toLowerCase()
+  if (value === 'http/protobuf' || value === 'http/json') return value
+  throw new ConfigurationError(`${name}="${value}": this server exports OTLP over HTTP only: use http/protobuf (the default) or http/json`)
+}
+
 /** The telemetry option the `MCP_METRICS*` settings give (the `OTEL_*` variables are read as they are). */
 export function telemetryFromConfig(c: { HOST: string; MCP_METRICS: string; MCP_METRICS_PORT: number }): TelemetryOptions {
   if (c.MCP_METRICS !== 'true') return {}
@@ -69,5 +86,7 @@ export function settleTelemetry(option: TelemetryOptions | boolean | undefined, 
     serviceName: o.serviceName ?? 'mcp-pure-http',
     env: from
   }
+  if (settled.traces && from.OTEL_TRACES_EXPORTER?.trim().toLowerCase() !== 'console') otlpProtocol(from, 'TRACES')
+  if (settled.otlpMetrics) otlpProtocol(from, 'METRICS')
   return settled.traces || settled.otlpMetrics || settled.metrics !== false ? settled : undefined
 }

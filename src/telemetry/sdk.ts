@@ -2,8 +2,10 @@ import { context, createNoopMeter, trace, type Meter, type Tracer } from '@opent
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http'
+import { OTLPMetricExporter as OTLPProtoMetricExporter } from '@opentelemetry/exporter-metrics-otlp-proto'
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus'
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
+import { OTLPTraceExporter as OTLPProtoTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto'
 import { defaultResource, envDetector, detectResources, resourceFromAttributes, type Resource } from '@opentelemetry/resources'
 import { MeterProvider, PeriodicExportingMetricReader, type MetricReader } from '@opentelemetry/sdk-metrics'
 import { BasicTracerProvider, BatchSpanProcessor, ConsoleSpanExporter, type SpanExporter } from '@opentelemetry/sdk-trace-base'
@@ -15,7 +17,7 @@ import { traceUpstream } from './gateway.js'
 import { requestHooks, type Kit } from './hooks.js'
 import { TaskLinks } from './links.js'
 import { instruments } from './metrics.js'
-import type { SettledTelemetry } from './options.js'
+import { otlpProtocol, type SettledTelemetry } from './options.js'
 import { observedStore } from './store.js'
 
 const SCOPE = 'mcp-pure-http'
@@ -55,7 +57,9 @@ export function createObserver(settled: SettledTelemetry): Observer {
   }
   if (settled.otlpMetrics) {
     const url = endpoint(env, 'METRICS', 'v1/metrics')
-    readers.push(new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter(url === undefined ? {} : { url }) }))
+    const config = url === undefined ? {} : { url }
+    const exporter = otlpProtocol(env, 'METRICS') === 'http/json' ? new OTLPMetricExporter(config) : new OTLPProtoMetricExporter(config)
+    readers.push(new PeriodicExportingMetricReader({ exporter }))
   }
   const meterProvider = readers.length === 0 ? undefined : new MeterProvider({ resource, readers })
   const meter: Meter = meterProvider?.getMeter(SCOPE) ?? createNoopMeter()
@@ -110,5 +114,6 @@ function endpoint(env: NodeJS.ProcessEnv, signal: string, path: string): string 
 function spanExporter(env: NodeJS.ProcessEnv): SpanExporter {
   if (env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === 'console') return new ConsoleSpanExporter()
   const url = endpoint(env, 'TRACES', 'v1/traces')
-  return new OTLPTraceExporter(url === undefined ? {} : { url })
+  const config = url === undefined ? {} : { url }
+  return otlpProtocol(env, 'TRACES') === 'http/json' ? new OTLPTraceExporter(config) : new OTLPProtoTraceExporter(config)
 }
