@@ -1,4 +1,5 @@
 import t from 'tap'
+import parse from 'parse-prometheus-text-format'
 import { Gateway } from '../src/gateway/gateway.js'
 import { MemoryRelay } from '../src/gateway/relay.js'
 import { buildServer } from '../src/server.js'
@@ -37,4 +38,35 @@ t.test("the gateway's upstream call: a CLIENT span under the request's, its cont
   t.match(upstream.attributes, { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'echo' })
   const meta = sent.find((p) => p.name === 'echo')?._meta as Record<string, unknown>
   t.equal(meta.traceparent, `00-${upstream.traceId}-${upstream.spanId}-01`, 'the upstream continues the trace from the CLIENT span')
+})
+
+t.test('mcp_pure_http.gateway.upstreams: the state of each upstream, down when its child dies, up after the restart', async (t) => {
+  const { oddUpstream } = await import('./gateway-odd.js')
+  const gw = await Gateway.start({ name: 'odd', spec: oddUpstream, log: quiet, server: {}, relay: new MemoryRelay(), instance: 'otel-gauge', restartMinMs: 300 })
+  t.teardown(() => gw.close())
+  const app = await buildServer({ logger: false, mcp: gw.mcp, store: gw.wrapStore(new MemoryStore()), telemetry: { metrics: true } })
+  t.teardown(() => app.close())
+  const states = async () => {
+    type Family = { name: string; metrics: Array<{ value: string; labels?: Record<string, string> }> }
+    const family = (parse((await app.inject({ url: '/metrics' })).payload) as Family[]).find((m) => m.name === 'mcp_pure_http_gateway_upstreams')!
+    const mine = family.metrics.filter((s) => s.labels?.mcp_pure_http_upstream_name === 'odd')
+    return Object.fromEntries(mine.map((s) => [s.labels!.mcp_pure_http_upstream_state, Number(s.value)]))
+  }
+  t.same(await states(), { starting: 0, up: 1, down: 0, closed: 0 })
+  await app.inject({ method: 'POST', url: '/tools/exit/calls', payload: { arguments: {} } })
+  let seen: Record<string, number> = {}
+  for (let i = 0; i < 1000 && seen.down !== 1; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 2))
+    seen = await states()
+  }
+  t.same(seen, { starting: 0, up: 0, down: 1, closed: 0 }, 'down once the child exited')
+  for (let i = 0; i < 1000 && seen.up !== 1; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    seen = await states()
+  }
+  t.same(seen, { starting: 0, up: 1, down: 0, closed: 0 }, 'up again after the restart')
+  await gw.close()
+  t.same(await states(), { starting: 0, up: 0, down: 0, closed: 1 }, 'closed: reported once...')
+  const { upstreams } = await import('../src/gateway/upstream.js')
+  t.notOk(upstreams.has(gw.upstream), '...then forgotten')
 })

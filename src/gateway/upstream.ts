@@ -9,6 +9,14 @@ import { loadSdk, type Sdk } from './sdk.js'
 export type { Progress, UpstreamSpec } from './connection.js'
 
 export type UpstreamState = 'starting' | 'up' | 'down' | 'closed'
+export const UPSTREAM_STATES: readonly UpstreamState[] = ['starting', 'up', 'down', 'closed']
+
+/**
+ * Every upstream of this process (what telemetry reports as the gateway's state). A closed one
+ * leaves at once, or, while telemetry watches, once it has been reported closed.
+ */
+export const upstreams = new Set<Upstream>()
+export const watched = { upstreams: false }
 
 export interface UpstreamOptions {
   /** A name for the logs (the `mcpServers` key, or the command). */
@@ -76,6 +84,7 @@ export class Upstream {
       ...options
     }
     this.#events = events
+    upstreams.add(this)
   }
 
   get name(): string {
@@ -188,6 +197,7 @@ export class Upstream {
   /** Stop: no more restarts; the child is ended (the SDK sends SIGTERM, then SIGKILL). */
   async close(): Promise<void> {
     this.state = 'closed'
+    if (!watched.upstreams) upstreams.delete(this)
     clearTimeout(this.#timer)
     clearInterval(this.#pinger)
     const client = this.client

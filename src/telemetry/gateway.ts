@@ -1,5 +1,7 @@
 import { SpanKind, SpanStatusCode, context, defaultTextMapSetter, trace, type Attributes, type TextMapPropagator, type Tracer } from '@opentelemetry/api'
-import { Upstream } from '../gateway/upstream.js'
+import { UPSTREAM_STATES, Upstream, upstreams, watched } from '../gateway/upstream.js'
+import type { Meter } from '@opentelemetry/api'
+import { PREFIX } from './metrics.js'
 import { isPlainObject } from '../headers.js'
 import { errorType } from './store.js'
 
@@ -44,4 +46,22 @@ export function traceUpstream(tracer: Tracer, propagator: TextMapPropagator): vo
       span.end()
     }
   }
+}
+
+/**
+ * `mcp_pure_http.gateway.upstreams`: for each upstream of this process, 1 for the state it is in
+ * and 0 for the others, so that an alert on `state="down"` sees it rise and fall. A closed upstream
+ * is reported `closed` once, then forgotten (its series keep that last value).
+ */
+export function observeUpstreams(meter: Meter): void {
+  watched.upstreams = true
+  meter.createObservableGauge(`${PREFIX}.gateway.upstreams`, {
+    unit: '{upstream}',
+    description: 'Upstream MCP servers of the gateway by state: 1 for the state each is in, 0 for the others.'
+  }).addCallback((result) => {
+    for (const u of upstreams) {
+      for (const state of UPSTREAM_STATES) result.observe(u.state === state ? 1 : 0, { [`${PREFIX}.upstream.name`]: u.name, [`${PREFIX}.upstream.state`]: state })
+      if (u.state === 'closed') upstreams.delete(u)
+    }
+  })
 }

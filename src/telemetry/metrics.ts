@@ -18,6 +18,7 @@ export interface Instruments {
   refusals: Counter
   storeDuration: Histogram
   storeErrors: Counter
+  webhookDeliveries: Counter
 }
 
 export function instruments(meter: Meter): Instruments {
@@ -59,6 +60,10 @@ export function instruments(meter: Meter): Instruments {
     storeErrors: meter.createCounter(`${PREFIX}.store.errors`, {
       unit: '{error}',
       description: 'Store operations that failed, by mcp_pure_http.store.operation and error.type.'
+    }),
+    webhookDeliveries: meter.createCounter(`${PREFIX}.webhook.deliveries`, {
+      unit: '{attempt}',
+      description: 'Webhook delivery attempts, by mcp_pure_http.webhook.outcome: delivered, retrying (another attempt is due), returned (given up, back on /notifications).'
     })
   }
 }

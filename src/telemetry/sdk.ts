@@ -13,12 +13,13 @@ import type { FastifyInstance } from 'fastify'
 import type { McpServer } from '../core/mcp-server.js'
 import type { Observer } from './index.js'
 import { observeCore } from './core.js'
-import { traceUpstream } from './gateway.js'
+import { observeUpstreams, traceUpstream } from './gateway.js'
 import { requestHooks, type Kit } from './hooks.js'
 import { TaskLinks } from './links.js'
 import { instruments } from './metrics.js'
 import { otlpProtocol, type SettledTelemetry } from './options.js'
 import { observedStore } from './store.js'
+import { observeWebhooks } from './webhooks.js'
 
 const SCOPE = 'mcp-pure-http'
 let contextManager = false
@@ -63,8 +64,10 @@ export function createObserver(settled: SettledTelemetry): Observer {
   }
   const meterProvider = readers.length === 0 ? undefined : new MeterProvider({ resource, readers })
   const meter: Meter = meterProvider?.getMeter(SCOPE) ?? createNoopMeter()
+  if (meterProvider !== undefined) observeUpstreams(meter)
   const kit: Kit = { tracer, propagator, m: instruments(meter), tasks: new TaskLinks() }
   const serializer = new PrometheusSerializer()
+  const stopWebhooks = observeWebhooks(tracer, kit.m, kit.tasks)
 
   return {
     instrument(fastify: FastifyInstance, mcp: McpServer) {
@@ -85,6 +88,7 @@ export function createObserver(settled: SettledTelemetry): Observer {
       })
     },
     async shutdown() {
+      stopWebhooks()
       await Promise.all([tracerProvider?.shutdown(), meterProvider?.shutdown()])
     }
   }

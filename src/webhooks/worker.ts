@@ -1,6 +1,7 @@
 import type { ServerMessage } from '../store/types.js'
 import { Sender } from './deliver.js'
 import { backoff, type ResolvedWebhookOptions } from './options.js'
+import { listening, reportDelivery, type DeliveryEvent } from './observe.js'
 import type { ClaimedDelivery, DeliveryAttempt, PendingDelivery, WebhookStore } from './types.js'
 
 /** Where a message goes when no webhook takes it: the connection's `/notifications` queue. */
@@ -103,25 +104,33 @@ export class DeliveryWorker {
       if (await this.store.finish(d)) await requeue(this.queue, [d])
       return
     }
-    const at = new Date().toISOString()
+    const started = Date.now()
+    const at = new Date(started).toISOString()
     const result = await this.#sender.send(hook.url, hook.secret, d.id, d.body)
+    const report = (outcome: DeliveryEvent['outcome']) => {
+      if (!listening()) return
+      reportDelivery({ webhookId: d.webhookId, messageId: d.id, attempt, url: hook.url, startedAt: started, durationMs: result.durationMs, responseStatus: result.responseStatus, error: result.error, outcome, body: d.body })
+    }
     const attempt = d.attempts + 1
     const log: DeliveryAttempt = { messageId: d.id, attempt, at, status: 'delivered', durationMs: result.durationMs }
     if (result.responseStatus !== undefined) log.responseStatus = result.responseStatus
     if (result.error !== undefined) log.error = result.error
     const o = this.options
     if (result.ok) {
+      report('delivered')
       await this.store.finish(d)
       await this.store.logAttempt(d.webhookId, log, o.keepAttempts)
       await this.store.settle(d.owner, d.webhookId, true, o.disableAfter, '')
       return
     }
     if (!result.gone && attempt < o.attempts) {
+      report('retrying')
       const next = Date.now() + backoff(o, attempt)
       await this.store.retry({ ...d, attempts: attempt }, next)
       await this.store.logAttempt(d.webhookId, { ...log, status: 'retrying', nextRetryAt: new Date(next).toISOString() }, o.keepAttempts)
       return
     }
+    report('returned')
     // Queued on /notifications first, then forgotten: a crash between repeats the message, never loses it.
     await requeue(this.queue, [d])
     await this.store.finish(d)
