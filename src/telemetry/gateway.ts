@@ -2,7 +2,6 @@ import { SpanKind, SpanStatusCode, context, defaultTextMapSetter, trace, type At
 import { UPSTREAM_STATES, Upstream, upstreams, watched } from '../gateway/upstream.js'
 import type { Meter } from '@opentelemetry/api'
 import { PREFIX } from './metrics.js'
-import { isPlainObject } from '../headers.js'
 import { errorType } from './store.js'
 
 let current: { tracer: Tracer; propagator: TextMapPropagator } | undefined
@@ -30,9 +29,9 @@ export function traceUpstream(tracer: Tracer, propagator: TextMapPropagator): vo
     const span = current.tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, parent)
     const carrier: Record<string, string> = {}
     current.propagator.inject(trace.setSpan(parent, span), carrier, defaultTextMapSetter)
-    const meta = isPlainObject(params._meta) ? params._meta : {}
     try {
-      const result = await request.call(this, method, { ...params, _meta: { ...meta, ...carrier } }, options)
+      // The gateway's own requests carry no _meta of their own: the trace context is all of it.
+      const result = await request.call(this, method, { ...params, _meta: carrier }, options)
       if (result.isError === true) span.setAttribute('error.type', 'tool_error').setStatus({ code: SpanStatusCode.ERROR })
       return result
     } catch (err) {
