@@ -162,3 +162,26 @@ t.test('OTEL_EXPORTER_OTLP_PROTOCOL: http/json on request, per signal too; grpc 
     { message: /^OTEL_EXPORTER_OTLP_METRICS_PROTOCOL="thrift"/ }
   )
 })
+
+t.test('log lines written while a span is active carry its trace_id and span_id; others none', async (t) => {
+  const receiver = await otlpReceiver()
+  t.teardown(() => receiver.close())
+  const lines: Record<string, unknown>[] = []
+  const mcp = createDemoServer()
+  mcp.tool({ name: 'noted', description: 'Logs a line.', input: Type.Object({}) }, (_args, ctx) => {
+    ctx.log.info('inside the tool')
+    return 'ok'
+  })
+  const app = await buildServer({
+    logger: { level: 'info', stream: { write: (line: string) => void lines.push(JSON.parse(line)) } } as never,
+    mcp,
+    telemetry: { traces: true, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } }
+  })
+  await app.inject({ method: 'POST', url: '/tools/noted/calls', headers: { 'content-type': 'application/json' }, payload: { arguments: {} } })
+  await app.close()
+  const span = receiver.spans.find((s) => s.name === 'tools/call noted')!
+  const inside = lines.find((l) => l.msg === 'inside the tool')!
+  t.match(inside, { trace_id: span.traceId, span_id: span.spanId, trace_flags: '01' }, "the tool's log line names the request's span")
+  const outside = lines.find((l) => l.msg === 'incoming request')
+  t.ok(outside !== undefined && !('trace_id' in outside), 'Fastify\'s line before the span starts has none')
+})
