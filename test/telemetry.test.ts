@@ -185,3 +185,16 @@ t.test('log lines written while a span is active carry its trace_id and span_id;
   const outside = lines.find((l) => l.msg === 'incoming request')
   t.ok(outside !== undefined && !('trace_id' in outside), 'Fastify\'s line before the span starts has none')
 })
+
+t.test('a session names its span (mcp.session.id)', async (t) => {
+  const receiver = await otlpReceiver()
+  t.teardown(() => receiver.close())
+  const app = await buildServer({ logger: false, mcp: createDemoServer(), sessions: true, telemetry: { traces: true, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } } })
+  const legacy = { 'content-type': 'application/json', 'mcp-protocol-version': '2025-11-25' }
+  const init = await app.inject({ method: 'POST', url: '/initialize', headers: legacy, payload: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'c', version: '1' } } })
+  const session = init.headers['mcp-session-id'] as string
+  t.ok(session, 'a session was issued')
+  await app.inject({ method: 'POST', url: '/tools/echo/calls', headers: { ...legacy, 'mcp-session-id': session }, payload: { arguments: { text: 'x' } } })
+  await app.close()
+  t.equal(receiver.spans.find((s) => s.name === 'tools/call echo')!.attributes['mcp.session.id'], session)
+})
