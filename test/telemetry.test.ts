@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import type { AddressInfo } from 'node:net'
+import { connect, type AddressInfo } from 'node:net'
 import { createDemoServer } from '../src/demo/catalogue.js'
 import { buildServer } from '../src/server.js'
 import { otlpReceiver, type ReceivedSpan } from './otlp-receiver.js'
@@ -197,4 +197,36 @@ t.test('a session names its span (mcp.session.id)', async (t) => {
   await app.inject({ method: 'POST', url: '/tools/echo/calls', headers: { ...legacy, 'mcp-session-id': session }, payload: { arguments: { text: 'x' } } })
   await app.close()
   t.equal(receiver.spans.find((s) => s.name === 'tools/call echo')!.attributes['mcp.session.id'], session)
+})
+
+t.test('a call whose client went away mid-handler: its span ends as aborted, and requests.active falls back', async (t) => {
+  const receiver = await otlpReceiver()
+  t.teardown(() => receiver.close())
+  const mcp = createDemoServer()
+  let started!: () => void
+  const running = new Promise<void>((resolve) => (started = resolve))
+  let stopped!: () => void
+  const ended = new Promise<void>((resolve) => (stopped = resolve))
+  mcp.tool({ name: 'forever', description: 'Runs until it is cancelled.', input: Type.Object({}) }, async (_args, ctx) => {
+    started()
+    await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve))
+    stopped()
+    return 'cancelled'
+  })
+  const app = await buildServer({ logger: false, mcp, telemetry: { traces: true, metrics: true, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } } })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const port = (app.server.address() as AddressInfo).port
+  const body = JSON.stringify({ arguments: {} })
+  const socket = connect(port, '127.0.0.1', () => socket.write(`POST /tools/forever/calls HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`))
+  await running
+  socket.destroy()
+  await ended
+  const active = async () => /^mcp_pure_http_requests_active(?:\{[^}]*\})? (\d+)/m.exec((await app.inject({ url: '/metrics' })).payload)?.[1]
+  for (let i = 0; i < 200 && (await active()) !== '0'; i++) await sleep(5)
+  t.equal(await active(), '0', 'the gauge is back to zero')
+  await app.close()
+  const span = receiver.spans.find((s) => s.name === 'tools/call forever')
+  t.ok(span, 'the span was ended and exported')
+  t.equal(span?.attributes['error.type'], 'aborted')
+  t.notOk(span !== undefined && 'http.response.status_code' in span.attributes, 'no response was sent')
 })

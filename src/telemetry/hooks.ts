@@ -56,12 +56,18 @@ export function requestHooks(fastify: FastifyInstance, mcp: McpServer, kit: Kit)
   const prefix = fastify.prefix
   const served = new WeakMap<FastifyRequest, Served>()
 
-  fastify.addHook('onRequest', (request, _reply, done) => {
+  fastify.addHook('onRequest', (request, reply, done) => {
     const jsonRpc = request.routeOptions.config.mcpJsonRpc === true && request.method === 'POST'
     const route = jsonRpc ? '' : routeMethod(request, prefix)
     if (route !== undefined) {
-      served.set(request, { route, started: performance.now(), startTime: Date.now() })
+      const s: Served = { route, started: performance.now(), startTime: Date.now() }
+      served.set(request, s)
       kit.m.active.add(1)
+      // Sent, or the client went away first (Fastify's onRequestAbort only covers a body still
+      // arriving, and onResponse never comes then): either way the response is closed.
+      reply.raw.once('close', () => {
+        if (s.done !== true) finish(request, reply.raw.headersSent ? reply.statusCode : undefined, s, mcp, kit)
+      })
     }
     done()
   })
@@ -92,14 +98,6 @@ export function requestHooks(fastify: FastifyInstance, mcp: McpServer, kit: Kit)
     done(null, payload)
   })
 
-  const end = (request: FastifyRequest, status: number | undefined, done: () => void) => {
-    const s = served.get(request)
-    if (s !== undefined && s.done !== true) finish(request, status, s, mcp, kit)
-    done()
-  }
-  fastify.addHook('onResponse', (request, reply, done) => end(request, reply.statusCode, done))
-  // The client went away before the answer: no onResponse will come.
-  fastify.addHook('onRequestAbort', (request, done) => end(request, undefined, done))
 }
 
 function operationOf(request: FastifyRequest, s: Served): Operation | undefined {
