@@ -97,7 +97,6 @@ export function requestHooks(fastify: FastifyInstance, mcp: McpServer, kit: Kit)
     }
     done(null, payload)
   })
-
 }
 
 function operationOf(request: FastifyRequest, s: Served): Operation | undefined {
