@@ -70,3 +70,21 @@ t.test('mcp_pure_http.gateway.upstreams: the state of each upstream, down when i
   const { upstreams } = await import('../src/gateway/upstream.js')
   t.notOk(upstreams.has(gw.upstream), '...then forgotten')
 })
+
+t.test("the gateway's upstream call that fails: error.type and status from the upstream's error", async (t) => {
+  const { oddUpstream } = await import('./gateway-odd.js')
+  const receiver = await otlpReceiver()
+  t.teardown(() => receiver.close())
+  const gw = await Gateway.start({ name: 'odd', spec: oddUpstream, log: quiet, server: {}, relay: new MemoryRelay(), instance: 'otel-fail', restartMinMs: 60_000 })
+  t.teardown(() => gw.close())
+  const app = await buildServer({ logger: false, mcp: gw.mcp, store: gw.wrapStore(new MemoryStore()), telemetry: { traces: true, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } } })
+  // The child is killed during the call: the upstream request fails, 502 -32603.
+  const pending = app.inject({ method: 'POST', url: '/tools/wait/calls', payload: { arguments: {} } })
+  for (let i = 0; i < 500 && gw.rounds.callers().length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  process.kill(gw.upstream.pid!, 'SIGKILL')
+  const res = await pending
+  t.equal(res.statusCode, 502)
+  await app.close()
+  const upstream = receiver.spans.find((s) => s.kind === 3 && s.name === 'tools/call wait')!
+  t.match(upstream, { status: { code: 2, message: /upstream/ }, attributes: { 'error.type': '-32603', 'rpc.response.status_code': '-32603' } })
+})

@@ -5,6 +5,8 @@ import { buildServer } from '../src/server.js'
 import { instruments } from '../src/telemetry/metrics.js'
 import { settleTelemetry, telemetryFromConfig, tracesWanted } from '../src/telemetry/options.js'
 import { errorType, observedStore } from '../src/telemetry/store.js'
+import { jsonRpcOperation } from '../src/telemetry/operation.js'
+import { observeDeliveries, reportDelivery } from '../src/webhooks/observe.js'
 import { otlpReceiver } from './otlp-receiver.js'
 
 t.test('what turns telemetry on', async (t) => {
@@ -89,4 +91,31 @@ t.test('prompts, reads and Mcp-Meta parents; OTLP metrics pushed on shutdown', a
   t.match(spans.find((s) => s.name === 'prompts/get greeting')?.attributes, { 'gen_ai.prompt.name': 'greeting', 'mcp_pure_http.result_type': 'complete' })
   t.match(spans.find((s) => s.name === 'tools/list')?.attributes, { 'error.type': '-32602' })
   t.ok(receiver.posts.some((p) => p.startsWith('POST /v1/metrics')), 'the metrics went out over OTLP too')
+})
+
+t.test('what a JSON-RPC message says for the span and the metric', async (t) => {
+  t.equal(jsonRpcOperation('not an object'), undefined)
+  t.same(jsonRpcOperation({ jsonrpc: '2.0', id: 7, result: {} }), { method: 'requests/answer', requestId: '7' }, "a client's answer")
+  t.equal(jsonRpcOperation({ jsonrpc: '2.0', result: {} }), undefined, 'an answer without an id is nothing')
+  t.equal(jsonRpcOperation({ jsonrpc: '2.0', id: 1, method: '' }), undefined)
+  t.equal(jsonRpcOperation({ jsonrpc: '2.0', id: 1, method: 42 }), undefined)
+  t.same(jsonRpcOperation({ jsonrpc: '2.0', id: 'a', method: 'prompts/get', params: { name: 'greeting' } }), { method: 'prompts/get', requestId: 'a', target: 'greeting', prompt: 'greeting' })
+  t.same(jsonRpcOperation({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'demo://readme' } }), { method: 'notifications/resources/updated', uri: 'demo://readme' })
+  t.same(jsonRpcOperation({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { taskId: 't1', _meta: { traceparent: 'x' } } }), { method: 'tasks/get', requestId: '2', taskId: 't1', meta: { traceparent: 'x' } })
+  t.same(jsonRpcOperation({ jsonrpc: '2.0', id: 3, method: 'ping', params: 'odd' }), { method: 'ping', requestId: '3' }, 'params that are not an object are none')
+  t.equal(jsonRpcOperation({ jsonrpc: '2.0', id: 4, method: 'x'.repeat(500) })!.method.length, 128, 'a method name is bounded')
+})
+
+t.test('a delivery observer that throws does not disturb the others', async (t) => {
+  const heard: string[] = []
+  const stopBad = observeDeliveries(() => {
+    throw new Error('observer bug')
+  })
+  const stopGood = observeDeliveries((e) => void heard.push(e.messageId))
+  const event = { webhookId: 'wh', messageId: 'msg_1', attempt: 1, url: 'http://127.0.0.1/x', startedAt: 0, durationMs: 1, responseStatus: 200, error: undefined, outcome: 'delivered' as const, body: '{}' }
+  reportDelivery(event)
+  stopBad()
+  stopGood()
+  reportDelivery(event)
+  t.same(heard, ['msg_1'], 'heard once, before it stopped listening')
 })

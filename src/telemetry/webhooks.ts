@@ -37,12 +37,9 @@ export function observeWebhooks(tracer: Tracer | undefined, m: Instruments, task
 /** The call that started the task a `notifications/tasks` message reports on, when this instance saw it. */
 function taskOf(e: DeliveryEvent, tasks: TaskLinks) {
   if (!e.body.includes('"notifications/tasks"')) return undefined
-  try {
-    const taskId = (JSON.parse(e.body) as { params?: { taskId?: unknown } }).params?.taskId
-    return typeof taskId === 'string' ? tasks.get(taskId) : undefined
-  } catch {
-    return undefined
-  }
+  // The body is the JSON-RPC text this server wrote.
+  const taskId = (JSON.parse(e.body) as { params?: { taskId?: unknown } }).params?.taskId
+  return typeof taskId === 'string' ? tasks.get(taskId) : undefined
 }
 
 /** A failure without a response: `timeout` when the attempt ran out of time, else `_OTHER` (the conventions' fallback). */
