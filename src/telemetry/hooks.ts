@@ -62,7 +62,7 @@ export function requestHooks(fastify: FastifyInstance, mcp: McpServer, kit: Kit)
     if (route !== undefined) {
       const s: Served = { route, started: performance.now(), startTime: Date.now() }
       served.set(request, s)
-      kit.m.active.add(1)
+      kit.m.active.n++
       // Sent, or the client went away first (Fastify's onRequestAbort only covers a body still
       // arriving, and onResponse never comes then): either way the response is closed.
       reply.raw.once('close', () => {
@@ -175,7 +175,7 @@ function toolError(s: Served, payload: string): void {
 
 function finish(request: FastifyRequest, status: number | undefined, s: Served, mcp: McpServer, kit: Kit): void {
   s.done = true
-  kit.m.active.add(-1)
+  kit.m.active.n--
   if (status === 429 || status === 503) kit.m.refusals.add(1, { 'http.response.status_code': status })
   // Refused before its handler (admission, rate limit, load shedding): the span starts now, dated back.
   if (s.op === undefined) {

@@ -10,7 +10,8 @@ const STORE_BUCKETS = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 
 /** Every instrument, made once per server (see docs/observability.md for each). */
 export interface Instruments {
   duration: Histogram
-  active: UpDownCounter
+  /** Requests being served: a plain count, read by an observable when metrics are collected (no record per request). */
+  active: { n: number }
   notificationsQueued: UpDownCounter
   requestsQueued: UpDownCounter
   tasks: Counter
@@ -22,16 +23,18 @@ export interface Instruments {
 }
 
 export function instruments(meter: Meter): Instruments {
+  const active = { n: 0 }
+  meter.createObservableUpDownCounter(`${PREFIX}.requests.active`, {
+    unit: '{request}',
+    description: 'MCP requests being served by this instance.'
+  }).addCallback((result) => result.observe(active.n))
   return {
     duration: meter.createHistogram('mcp.server.operation.duration', {
       unit: 's',
       description: 'MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent.',
       advice: { explicitBucketBoundaries: DURATION_BUCKETS }
     }),
-    active: meter.createUpDownCounter(`${PREFIX}.requests.active`, {
-      unit: '{request}',
-      description: 'MCP requests being served by this instance.'
-    }),
+    active,
     notificationsQueued: meter.createUpDownCounter(`${PREFIX}.notifications.queued`, {
       unit: '{notification}',
       description: 'Notifications queued for GET /notifications less those acknowledged; summed over instances, the queued total.'
