@@ -119,3 +119,26 @@ t.test('a delivery observer that throws does not disturb the others', async (t) 
   reportDelivery(event)
   t.same(heard, ['msg_1'], 'heard once, before it stopped listening')
 })
+
+t.test('per-signal endpoints and encodings: each signal goes where and how its own variables say', async (t) => {
+  const traces = await otlpReceiver()
+  const metrics = await otlpReceiver()
+  t.teardown(() => Promise.all([traces.close(), metrics.close()]))
+  const app = await buildServer({
+    logger: false,
+    mcp: createDemoServer(),
+    telemetry: {
+      traces: true,
+      env: {
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${traces.url}/custom/traces`,
+        OTEL_METRICS_EXPORTER: 'otlp',
+        OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: `${metrics.url}/custom/metrics`,
+        OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http/json'
+      }
+    }
+  })
+  await app.inject({ method: 'POST', url: '/tools/echo/calls', headers: { 'content-type': 'application/json' }, payload: { arguments: { text: 'x' } } })
+  await app.close()
+  t.same([...new Set(traces.posts)], ['POST /custom/traces application/x-protobuf'], 'traces: the signal\'s own URL as is, protobuf by default')
+  t.same([...new Set(metrics.posts)], ['POST /custom/metrics application/json'], 'metrics: their own URL and encoding')
+})
