@@ -60,7 +60,7 @@ const post2 = (url: string, headers: Record<string, string>) =>
 
 t.test('a Streamable HTTP upstream that stops answering: calls fail at once, not hang; it comes back', async (t) => {
   const upstream = await everythingHttp(t)
-  const { app, gw } = await serveUpstream(t, { url: upstream.url }, { pingIntervalMs: 300, pingTimeoutMs: 1500, connectTimeoutMs: 1500, restartMinMs: 100, restartMaxMs: 400 })
+  const { app, gw } = await serveUpstream(t, { url: upstream.url }, { pingIntervalMs: 300, pingTimeoutMs: 4000, connectTimeoutMs: 4000, restartMinMs: 100, restartMaxMs: 400 })
   t.teardown(() => void upstream.process.kill('SIGCONT'))
   const running = call(app, { method: 'POST', url: '/tools/trigger-long-running-operation/calls', ...json({ arguments: { duration: 30, steps: 30 } }) })
   let ended: unknown
