@@ -71,6 +71,39 @@ t.test('every key is under the prefix, and everything but the small indexes expi
   t.ok(mine.length >= 12, `${mine.length} keys`)
 })
 
+t.test('the task ledger drops expired records in one batch, and a bound that would refuse sweeps at once', async (t) => {
+  const prefix = `l${randomUUID().slice(0, 8)}:`
+  const store = open({ prefix, limits: { maxTasksPerPrincipal: 2 } })
+  t.teardown(() => store.close())
+  const raw = new Redis(redis.url)
+  t.teardown(() => raw.quit())
+  const now = new Date().toISOString()
+  const task = (taskId: string, ttlMs: number) => ({ taskId, status: 'working' as const, createdAt: now, lastUpdatedAt: now, ttlMs, pollIntervalMs: 1000 })
+  const L = `${prefix}{g}:tasks`
+  // Twenty owners with one short task each, all finished: twenty records in every part of the ledger.
+  for (let i = 0; i < 20; i++) {
+    await store.createTask(`owner-${i}`, task(`s${i}`, 150))
+    await store.updateTask(`owner-${i}`, `s${i}`, { status: 'completed', result: { content: [] } })
+  }
+  t.equal(await raw.zcard(L), 20)
+  await sleep(250)
+  await store.createTask('alice', task('a1', 60_000))
+  t.same(await raw.zrange(L, 0, -1), [`${sha1('alice')}:a1`], 'the next write swept every expired record')
+  t.same(await raw.hkeys(`${L}:b`), [`${sha1('alice')}:a1`])
+  const totals = await raw.hgetall(`${L}:u`)
+  t.same(Object.keys(totals).filter((k) => k !== '~').sort(), ['*', sha1('alice')].sort(), 'owners with nothing left leave the totals')
+  t.equal(totals['*'], totals[sha1('alice')], 'the bytes in all are those of alice')
+  t.equal(await raw.exists(`${L}:o:${sha1('owner-3')}`, `${L}:r`), 1, "an owner's set is gone; the running set holds alice's task")
+
+  // Bob's two tasks expire before the next sweep is due; his third is not refused for them.
+  await store.createTask('bob', task('b1', 40))
+  await store.createTask('bob', task('b2', 40))
+  await t.rejects(store.createTask('bob', task('b3', 40)), { name: 'QuotaExceeded' }, 'two running: the per-principal quota')
+  await sleep(60)
+  await store.createTask('bob', task('b4', 60_000))
+  t.same(await raw.zrange(`${L}:r:${sha1('bob')}`, 0, -1), [`${sha1('bob')}:b4`], 'the refusal swept first, then counted the living')
+})
+
 t.test('a connection unused for connectionTtlMs is forgotten', async (t) => {
   const store = open({ prefix: `c${randomUUID().slice(0, 8)}:`, connectionTtlMs: 150 })
   t.teardown(() => store.close())

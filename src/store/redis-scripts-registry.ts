@@ -18,36 +18,65 @@ ${body}`)
 
 /**
  * A ledger on the registry slot: records `N` (`P {g}:<N>`, member -> expiry), their bytes
- * (`:b`, member -> bytes), the bytes in all and per owner (`:u`, '*' and <h> -> bytes), and each
- * owner's records (`:o:<h>`, member -> expiry). A member is `<h>:<id>`, h the owner's SHA-1.
- * Tasks also keep the running ones (`:r`, and per owner `:r:<h>`).
+ * (`:b`, member -> bytes), the bytes in all and per owner (`:u`, '*' and <h> -> bytes, and '~' the
+ * time of the last sweep), and each owner's records (`:o:<h>`, member -> expiry). A member is
+ * `<h>:<id>`, h the owner's SHA-1. Tasks also keep the running ones (`:r`, and per owner `:r:<h>`).
+ *
+ * Every `redis.call` costs about a microsecond of Redis' one thread, so the steps are counted: what
+ * expired is dropped in batches (a sweep at most every 100 ms, or at once when a bound would refuse),
+ * one command per set for the whole batch rather than eight per record.
  */
 const LEDGER = `
 local function owner(m) return string.match(m, '^([^:]+):') end
-local function bytes(N, who) return tonumber(redis.call('HGET', G .. N .. ':u', who) or 0) end
-local function drop(N, m)
-  local Z, oh = G .. N, owner(m)
-  local b = tonumber(redis.call('HGET', Z .. ':b', m) or 0)
-  redis.call('HDEL', Z .. ':b', m)
-  redis.call('ZREM', Z, m)
-  redis.call('ZREM', Z .. ':o:' .. oh, m)
-  redis.call('ZREM', Z .. ':r', m)
-  redis.call('ZREM', Z .. ':r:' .. oh, m)
-  redis.call('HINCRBY', Z .. ':u', '*', -b)
-  if redis.call('HINCRBY', Z .. ':u', oh, -b) <= 0 then redis.call('HDEL', Z .. ':u', oh) end
+-- Drop the members ms of N: their bytes, their place in every set, their owners' totals.
+local function dropAll(N, ms)
+  if #ms == 0 then return end
+  local Z = G .. N
+  local U = Z .. ':u'
+  local bs = redis.call('HMGET', Z .. ':b', unpack(ms))
+  redis.call('HDEL', Z .. ':b', unpack(ms))
+  redis.call('ZREM', Z, unpack(ms))
+  redis.call('ZREM', Z .. ':r', unpack(ms))
+  local per, total = {}, 0
+  for i, m in ipairs(ms) do
+    local oh, b = owner(m), tonumber(bs[i] or 0)
+    local o = per[oh]
+    if not o then o = { {}, 0 } per[oh] = o end
+    o[1][#o[1] + 1] = m
+    o[2] = o[2] + b
+    total = total + b
+  end
+  for oh, o in pairs(per) do
+    redis.call('ZREM', Z .. ':o:' .. oh, unpack(o[1]))
+    redis.call('ZREM', Z .. ':r:' .. oh, unpack(o[1]))
+    if redis.call('HINCRBY', U, oh, -o[2]) <= 0 then redis.call('HDEL', U, oh) end
+  end
+  redis.call('HINCRBY', U, '*', -total)
 end
-local function put(N, m, at, b)
+local function drop(N, m) dropAll(N, { m }) end
+-- A record of b bytes (old before it: 0 for a new one), expiring at the time at.
+local function put(N, m, at, b, old)
   local Z, oh = G .. N, owner(m)
-  local old = tonumber(redis.call('HGET', Z .. ':b', m) or 0)
   redis.call('HSET', Z .. ':b', m, b)
   redis.call('ZADD', Z, at, m)
   redis.call('ZADD', Z .. ':o:' .. oh, at, m)
-  redis.call('HINCRBY', Z .. ':u', '*', b - old)
-  redis.call('HINCRBY', Z .. ':u', oh, b - old)
+  if b ~= old then
+    redis.call('HINCRBY', Z .. ':u', '*', b - old)
+    redis.call('HINCRBY', Z .. ':u', oh, b - old)
+  end
 end
--- Drop what expired: bounds count only the living.
-local function sweep(N, now)
-  for _, m in ipairs(redis.call('ZRANGE', G .. N, '-inf', now, 'BYSCORE')) do drop(N, m) end
+-- Drop what expired, when a sweep is due (100 ms after the last) or forced (a bound would refuse:
+-- bounds count only the living). Between sweeps, records expired since count for at most 100 ms.
+local function sweep(N, now, force)
+  local Z = G .. N
+  if not force and now - tonumber(redis.call('HGET', Z .. ':u', '~') or 0) < 100 then return false end
+  redis.call('HSET', Z .. ':u', '~', now)
+  local ms
+  repeat
+    ms = redis.call('ZRANGE', Z, '-inf', now, 'BYSCORE', 'LIMIT', 0, 500)
+    dropAll(N, ms)
+  until #ms < 500
+  return true
 end
 -- Ms until the first member of z expires (at least 1): when space is certain to free.
 local function first(z, now)
@@ -118,28 +147,40 @@ return 0
 local now = nowms()
 local N, m = 'tasks', A(1)
 local oh = owner(m)
-local R, RO = K .. ':r', K .. ':r:' .. oh
-sweep(N, now)
+local R, RO, U = K .. ':r', K .. ':r:' .. oh, K .. ':u'
 local b = tonumber(A(3))
+local swept = sweep(N, now, false)
 if A(4) == 'create' then
-  if redis.call('ZCARD', RO) >= tonumber(A(6)) then return { 'quota', first(RO, now), A(6), 'running tasks' } end
-  if bytes(N, oh) + b > tonumber(A(8)) then return { 'quota', first(K .. ':o:' .. oh, now), A(8), 'bytes of tasks' } end
-  if redis.call('ZCARD', R) >= tonumber(A(5)) then return { 'running', first(R, now), A(5) } end
-  if bytes(N, '*') + b > tonumber(A(7)) then return { 'full', first(K, now), A(7) } end
+  local function refusal()
+    if redis.call('ZCARD', RO) >= tonumber(A(6)) then return { 'quota', first(RO, now), A(6), 'running tasks' } end
+    local u = redis.call('HMGET', U, oh, '*')
+    if tonumber(u[1] or 0) + b > tonumber(A(8)) then return { 'quota', first(K .. ':o:' .. oh, now), A(8), 'bytes of tasks' } end
+    if redis.call('ZCARD', R) >= tonumber(A(5)) then return { 'running', first(R, now), A(5) } end
+    if tonumber(u[2] or 0) + b > tonumber(A(7)) then return { 'full', first(K, now), A(7) } end
+  end
+  local refused = refusal()
+  if refused and not swept then sweep(N, now, true) refused = refusal() end
+  if refused then return refused end
   local at = now + tonumber(A(2))
-  put(N, m, at, b)
+  put(N, m, at, b, 0)
   redis.call('ZADD', R, at, m)
   redis.call('ZADD', RO, at, m)
   return { 'ok' }
 end
-local at = redis.call('ZSCORE', K, m)
-if not at then return { 'ok' } end
-redis.call('ZREM', R, m)
-redis.call('ZREM', RO, m)
-local old = tonumber(redis.call('HGET', K .. ':b', m))
-if bytes(N, oh) - old + b > tonumber(A(8)) or bytes(N, '*') - old + b > tonumber(A(7)) then return { 'large' } end
-put(N, m, tonumber(at), b)
-return { 'ok' }
+local function finish()
+  local at = redis.call('ZSCORE', K, m)
+  if not at then return { 'ok' } end
+  redis.call('ZREM', R, m)
+  redis.call('ZREM', RO, m)
+  local old = tonumber(redis.call('HGET', K .. ':b', m))
+  local u = redis.call('HMGET', U, oh, '*')
+  if tonumber(u[1] or 0) - old + b > tonumber(A(8)) or tonumber(u[2] or 0) - old + b > tonumber(A(7)) then return { 'large' } end
+  put(N, m, tonumber(at), b, old)
+  return { 'ok' }
+end
+local out = finish()
+if out[1] == 'large' and not swept then sweep(N, now, true) out = finish() end
+return out
 `),
 
   /**
@@ -162,21 +203,32 @@ if mode == 'renew' then
   end
   return { 'ok' }
 end
-sweep(N, now)
+local swept = sweep(N, now, false)
 local b = tonumber(A(3))
-local old = tonumber(redis.call('HGET', K .. ':b', m) or 0)
-local new = old == 0 and 1 or 0
-local mine = redis.call('ZCARD', O) + new
-if mine > tonumber(A(7)) or bytes(N, oh) - old + b > tonumber(A(8)) then
-  if mode == 'finish' then drop(N, m) end
-  return { 'quota', first(O, now), mine > tonumber(A(7)) and A(7) or A(8) }
+local function refusal()
+  local old = tonumber(redis.call('HGET', K .. ':b', m) or 0)
+  local new = old == 0 and 1 or 0
+  local u = redis.call('HMGET', K .. ':u', oh, '*')
+  local mine = redis.call('ZCARD', O) + new
+  if mine > tonumber(A(7)) or tonumber(u[1] or 0) - old + b > tonumber(A(8)) then
+    return { 'quota', first(O, now), mine > tonumber(A(7)) and A(7) or A(8) }, old
+  end
+  local all = redis.call('ZCARD', K) + new
+  if all > tonumber(A(5)) or tonumber(u[2] or 0) - old + b > tonumber(A(6)) then
+    return { 'full', first(K, now), all > tonumber(A(5)) and A(5) or A(6) }, old
+  end
+  return nil, old
 end
-local all = redis.call('ZCARD', K) + new
-if all > tonumber(A(5)) or bytes(N, '*') - old + b > tonumber(A(6)) then
-  if mode == 'finish' then drop(N, m) end
-  return { 'full', first(K, now), all > tonumber(A(5)) and A(5) or A(6) }
+local refused, old = refusal()
+if refused and not swept then
+  sweep(N, now, true)
+  refused, old = refusal()
 end
-put(N, m, now + tonumber(A(2)), b)
+if refused then
+  if mode == 'finish' then drop(N, m) end
+  return refused
+end
+put(N, m, now + tonumber(A(2)), b, old)
 return { 'ok' }
 `)
 } as const

@@ -15,11 +15,12 @@ export const TASK_SCRIPTS = {
   mcpCreateTask: lua(`
 local ttl, n = tonumber(A(1)), tonumber(A(3))
 redis.call('DEL', K, K .. ':in', K .. ':ans')
-for i = 0, n - 1 do redis.call('HSET', K, A(4 + 2 * i), A(5 + 2 * i)) end
 if A(2) == '1' then
-  redis.call('HSET', K, 'inputRequests', '1')
-  for i = 4 + 2 * n, #ARGV - 4, 2 do redis.call('HSET', K .. ':in', A(i), A(i + 1)) end
+  redis.call('HSET', K, 'inputRequests', '1', unpack(ARGV, 8, 7 + 2 * n))
+  if #ARGV > 7 + 2 * n then redis.call('HSET', K .. ':in', unpack(ARGV, 8 + 2 * n)) end
   redis.call('PEXPIRE', K .. ':in', ttl)
+elseif n > 0 then
+  redis.call('HSET', K, unpack(ARGV, 8, 7 + 2 * n))
 end
 redis.call('PEXPIRE', K, ttl)
 `),
@@ -39,19 +40,18 @@ return { fields, redis.call('HGETALL', K .. ':in') }
   mcpUpdateTask: lua(`${TERMINAL}
 local status = redis.call('HGET', K, 'status')
 if not status or TERMINAL[status] then return nil end
-local i = 4
-for _ = 1, tonumber(A(3)) do redis.call('HSET', K, A(i), A(i + 1)) i = i + 2 end
-local dels = tonumber(A(i))
-i = i + 1
-for _ = 1, dels do redis.call('HDEL', K, A(i)) i = i + 1 end
+local n = tonumber(A(3))
+local d = 4 + 2 * n
+local dels = tonumber(A(d))
 local ir = K .. ':in'
+if dels > 0 then redis.call('HDEL', K, unpack(ARGV, d + 5, d + 4 + dels)) end
 if A(2) ~= 'keep' then redis.call('DEL', ir) redis.call('HDEL', K, 'inputRequests') end
 if A(2) == 'set' then
   redis.call('HSET', K, 'inputRequests', '1')
-  for j = i, #ARGV - 4, 2 do redis.call('HSET', ir, A(j), A(j + 1)) end
+  if #ARGV > d + 4 + dels then redis.call('HSET', ir, unpack(ARGV, d + 5 + dels)) end
   redis.call('PEXPIRE', ir, redis.call('PTTL', K))
 end
-redis.call('HSET', K, 'lastUpdatedAt', A(1))
+redis.call('HSET', K, 'lastUpdatedAt', A(1), unpack(ARGV, 8, 7 + 2 * n))
 return { redis.call('HGETALL', K), redis.call('HGETALL', ir) }
 `),
 
