@@ -1,7 +1,7 @@
 import { ConfigurationError } from '../errors.js'
 import { isStandard, jsonSchemaOf, type AnySchema, type Infer, type StandardJsonSchema } from '../core/standard-schema.js'
 import type { InputRequest } from '../schema/mrtr.js'
-import { digestArguments } from './seal.js'
+import { digest } from '../hash.js'
 
 const QUESTION = Symbol.for('mcp-pure-http.question')
 
@@ -42,8 +42,14 @@ export function isQuestion(v: unknown): v is Question<unknown> {
   return typeof v === 'object' && v !== null && (v as Record<symbol, unknown>)[QUESTION] === true
 }
 
+/**
+ * The digest of a question is of its JSON text as this code builds it, keys in the order written,
+ * not sorted as argument digests are: the same code asks the same question in the same order, and
+ * a question whose text differs only by key order (another version of the code) is asked again,
+ * never answered wrongly. Sorting was a fifth of a round's CPU (issue 22's profile).
+ */
 function question<T>(request: InputRequest, capability: Question<T>['capability']): Question<T> {
-  return { [QUESTION]: true, request, capability, digest: digestArguments(request) }
+  return { [QUESTION]: true, request, capability, digest: digest('sha256', JSON.stringify(request), 'base64url') }
 }
 
 /**
@@ -54,7 +60,9 @@ function question<T>(request: InputRequest, capability: Question<T>['capability'
  * @example elicit('Which city?', z.object({ city: z.string() }))
  */
 export function elicit<S extends AnySchema>(message: string, schema: S): Question<Infer<S>> {
-  const requestedSchema = isStandard(schema) ? formOf(schema) : (jsonSchema(schema) as Record<string, unknown>)
+  // A TypeBox schema is sent as it is: its symbol keys (Kind) and undefined members vanish in JSON,
+  // the only form it leaves in (the result, the sealed state, the digest). No copy per round.
+  const requestedSchema = isStandard(schema) ? formOf(schema) : (schema as unknown as Record<string, unknown>)
   return question({ method: 'elicitation/create', params: { mode: 'form', message, requestedSchema } }, { name: 'elicitation' })
 }
 
@@ -131,16 +139,4 @@ export function clientCan(q: Question<unknown>, caps: Readonly<Record<string, un
   const cap = caps?.[q.capability.name]
   if (cap === undefined || cap === null) return false
   return q.capability.sub === undefined || (typeof cap === 'object' && (cap as Record<string, unknown>)[q.capability.sub] !== undefined)
-}
-
-/**
- * A TypeBox schema as the plain JSON Schema the client gets: a copy without its symbol keys (Kind)
- * and undefined members. A JSON round trip did the same at several times the cost, every round.
- */
-function jsonSchema(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(jsonSchema)
-  if (typeof value !== 'object' || value === null || Object.getPrototypeOf(value) !== Object.prototype) return value
-  const out: Record<string, unknown> = {}
-  for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = jsonSchema(v)
-  return out
 }
