@@ -2,6 +2,7 @@ import t from 'tap'
 import { createHash, randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { RedisStore, type RedisStoreOptions } from '../src/store/redis.js'
+import { TASK_FLOOR } from '../src/store/redis-tasks.js'
 import { createStore, MemoryStore } from '../src/store/index.js'
 import { storeContract } from './store-contract.js'
 import { redisStoreFactory } from './redis-store-factory.js'
@@ -94,6 +95,13 @@ t.test('the task ledger drops expired records in one batch, and a bound that wou
   t.same(Object.keys(totals).filter((k) => k !== '~').sort(), ['*', sha1('alice')].sort(), 'owners with nothing left leave the totals')
   t.equal(totals['*'], totals[sha1('alice')], 'the bytes in all are those of alice')
   t.equal(await raw.exists(`${L}:o:${sha1('owner-3')}`, `${L}:r`), 1, "an owner's set is gone; the running set holds alice's task")
+  const a1 = `${sha1('alice')}:a1`
+  t.equal(Number(await raw.hget(`${L}:b`, a1)), TASK_FLOOR, 'a small task counts the floor')
+  await store.updateTask('alice', 'a1', { status: 'completed', result: { content: [] } })
+  const outcome = Number(await raw.hget(`${L}:b`, a1))
+  t.ok(outcome > 256 && outcome < TASK_FLOOR, `a small outcome (written with its count, in one round trip) counts its own ${outcome} bytes`)
+  t.equal((await store.getTask('alice', 'a1'))?.status, 'completed')
+  t.equal(await raw.zcard(`${L}:r`), 0, 'and leaves the running ones')
 
   // Bob's two tasks expire before the next sweep is due; his third is not refused for them.
   await store.createTask('bob', task('b1', 40))

@@ -18,6 +18,11 @@ import { Redis } from 'ioredis'
  *   task written beside it (nobody knows its id yet). Then the background completion: one script,
  *   since a terminal task must stay terminal (a check and a write, atomic).
  * - task poll: one script reading the task's hash and its outstanding input requests together.
+ *
+ * Not kept yet: the ledgers of issue 15 (bytes of tasks in all and per owner, running tasks per
+ * owner, a finished outcome that does not fit replaced by a failure). This ceiling bounds tasks by
+ * count only, so a task here costs Redis 5 commands where the library's cost 25;
+ * the task-create ratio against it is of a lighter workload than the library's guarantees need.
  */
 export interface RedisCeiling {
   take(): Promise<{ id: string; json: string } | undefined>

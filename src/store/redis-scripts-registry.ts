@@ -54,22 +54,28 @@ local function dropAll(N, ms)
   redis.call('HINCRBY', U, '*', -total)
 end
 local function drop(N, m) dropAll(N, { m }) end
--- A record of b bytes (old before it: 0 for a new one), expiring at the time at.
-local function put(N, m, at, b, old)
-  local Z, oh = G .. N, owner(m)
+-- A record's bytes are now b (old before it: 0 for a new one).
+local function recount(N, m, b, old)
+  local Z = G .. N
   redis.call('HSET', Z .. ':b', m, b)
-  redis.call('ZADD', Z, at, m)
-  redis.call('ZADD', Z .. ':o:' .. oh, at, m)
   if b ~= old then
     redis.call('HINCRBY', Z .. ':u', '*', b - old)
-    redis.call('HINCRBY', Z .. ':u', oh, b - old)
+    redis.call('HINCRBY', Z .. ':u', owner(m), b - old)
   end
+end
+-- A record of b bytes (old before it: 0 for a new one), expiring at the time at.
+local function put(N, m, at, b, old)
+  local Z = G .. N
+  redis.call('ZADD', Z, at, m)
+  redis.call('ZADD', Z .. ':o:' .. owner(m), at, m)
+  recount(N, m, b, old)
 end
 -- Drop what expired, when a sweep is due (100 ms after the last) or forced (a bound would refuse:
 -- bounds count only the living). Between sweeps, records expired since count for at most 100 ms.
-local function sweep(N, now, force)
+-- last: the '~' field when the caller read it with the totals (else it is read here).
+local function sweep(N, now, force, last)
   local Z = G .. N
-  if not force and now - tonumber(redis.call('HGET', Z .. ':u', '~') or 0) < 100 then return false end
+  if not force and now - tonumber(last or redis.call('HGET', Z .. ':u', '~') or 0) < 100 then return false end
   redis.call('HSET', Z .. ':u', '~', now)
   local ms
   repeat
@@ -144,22 +150,28 @@ return 0
    * running ones and counts its new bytes; {'large'} when they do not fit (the caller keeps it small).
    */
   mcpIndexTask: registry(`${LEDGER}
-local now = nowms()
 local N, m = 'tasks', A(1)
 local oh = owner(m)
 local R, RO, U = K .. ':r', K .. ':r:' .. oh, K .. ':u'
 local b = tonumber(A(3))
-local swept = sweep(N, now, false)
 if A(4) == 'create' then
+  local now = nowms()
+  local u
   local function refusal()
     if redis.call('ZCARD', RO) >= tonumber(A(6)) then return { 'quota', first(RO, now), A(6), 'running tasks' } end
-    local u = redis.call('HMGET', U, oh, '*')
     if tonumber(u[1] or 0) + b > tonumber(A(8)) then return { 'quota', first(K .. ':o:' .. oh, now), A(8), 'bytes of tasks' } end
     if redis.call('ZCARD', R) >= tonumber(A(5)) then return { 'running', first(R, now), A(5) } end
     if tonumber(u[2] or 0) + b > tonumber(A(7)) then return { 'full', first(K, now), A(7) } end
   end
+  u = redis.call('HMGET', U, oh, '*', '~')
+  local swept = sweep(N, now, false, u[3])
+  if swept then u = redis.call('HMGET', U, oh, '*') end
   local refused = refusal()
-  if refused and not swept then sweep(N, now, true) refused = refusal() end
+  if refused and not swept then
+    sweep(N, now, true)
+    u = redis.call('HMGET', U, oh, '*')
+    refused = refusal()
+  end
   if refused then return refused end
   local at = now + tonumber(A(2))
   put(N, m, at, b, 0)
@@ -167,19 +179,22 @@ if A(4) == 'create' then
   redis.call('ZADD', RO, at, m)
   return { 'ok' }
 end
+-- finish: creates sweep; a finish sweeps only when what expired would make it refuse.
 local function finish()
-  local at = redis.call('ZSCORE', K, m)
-  if not at then return { 'ok' } end
+  if not redis.call('ZSCORE', K, m) then return { 'ok' } end
   redis.call('ZREM', R, m)
   redis.call('ZREM', RO, m)
   local old = tonumber(redis.call('HGET', K .. ':b', m))
   local u = redis.call('HMGET', U, oh, '*')
   if tonumber(u[1] or 0) - old + b > tonumber(A(8)) or tonumber(u[2] or 0) - old + b > tonumber(A(7)) then return { 'large' } end
-  put(N, m, tonumber(at), b, old)
+  recount(N, m, b, old)
   return { 'ok' }
 end
 local out = finish()
-if out[1] == 'large' and not swept then sweep(N, now, true) out = finish() end
+if out[1] == 'large' then
+  sweep(N, nowms(), true)
+  out = finish()
+end
 return out
 `),
 

@@ -10,11 +10,10 @@ const TERMINAL = 'local TERMINAL = { [\'"completed"\'] = true, [\'"failed"\'] = 
 export const TASK_SCRIPTS = {
   /**
    * K task, A(1) ttl ms, A(2) 1 when inputRequests is set, A(3) number of field/value pairs, then
-   * the pairs, then the inputRequests pairs.
+   * the pairs, then the inputRequests pairs. The task id is new (127 random bits): nothing to clear.
    */
   mcpCreateTask: lua(`
 local ttl, n = tonumber(A(1)), tonumber(A(3))
-redis.call('DEL', K, K .. ':in', K .. ':ans')
 if A(2) == '1' then
   redis.call('HSET', K, 'inputRequests', '1', unpack(ARGV, 8, 7 + 2 * n))
   if #ARGV > 7 + 2 * n then redis.call('HSET', K .. ':in', unpack(ARGV, 8 + 2 * n)) end

@@ -9,6 +9,13 @@ import { TERMINAL, type IdempotentStart, type TaskRecord } from './types.js'
 type Verdict = [string, number?, string?, string?]
 
 type TaskPatch = Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>
+
+/**
+ * The least a task counts in the ledger (bytes): a task is created at about this size, and a small
+ * outcome (a short text, a cancellation) then never counts more than the task already does, so its
+ * write needs no verdict from the ledger first: one write to Redis instead of two in a row.
+ */
+export const TASK_FLOOR = 512
 type Found = [string[], string[]] | null
 
 /**
@@ -31,7 +38,7 @@ export class RedisTasks {
     const { key, member } = this.#r.record('t', owner, task.taskId)
     const args = createArgs(task)
     const [indexed] = await Promise.all([
-      this.#index(member, task.ttlMs, RECORD_OVERHEAD + JSON.stringify(args).length, 'create'),
+      this.#index(member, task.ttlMs, Math.max(RECORD_OVERHEAD + JSON.stringify(args).length, TASK_FLOOR), 'create'),
       this.#r.write('mcpCreateTask', key, task.ttlMs, ...args)
     ])
     const [verdict, ms, limit, what] = indexed as Verdict
@@ -59,12 +66,18 @@ export class RedisTasks {
   async updateTask(owner: string, taskId: string, patch: TaskPatch): Promise<TaskRecord | undefined> {
     const stamp = JSON.stringify(new Date().toISOString())
     const { key, member } = this.#r.record('t', owner, taskId)
+    let args = patchArgs(patch)
     if (patch.status !== undefined && TERMINAL.has(patch.status)) {
-      const bytes = RECORD_OVERHEAD + JSON.stringify(patchArgs(patch)).length
+      const bytes = RECORD_OVERHEAD + JSON.stringify(args).length
+      if (bytes <= TASK_FLOOR) {
+        // No bigger than what the task already counts: the ledger cannot refuse it, so both leave in one write.
+        const [, out] = (await Promise.all([this.#index(member, 0, bytes, 'finish'), this.#r.write('mcpUpdateTask', key, stamp, ...args)])) as [unknown, Found]
+        return out === null ? undefined : toTask(out)
+      }
       const [verdict] = (await this.#index(member, 0, bytes, 'finish')) as Verdict
-      if (verdict === 'large') patch = { ...patch, status: 'failed', result: undefined, error: { ...TOO_LARGE } }
+      if (verdict === 'large') args = patchArgs({ ...patch, status: 'failed', result: undefined, error: { ...TOO_LARGE } })
     }
-    const out = (await this.#r.write('mcpUpdateTask', key, stamp, ...patchArgs(patch))) as Found
+    const out = (await this.#r.write('mcpUpdateTask', key, stamp, ...args)) as Found
     return out === null ? undefined : toTask(out)
   }
 
