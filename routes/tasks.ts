@@ -1,11 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { settleGet } from '../src/http/meta.js'
 import { sendRepresentation, sendResult } from '../src/http/representation.js'
 import { createContext, paramsFromHeaders, paramsFromPost } from '../src/http/request.js'
 import { CommonHeaders, GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
 import { AckSchema, CancelTaskBodySchema, DetailedTaskSchema, UpdateTaskBodySchema } from '../src/schema/tasks.js'
-import { etagOf } from '../src/core/etag.js'
 import { TERMINAL, type TaskStatus } from '../src/store/types.js'
 import { hasNoBody } from './notifications.js'
 
@@ -30,11 +28,10 @@ const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     },
     async (request, reply) => {
-      await settleGet(request, reply)
-      const task = await fastify.mcp.tasks.get(await createContext(request, reply, paramsFromHeaders(request)), request.params.taskId)
+      // The context settles the version from Mcp-Meta, as settleGet would: the header is decoded once.
+      const { task, representation } = await fastify.mcp.tasks.served(await createContext(request, reply, paramsFromHeaders(request)), request.params.taskId)
       if (!TERMINAL.has(task.status as TaskStatus)) reply.header('retry-after', String(Math.max(1, Math.ceil(task.pollIntervalMs / 1000))))
-      const body = JSON.stringify(task)
-      return sendRepresentation(request, reply, { body, etag: etagOf(body) }, { ttlMs: 0, cacheScope: 'private' })
+      return sendRepresentation(request, reply, representation, { ttlMs: 0, cacheScope: 'private' })
     }
   )
 

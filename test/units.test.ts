@@ -140,3 +140,28 @@ t.test('asError: an abort reason that is not an Error becomes one; an Error stay
   t.match(asError('gone'), { message: 'gone' })
   t.ok(asError(42) instanceof Error)
 })
+
+t.test('Tasks.served: a frozen task record is serialized once per version; polls share its text and ETag', async (t) => {
+  const { CallContext } = await import('../src/core/call-context.js')
+  const { Tasks } = await import('../src/tasks/task-methods.js')
+  const store = new MemoryStore()
+  t.teardown(() => store.close())
+  const tasks = new Tasks(() => store)
+  const principal = { id: 'alice', scopes: [], anonymous: false }
+  const ctx = new CallContext(
+    { requestId: 'r', protocolVersion: '2026-07-28', era: 'modern', meta: undefined, clientCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } }, principal, log: console, deadline: 0 },
+    { progressToken: () => undefined, logFloor: () => undefined, send: () => undefined }
+  )
+  const now = new Date().toISOString()
+  await store.createTask('alice', { taskId: 'x', status: 'working', createdAt: now, lastUpdatedAt: now, ttlMs: 60_000, pollIntervalMs: 1000, notify: true })
+  const first = await tasks.served(ctx, 'x')
+  t.equal(await tasks.served(ctx, 'x'), first, 'the same version: the same text, not serialized again')
+  t.same(JSON.parse(first.representation.body), first.task)
+  t.equal(first.representation.etag, etagOf(first.representation.body))
+  t.notOk('notify' in first.task, 'the wire form leaves the store-only fields out')
+  await store.updateTask('alice', 'x', { status: 'completed', result: { content: [] } })
+  const done = await tasks.served(ctx, 'x')
+  t.not(done.representation.etag, first.representation.etag, 'a new version: a new text and ETag')
+  t.equal(done.task.status, 'completed')
+  t.same(await tasks.get(ctx, 'x'), done.task, 'tasks/get (the /mcp face) answers the same task')
+})
