@@ -89,7 +89,7 @@ t.test('the task ledger drops expired records in one batch, and a bound that wou
   t.equal(await raw.zcard(L), 20)
   await sleep(250)
   await store.createTask('alice', task('a1', 60_000))
-  t.same(await raw.zrange(L, 0, -1), [`${sha1('alice')}:a1`], 'the next write swept every expired record')
+  t.same(await raw.zrange(L, '0', '-1'), [`${sha1('alice')}:a1`], 'the next write swept every expired record')
   t.same(await raw.hkeys(`${L}:b`), [`${sha1('alice')}:a1`])
   const totals = await raw.hgetall(`${L}:u`)
   t.same(Object.keys(totals).filter((k) => k !== '~').sort(), ['*', sha1('alice')].sort(), 'owners with nothing left leave the totals')
@@ -109,7 +109,7 @@ t.test('the task ledger drops expired records in one batch, and a bound that wou
   await t.rejects(store.createTask('bob', task('b3', 40)), { name: 'QuotaExceeded' }, 'two running: the per-principal quota')
   await sleep(60)
   await store.createTask('bob', task('b4', 60_000))
-  t.same(await raw.zrange(`${L}:r:${sha1('bob')}`, 0, -1), [`${sha1('bob')}:b4`], 'the refusal swept first, then counted the living')
+  t.same(await raw.zrange(`${L}:r:${sha1('bob')}`, '0', '-1'), [`${sha1('bob')}:b4`], 'the refusal swept first, then counted the living')
 })
 
 t.test('a connection unused for connectionTtlMs is forgotten', async (t) => {
