@@ -7,6 +7,7 @@ import { createStore, MemoryStore } from '../src/store/index.js'
 import { storeContract } from './store-contract.js'
 import { redisStoreFactory } from './redis-store-factory.js'
 import { startRedis } from './redis-server.js'
+import { startRedisProxy } from '../bench/lib/redis-proxy.js'
 
 // A real redis-server, started here and stopped at the end; without one this fails (never skips).
 const redis = await startRedis()
@@ -110,6 +111,25 @@ t.test('the task ledger drops expired records in one batch, and a bound that wou
   await sleep(60)
   await store.createTask('bob', task('b4', 60_000))
   t.same(await raw.zrange(`${L}:r:${sha1('bob')}`, '0', '-1'), [`${sha1('bob')}:b4`], 'the refusal swept first, then counted the living')
+})
+
+t.test('finishing a task: a small outcome is one write to Redis, a large one waits for the ledger first', async (t) => {
+  const proxy = await startRedisProxy(redis.url)
+  t.teardown(() => proxy.close())
+  const store = open({ url: proxy.url, prefix: `f${randomUUID().slice(0, 8)}:` })
+  t.teardown(() => store.close())
+  const now = new Date().toISOString()
+  const task = (taskId: string) => ({ taskId, status: 'working' as const, createdAt: now, lastUpdatedAt: now, ttlMs: 60_000, pollIntervalMs: 1000 })
+  for (const id of ['warm', 'small', 'large']) await store.createTask('alice', task(id))
+  // Every script has run once (ioredis loads a script on its first EVALSHA): what follows is counted.
+  await store.updateTask('alice', 'warm', { status: 'completed', result: { content: [] } })
+  let before = proxy.counts()
+  await store.updateTask('alice', 'small', { status: 'completed', result: { content: [] } })
+  t.same([proxy.counts().writes - before.writes, proxy.counts().commands - before.commands], [1, 2], 'the count and the outcome leave together')
+  before = proxy.counts()
+  const large = await store.updateTask('alice', 'large', { status: 'completed', result: { content: [{ type: 'text', text: 'x'.repeat(2000) }] } })
+  t.same([proxy.counts().writes - before.writes, proxy.counts().commands - before.commands], [2, 2], 'the ledger decides first, then the outcome is written')
+  t.equal(large?.status, 'completed', 'it fits: kept')
 })
 
 t.test('a connection unused for connectionTtlMs is forgotten', async (t) => {
