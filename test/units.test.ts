@@ -165,3 +165,14 @@ t.test('Tasks.served: a frozen task record is serialized once per version; polls
   t.equal(done.task.status, 'completed')
   t.same(await tasks.get(ctx, 'x'), done.task, 'tasks/get (the /mcp face) answers the same task')
 })
+
+t.test('ownerTag: the SHA-1 of an owner id, remembered, whatever the number or length of ids', async (t) => {
+  const { ownerTag, sha1 } = await import('../src/store/redis-core.js')
+  t.equal(ownerTag('alice'), sha1('alice'))
+  t.equal(ownerTag('alice'), sha1('alice'), 'again, from memory')
+  const long = 'x'.repeat(300)
+  t.equal(ownerTag(long), sha1(long), 'a long id is digested, not kept')
+  for (let i = 0; i < 5000; i++) ownerTag(`owner-${i}`)
+  t.equal(ownerTag('owner-4999'), sha1('owner-4999'), 'past the bound the memory starts again')
+  t.equal(ownerTag('owner-1'), sha1('owner-1'))
+})

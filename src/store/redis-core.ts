@@ -8,6 +8,23 @@ import type { StoreLimits } from './types.js'
 
 export const sha1 = (s: string): string => digest('sha1', s, 'hex')
 
+// Owners' digests, as every key of an owner needs one (a task costs four): the same few principals
+// make most requests. Bounded; emptied when full rather than kept in order (a miss costs one digest).
+const OWNER_TAGS = new Map<string, string>()
+const MAX_OWNER_TAGS = 4096
+
+/** {@link sha1} of an owner id, remembered for the owners seen last (ids of up to 256 characters: at most ~1 MB). */
+export function ownerTag(owner: string): string {
+  if (owner.length > 256) return sha1(owner)
+  let tag = OWNER_TAGS.get(owner)
+  if (tag === undefined) {
+    if (OWNER_TAGS.size >= MAX_OWNER_TAGS) OWNER_TAGS.clear()
+    tag = sha1(owner)
+    OWNER_TAGS.set(owner, tag)
+  }
+  return tag
+}
+
 type Arg = string | number
 type Command = (key: string, ...args: Arg[]) => Promise<unknown>
 
@@ -96,7 +113,7 @@ export class RedisCore {
 
   /** A logical connection's hash `P c:{h}`; its other keys append to it. */
   conn(owner: string): string {
-    return `${this.prefix}c:{${sha1(owner)}}`
+    return `${this.prefix}c:{${ownerTag(owner)}}`
   }
 
   /** The connections subscribed to a URI, on the URI's slot. */
@@ -114,7 +131,7 @@ export class RedisCore {
    * its index member, and the wake-up channel of that slot.
    */
   record(kind: 't' | 'i', owner: string, id: string): { key: string; member: string; channel: string } {
-    const member = `${sha1(owner)}:${id}`
+    const member = `${ownerTag(owner)}:${id}`
     return { key: `${this.prefix}${kind}:{${member}}`, member, channel: `${this.prefix}w:{${member}}` }
   }
 

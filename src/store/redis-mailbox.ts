@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { DISCARDED, QueueFull } from './store-errors.js'
-import { sha1, type RedisCore } from './redis-core.js'
+import { ownerTag, type RedisCore } from './redis-core.js'
 import type { ClientAnswer, NotificationGroup, QueuedRequest, ServerMessage } from './types.js'
 
 /**
@@ -91,7 +91,7 @@ export class RedisMailbox {
 
   /** Waits on the connection's wake-up channel for the answer key `P a:{h}:<id>` (see `mcpComplete`). */
   awaitAnswer(owner: string, id: string, signal: AbortSignal, timeoutMs: number): Promise<ClientAnswer> {
-    const h = sha1(owner)
+    const h = ownerTag(owner)
     const name = `${this.#r.prefix}a:{${h}}:${id}`
     return this.#r.bus
       .wait<ClientAnswer>(`${this.#r.prefix}w:{${h}}`, name, signal, timeoutMs, async () => {
