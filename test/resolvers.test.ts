@@ -263,3 +263,25 @@ t.test('answers sent before any question: taken when they fit the question asked
   const stale = await post('names', { requestState: one.body.requestState, inputResponses: { first: accept({ name: 'Eve' }), last: accept({ name: 'Byron' }) } })
   t.same(stale.body.content, [{ type: 'text', text: 'Ada Byron' }], 'with a state, only questions it asked are answered: the recorded answer stands')
 })
+
+t.test('a question is known by its JSON as the code builds it: the same text is answered, a reordered one asked again', async (t) => {
+  const mcp = new McpServer({ name: 't', version: '1' })
+  // The same form with its keys in another order, as another version of the code might build it.
+  const inOrder = { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] }
+  const reordered = { required: ['name'], properties: { name: { type: 'string' } }, type: 'object' }
+  let form: Record<string, unknown> = inOrder
+  const who = resolver({ name: 'who', resolve: () => elicit('Name?', Type.Unsafe<{ name: string }>(form)) })
+  mcp.tool({ name: 'greet', resolvers: { who } }, (_args, ctx) => `hello ${ctx.resolved.who.name}`)
+  const { app } = await build(t, { mcp })
+  const same = await run(app, 'greet', {}, [{ who: accept({ name: 'Ada' }) }])
+  t.same(same.res.body.content, [{ type: 'text', text: 'hello Ada' }], 'the question as asked: its answer is used')
+  const first = await call(app, { method: 'POST', url: '/tools/greet/calls', payload: { _meta: ELICIT, arguments: {} } })
+  form = reordered
+  const retried = await call(app, {
+    method: 'POST',
+    url: '/tools/greet/calls',
+    payload: { _meta: ELICIT, arguments: {}, requestState: first.body.requestState, inputResponses: { who: accept({ name: 'Ada' }) } }
+  })
+  t.equal(retried.body.resultType, 'input_required', 'the reordered question is asked again, never answered with the old answer')
+  t.same(Object.keys(retried.body.inputRequests), ['who'])
+})
