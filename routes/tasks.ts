@@ -4,7 +4,7 @@ import { sendRepresentation, sendResult } from '../src/http/representation.js'
 import { createContext, paramsFromHeaders, paramsFromPost } from '../src/http/request.js'
 import { CommonHeaders, GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
 import { AckSchema, CancelTaskBodySchema, DetailedTaskSchema, UpdateTaskBodySchema } from '../src/schema/tasks.js'
-import { TERMINAL, type TaskStatus } from '../src/store/types.js'
+import { TERMINAL } from '../src/store/types.js'
 import { hasNoBody } from './notifications.js'
 
 const TaskParams = Type.Object({ taskId: Type.String({ minLength: 1, maxLength: 128 }) })
@@ -29,9 +29,9 @@ const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       // The context settles the version from Mcp-Meta, as settleGet would: the header is decoded once.
-      const { task, representation } = await fastify.mcp.tasks.served(await createContext(request, reply, paramsFromHeaders(request)), request.params.taskId)
-      if (!TERMINAL.has(task.status as TaskStatus)) reply.header('retry-after', String(Math.max(1, Math.ceil(task.pollIntervalMs / 1000))))
-      return sendRepresentation(request, reply, representation, { ttlMs: 0, cacheScope: 'private' })
+      const task = await fastify.mcp.tasks.served(await createContext(request, reply, paramsFromHeaders(request)), request.params.taskId)
+      if (!TERMINAL.has(task.status)) reply.header('retry-after', String(Math.max(1, Math.ceil(task.pollIntervalMs / 1000))))
+      return sendRepresentation(request, reply, task.representation, { ttlMs: 0, cacheScope: 'private' })
     }
   )
 

@@ -132,6 +132,27 @@ t.test('finishing a task: a small outcome is one write to Redis, a large one wai
   t.equal(large?.status, 'completed', 'it fits: kept')
 })
 
+t.test("getTaskText: a task's wire form built from its stored JSON is the text of tasks/get's object", async (t) => {
+  const store = open({ prefix: `x${randomUUID().slice(0, 8)}:` })
+  t.teardown(() => store.close())
+  const now = new Date().toISOString()
+  const base = { createdAt: now, lastUpdatedAt: now, ttlMs: 60_000, pollIntervalMs: 2500 }
+  await store.createTask('alice', { taskId: 'plain', status: 'working', notify: true, statusMessage: 'ünïcode "quoted"', ...base })
+  await store.createTask('alice', { taskId: 'asking', status: 'input_required', inputRequests: { 'a.1': { method: 'roots/list' }, b: { method: 'elicitation/create', params: { message: 'x' } } }, ...base })
+  await store.createTask('alice', { taskId: 'done', status: 'working', ...base })
+  await store.updateTask('alice', 'done', { status: 'completed', result: { content: [{ type: 'text', text: 'ok' }], structuredContent: { n: 1e-7 } } })
+  await store.createTask('alice', { taskId: 'failed', status: 'working', ...base })
+  await store.updateTask('alice', 'failed', { status: 'failed', error: { code: -32603, message: 'no' } })
+  for (const id of ['plain', 'asking', 'done', 'failed']) {
+    const record = (await store.getTask('alice', id))!
+    const text = (await store.getTaskText('alice', id))!
+    const { notify: _notify, ...wire } = record
+    t.equal(text.json, JSON.stringify({ resultType: 'complete', ...wire }), `${id}: the same text`)
+    t.same([text.status, text.pollIntervalMs], [record.status, 2500])
+  }
+  t.equal(await store.getTaskText('bob', 'plain'), undefined, "another owner's task is unknown")
+})
+
 t.test('a connection unused for connectionTtlMs is forgotten', async (t) => {
   const store = open({ prefix: `c${randomUUID().slice(0, 8)}:`, connectionTtlMs: 150 })
   t.teardown(() => store.close())

@@ -1,4 +1,4 @@
-import type { ServerMessage, TaskRecord } from './types.js'
+import type { ServerMessage, TaskRecord, TaskText } from './types.js'
 
 type TaskPatch = Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>
 
@@ -40,4 +40,34 @@ export function toTask([fields, inputs]: [string[], string[]]): TaskRecord {
     task.inputRequests = requests
   }
   return task as unknown as TaskRecord
+}
+
+/**
+ * A task's wire form (tasks/get) as JSON text straight from its hash fields, which hold JSON values:
+ * nothing decoded but the status and poll interval, nothing encoded again. The same text as
+ * `JSON.stringify({ resultType: 'complete', ...detailedTask(toTask(found)) })`.
+ */
+export function taskText([fields, inputs]: [string[], string[]]): TaskText {
+  let json = '{"resultType":"complete"'
+  let status = 'working'
+  let pollIntervalMs = 0
+  let asking = false
+  for (let i = 0; i < fields.length; i += 2) {
+    const k = fields[i]!
+    const v = fields[i + 1]!
+    if (k === 'inputRequests') {
+      asking = true
+      continue
+    }
+    if (k === 'notify') continue
+    if (k === 'status') status = JSON.parse(v) as string
+    else if (k === 'pollIntervalMs') pollIntervalMs = JSON.parse(v) as number
+    json += `,${JSON.stringify(k)}:${v}`
+  }
+  if (asking) {
+    json += ',"inputRequests":{'
+    for (let i = 0; i < inputs.length; i += 2) json += `${i === 0 ? '' : ','}${JSON.stringify(inputs[i])}:${inputs[i + 1]}`
+    json += '}'
+  }
+  return { status: status as TaskText['status'], pollIntervalMs, json: `${json}}` }
 }

@@ -1,9 +1,9 @@
 import { QuotaExceeded, StoreFull, TooManyTasks } from './store-errors.js'
 import { RECORD_OVERHEAD } from './limits.js'
 import { TOO_LARGE } from './memory-tasks.js'
-import { answerArgs, createArgs, patchArgs, toTask } from './redis-codec.js'
+import { answerArgs, createArgs, patchArgs, taskText, toTask } from './redis-codec.js'
 import type { RedisCore } from './redis-core.js'
-import { TERMINAL, type IdempotentStart, type TaskRecord } from './types.js'
+import { TERMINAL, type IdempotentStart, type TaskRecord, type TaskText } from './types.js'
 
 /** A ledger's answer (see `redis-scripts-registry.ts`): 'ok', or the bound reached, ms until space frees, the limit. */
 type Verdict = [string, number?, string?, string?]
@@ -57,6 +57,11 @@ export class RedisTasks {
   async getTask(owner: string, taskId: string): Promise<TaskRecord | undefined> {
     const found = (await this.#r.run('mcpGetTask', this.#r.record('t', owner, taskId).key)) as Found
     return found === null ? undefined : toTask(found)
+  }
+
+  async getTaskText(owner: string, taskId: string): Promise<TaskText | undefined> {
+    const found = (await this.#r.run('mcpGetTask', this.#r.record('t', owner, taskId).key)) as Found
+    return found === null ? undefined : taskText(found)
   }
 
   /**

@@ -15,7 +15,8 @@ import {
   type ServerMessage,
   type Store,
   type StoreLimits,
-  type TaskRecord
+  type TaskRecord,
+  type TaskText
 } from './types.js'
 
 export type { RedisStoreOptions }
@@ -160,6 +161,10 @@ export class RedisStore implements Store {
 
   getTask(owner: string, taskId: string): Promise<TaskRecord | undefined> {
     return this.#tasks.getTask(owner, taskId)
+  }
+
+  getTaskText(owner: string, taskId: string): Promise<TaskText | undefined> {
+    return this.#tasks.getTaskText(owner, taskId)
   }
 
   updateTask(owner: string, taskId: string, patch: Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>): Promise<TaskRecord | undefined> {

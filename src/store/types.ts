@@ -78,6 +78,13 @@ export interface Signals {
   onResourceUpdated(listener: (uri: string) => void): () => void
 }
 
+/** A task's wire form as text (see {@link TaskStore.getTaskText}). */
+export interface TaskText {
+  status: TaskRecord['status']
+  pollIntervalMs: number
+  json: string
+}
+
 /** Tasks (the Tasks extension): records, their input requests and answers. */
 export interface TaskStore {
   /**
@@ -89,6 +96,13 @@ export interface TaskStore {
   createTask(owner: string, task: TaskRecord): Promise<void>
   /** The task, or undefined when unknown, expired or another owner's. */
   getTask(owner: string, taskId: string): Promise<TaskRecord | undefined>
+  /**
+   * Optional: the task as tasks/get answers it (`{"resultType":"complete", ...}` without the
+   * store-only fields), as JSON text built from what the store keeps serialized, with the two
+   * fields a poll's headers need; undefined as {@link getTask}. A store that keeps JSON (Redis)
+   * then neither decodes nor encodes a polled task.
+   */
+  getTaskText?(owner: string, taskId: string): Promise<TaskText | undefined>
   /**
    * Change a task and stamp `lastUpdatedAt`. A terminal task stays as it is (resolves undefined): a
    * cancelled task cannot complete, a completed one cannot be cancelled. A task that finishes with

@@ -3,8 +3,15 @@ import { etagOf } from '../core/etag.js'
 import type { Representation } from '../core/list-cache.js'
 import type { DetailedTask } from '../schema/tasks.js'
 import type { Mailbox, Signals, TaskRecord, TaskStore } from '../store/types.js'
-import { answerTask, cancelTask, findTask, requireTasks } from './task-steps.js'
+import { answerTask, cancelTask, findTask, requireTasks, unknownTask } from './task-steps.js'
 import { detailedTask } from './records.js'
+
+/** tasks/get as HTTP serves it (see {@link Tasks.served}). */
+export interface ServedTask {
+  status: TaskRecord['status']
+  pollIntervalMs: number
+  representation: Representation
+}
 
 /** A task record as tasks/get answers it. */
 const wire = (record: TaskRecord) => ({ resultType: 'complete', ...detailedTask(record) }) as DetailedTask
@@ -24,24 +31,29 @@ export class Tasks {
   }
 
   /**
-   * `tasks/get` as served over HTTP: the task, its JSON text and ETag. A store that hands out one
-   * frozen record per version (the memory store) gets them computed once per version, not per poll;
-   * a fresh record each read (Redis) is serialized each time.
+   * `tasks/get` as served over HTTP: its JSON text and ETag, and the status and poll interval its
+   * headers need. A store that keeps tasks as JSON (Redis) hands the text over (getTaskText); one
+   * that hands out a frozen record per version (memory) gets it serialized once per version.
    */
-  async served(ctx: CallContext, taskId: string): Promise<{ task: DetailedTask; representation: Representation }> {
+  async served(ctx: CallContext, taskId: string): Promise<ServedTask> {
     requireTasks(ctx)
-    const record = await findTask(this.store(), ctx.principal.id, taskId)
+    const store = this.store()
+    if (store.getTaskText !== undefined) {
+      const text = await store.getTaskText(ctx.principal.id, taskId)
+      if (text === undefined) throw unknownTask(taskId)
+      return { status: text.status, pollIntervalMs: text.pollIntervalMs, representation: { body: text.json, etag: etagOf(text.json) } }
+    }
+    const record = await findTask(store, ctx.principal.id, taskId)
     let served = Object.isFrozen(record) ? this.#served.get(record) : undefined
     if (served === undefined) {
-      const task = wire(record)
-      const body = JSON.stringify(task)
-      served = { task, representation: { body, etag: etagOf(body) } }
+      const body = JSON.stringify(wire(record))
+      served = { status: record.status, pollIntervalMs: record.pollIntervalMs, representation: { body, etag: etagOf(body) } }
       if (Object.isFrozen(record)) this.#served.set(record, served)
     }
     return served
   }
 
-  readonly #served = new WeakMap<TaskRecord, { task: DetailedTask; representation: Representation }>()
+  readonly #served = new WeakMap<TaskRecord, ServedTask>()
 
   /** `tasks/update`: answers to the task's outstanding input requests. */
   async update(ctx: CallContext, taskId: string, inputResponses: Record<string, Record<string, unknown>>): Promise<void> {

@@ -11,7 +11,7 @@ import { ownValue } from '../core/json-limits.js'
  * `tasks/get`, `tasks/update`, `tasks/cancel` on /mcp). A task belongs to its creator: anyone else's,
  * like an unknown or expired one, is 404 -32602 (the extension's "unknown taskId").
  */
-const unknownTask = (taskId: string) => errors.notFound(`Unknown task: ${taskId.slice(0, 128)}`)
+export const unknownTask = (taskId: string) => errors.notFound(`Unknown task: ${taskId.slice(0, 128)}`)
 
 /** tasks/get: the task record (see `detailedTask` for its wire form). */
 export async function findTask(store: TaskStore & Signals, owner: string, taskId: string): Promise<TaskRecord> {
