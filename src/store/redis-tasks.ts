@@ -55,13 +55,17 @@ export class RedisTasks {
   }
 
   async getTask(owner: string, taskId: string): Promise<TaskRecord | undefined> {
-    const found = (await this.#r.run('mcpGetTask', this.#r.record('t', owner, taskId).key)) as Found
+    const found = await this.#read(owner, taskId)
     return found === null ? undefined : toTask(found)
   }
 
   async getTaskText(owner: string, taskId: string): Promise<TaskText | undefined> {
-    const found = (await this.#r.run('mcpGetTask', this.#r.record('t', owner, taskId).key)) as Found
+    const found = await this.#read(owner, taskId)
     return found === null ? undefined : taskText(found)
+  }
+
+  async #read(owner: string, taskId: string): Promise<Found> {
+    return (await this.#r.run('mcpGetTask', this.#r.record('t', owner, taskId).key)) as Found
   }
 
   /**
@@ -72,17 +76,18 @@ export class RedisTasks {
     const stamp = JSON.stringify(new Date().toISOString())
     const { key, member } = this.#r.record('t', owner, taskId)
     let args = patchArgs(patch)
+    let counted: Promise<unknown> | undefined
     if (patch.status !== undefined && TERMINAL.has(patch.status)) {
       const bytes = RECORD_OVERHEAD + JSON.stringify(args).length
-      if (bytes <= TASK_FLOOR) {
-        // No bigger than what the task already counts: the ledger cannot refuse it, so both leave in one write.
-        const [, out] = (await Promise.all([this.#index(member, 0, bytes, 'finish'), this.#r.write('mcpUpdateTask', key, stamp, ...args)])) as [unknown, Found]
-        return out === null ? undefined : toTask(out)
+      counted = this.#index(member, 0, bytes, 'finish')
+      // No bigger than what the task already counts, the ledger cannot refuse it: the count and the
+      // outcome leave in one write. A bigger outcome waits for the verdict.
+      if (bytes > TASK_FLOOR) {
+        const [verdict] = (await counted) as Verdict
+        if (verdict === 'large') args = patchArgs({ ...patch, status: 'failed', result: undefined, error: { ...TOO_LARGE } })
       }
-      const [verdict] = (await this.#index(member, 0, bytes, 'finish')) as Verdict
-      if (verdict === 'large') args = patchArgs({ ...patch, status: 'failed', result: undefined, error: { ...TOO_LARGE } })
     }
-    const out = (await this.#r.write('mcpUpdateTask', key, stamp, ...args)) as Found
+    const [out] = (await Promise.all([this.#r.write('mcpUpdateTask', key, stamp, ...args), counted])) as [Found, unknown]
     return out === null ? undefined : toTask(out)
   }
 
