@@ -26,7 +26,7 @@ import { roundTrips, roundTripTable } from './lib/roundtrips.js'
 import { sealMicro } from './lib/seal-micro.js'
 import { soak } from './lib/soak.js'
 import { webhookBench } from './lib/webhooks.js'
-import { telemetryBench } from './lib/telemetry.js'
+import { telemetryBench, telemetryLine } from './lib/telemetry.js'
 import { svg } from './chart.js'
 import { checks, median, table, verdicts, type Measurement, type Results } from './report.js'
 import { Files } from './requests.js'
@@ -124,9 +124,8 @@ async function benchmark(): Promise<void> {
   }
   if (only === undefined || only.some((o) => 'telemetry'.includes(o))) {
     // Issue 19's budget: echo with OTLP traces and /metrics on against telemetry off (< 10% cost).
-    results.telemetry = await telemetryBench(dist, files, { seconds: settings.seconds, reps: settings.reps, connections: settings.connections })
-    const x = results.telemetry
-    console.log(`telemetry: echo ${x.offRps} req/s off, ${x.onRps} req/s with traces and metrics (${(x.ratio * 100).toFixed(1)}%, target >= 90%: ${x.ratio >= 0.9 ? 'PASS' : 'MISS'}), ${x.exports} OTLP exports (${x.exportBytes} bytes)`)
+    results.telemetry = await telemetryBench(dist, files, { seconds: settings.seconds, reps: Math.max(3, settings.launches), connections: settings.connections })
+    console.log(telemetryLine(results.telemetry))
   }
   if (only === undefined || only.some((o) => 'capacity'.includes(o))) {
     // Deterministic too: Redis memory per connection, notification, task and replay record.

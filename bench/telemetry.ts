@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { telemetryBench } from './lib/telemetry.js'
+import { telemetryBench, telemetryLine } from './lib/telemetry.js'
 import { Files } from './requests.js'
 
 const dist = resolve(dirname(fileURLToPath(import.meta.url)), '..')
@@ -18,8 +18,8 @@ const dir = mkdtempSync(join(tmpdir(), 'bench-telemetry-'))
 try {
   const result = await telemetryBench(dist, new Files(dir), { seconds: Number(values.seconds), reps: Number(values.reps), connections: Number(values.connections) })
   console.log(JSON.stringify(result))
-  console.log(`telemetry on: ${result.onRps} req/s against ${result.offRps} off (${(result.ratio * 100).toFixed(1)}%); ${result.exports} OTLP exports (${result.exportBytes} bytes)`)
-  if (result.ratio < 0.9) process.exitCode = 1
+  console.log(telemetryLine(result))
+  if (result.ratio.median < 0.9) process.exitCode = 1
 } finally {
   rmSync(dir, { recursive: true, force: true })
 }

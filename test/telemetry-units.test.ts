@@ -5,7 +5,7 @@ import { buildServer } from '../src/server.js'
 import { instruments } from '../src/telemetry/metrics.js'
 import { settleTelemetry, telemetryFromConfig, tracesWanted } from '../src/telemetry/options.js'
 import { errorType, observedStore } from '../src/telemetry/store.js'
-import { jsonRpcOperation } from '../src/telemetry/operation.js'
+import { jsonRpcOperation, routeMethods } from '../src/telemetry/operation.js'
 import { observeDeliveries, reportDelivery } from '../src/webhooks/observe.js'
 import { otlpReceiver } from './otlp-receiver.js'
 
@@ -104,6 +104,14 @@ t.test('what a JSON-RPC message says for the span and the metric', async (t) => 
   t.same(jsonRpcOperation({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { taskId: 't1', _meta: { traceparent: 'x' } } }), { method: 'tasks/get', requestId: '2', taskId: 't1', meta: { traceparent: 'x' } })
   t.same(jsonRpcOperation({ jsonrpc: '2.0', id: 3, method: 'ping', params: 'odd' }), { method: 'ping', requestId: '3' }, 'params that are not an object are none')
   t.equal(jsonRpcOperation({ jsonrpc: '2.0', id: 4, method: 'x'.repeat(500) })!.method.length, 128, 'a method name is bounded')
+})
+
+t.test("a route's MCP method, worked out when the route is registered", async (t) => {
+  t.same(routeMethods('/x/tools/:name/calls', 'POST', '/x'), { POST: 'tools/call' })
+  t.same(routeMethods('/prompts/:name', ['GET', 'POST', 'DELETE'], ''), { GET: 'prompts/get', POST: 'prompts/get' }, 'each HTTP method of a route by itself; one that is not an MCP method is left out')
+  t.equal(routeMethods('/other/tools', 'GET', '/x'), undefined, 'outside the prefix')
+  t.equal(routeMethods('/x/openapi.json', 'GET', '/x'), undefined, 'not an MCP method')
+  t.same(routeMethods('/tools', 'get', ''), { GET: 'tools/list' }, 'a method given in lower case')
 })
 
 t.test('a delivery observer that throws does not disturb the others', async (t) => {

@@ -199,6 +199,19 @@ t.test('a session names its span (mcp.session.id)', async (t) => {
   t.equal(receiver.spans.find((s) => s.name === 'tools/call echo')!.attributes['mcp.session.id'], session)
 })
 
+t.test('under a prefix: each route is named by its MCP method from registration; routes that are not MCP methods have no span', async (t) => {
+  const receiver = await otlpReceiver()
+  t.teardown(() => receiver.close())
+  const app = await buildServer({ logger: false, mcp: createDemoServer(), prefix: '/api/mcp', telemetry: { traces: true, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } } })
+  const json = { 'content-type': 'application/json' }
+  t.equal((await app.inject({ method: 'POST', url: '/api/mcp/tools/echo/calls', headers: json, payload: { arguments: { text: 'x' } } })).statusCode, 200)
+  t.equal((await app.inject({ method: 'GET', url: '/api/mcp/prompts/greeting', headers: { 'mcp-arguments': '{"name":"Ada"}' } })).statusCode, 200)
+  t.equal((await app.inject({ method: 'POST', url: '/api/mcp/mcp', headers: { ...json, accept: 'application/json, text/event-stream' }, payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' } })).statusCode, 200)
+  t.equal((await app.inject({ method: 'GET', url: '/api/mcp/openapi.json' })).statusCode, 200)
+  await app.close()
+  t.same(receiver.spans.map((s) => s.name).sort(), ['prompts/get greeting', 'tools/call echo', 'tools/list'], 'the two faces under the prefix; the OpenAPI document is not an MCP method')
+})
+
 t.test('a call whose client went away mid-handler: its span ends as aborted, and requests.active falls back', async (t) => {
   const receiver = await otlpReceiver()
   t.teardown(() => receiver.close())

@@ -7,7 +7,7 @@ import type { McpServer } from '../core/mcp-server.js'
 import { isPlainObject } from '../headers.js'
 import { metaGetter, type TaskLinks } from './links.js'
 import { PREFIX, type Instruments } from './metrics.js'
-import { jsonRpcOperation, pureHttpOperation, routeMethod, type Operation } from './operation.js'
+import { jsonRpcOperation, pureHttpOperation, routeMethods, type Operation } from './operation.js'
 
 /** What one MCP request records while it is served (the core's wrappers find it in the context). */
 export interface Served {
@@ -26,6 +26,9 @@ export interface Served {
   round?: number
   done?: boolean
 }
+
+/** Where a route's config keeps its MCP method by HTTP method ('' for JSON-RPC on `/mcp`). */
+const OPS = Symbol('mcp-pure-http operations')
 
 /** Where the core's wrappers find the request being served. */
 export const SERVED = createContextKey('mcp-pure-http served request')
@@ -56,9 +59,16 @@ export function requestHooks(fastify: FastifyInstance, mcp: McpServer, kit: Kit)
   const prefix = fastify.prefix
   const served = new WeakMap<FastifyRequest, Served>()
 
+  // Each route's MCP method, worked out when it is registered (the routes come after this hook):
+  // a request only reads its route's config.
+  fastify.addHook('onRoute', (route) => {
+    const config = (route.config ?? {}) as { mcpJsonRpc?: boolean }
+    const methods = config.mcpJsonRpc === true ? { POST: '' } : routeMethods(route.url, route.method, prefix)
+    if (methods !== undefined) route.config = { ...config, [OPS]: methods } as typeof route.config
+  })
+
   fastify.addHook('onRequest', (request, reply, done) => {
-    const jsonRpc = request.routeOptions.config.mcpJsonRpc === true && request.method === 'POST'
-    const route = jsonRpc ? '' : routeMethod(request, prefix)
+    const route = (request.routeOptions.config as { [OPS]?: Record<string, string> })[OPS]?.[request.method]
     if (route !== undefined) {
       const s: Served = { route, started: performance.now(), startTime: Date.now() }
       served.set(request, s)
@@ -75,7 +85,7 @@ export function requestHooks(fastify: FastifyInstance, mcp: McpServer, kit: Kit)
   fastify.addHook('preHandler', (request, _reply, done) => {
     const s = served.get(request)
     if (s === undefined) return done()
-    s.op = operationOf(request, s)
+    s.op = operationOf(request, s, kit)
     if (s.op === undefined) return done()
     // The handler and everything it awaits run in this context: their spans are the request's children.
     // Metrics alone need no context: on Node 20 an active AsyncLocalStorage costs every promise.
@@ -99,8 +109,8 @@ export function requestHooks(fastify: FastifyInstance, mcp: McpServer, kit: Kit)
   })
 }
 
-function operationOf(request: FastifyRequest, s: Served): Operation | undefined {
-  return s.route === '' ? jsonRpcOperation(request.body) : pureHttpOperation(request, s.route)
+function operationOf(request: FastifyRequest, s: Served, kit: Kit): Operation | undefined {
+  return s.route === '' ? jsonRpcOperation(request.body) : pureHttpOperation(request, s.route, kit.tracer !== undefined)
 }
 
 /** Start the span (its parent from `_meta`, else the HTTP headers) and the context the handler runs in. */
@@ -179,7 +189,7 @@ function finish(request: FastifyRequest, status: number | undefined, s: Served, 
   if (status === 429 || status === 503) kit.m.refusals.add(1, { 'http.response.status_code': status })
   // Refused before its handler (admission, rate limit, load shedding): the span starts now, dated back.
   if (s.op === undefined) {
-    s.op = operationOf(request, s)
+    s.op = operationOf(request, s, kit)
     if (s.op === undefined) return
     begin(request, s, kit)
   }

@@ -49,17 +49,26 @@ export interface Operation {
   meta?: Record<string, unknown>
 }
 
-/** The MCP method a Pure HTTP route serves, or undefined for a route that is not one (webhooks, the document). */
-export function routeMethod(request: FastifyRequest, prefix: string): string | undefined {
-  const url = request.routeOptions.url
-  if (url === undefined || !url.startsWith(prefix)) return undefined
-  return ROUTES.get(`${request.method} ${url.slice(prefix.length)}`)
+/**
+ * The MCP method of each HTTP method of a route (its full `url`, under the plugin's `prefix`), or
+ * undefined for a route that is not one (webhooks, the document). Worked out once, when the route
+ * is registered.
+ */
+export function routeMethods(url: string, methods: string | string[], prefix: string): Record<string, string> | undefined {
+  if (!url.startsWith(prefix)) return undefined
+  const path = url.slice(prefix.length)
+  let found: Record<string, string> | undefined
+  for (const m of Array.isArray(methods) ? methods : [methods]) {
+    const method = ROUTES.get(`${m.toUpperCase()} ${path}`)
+    if (method !== undefined) (found ??= Object.create(null) as Record<string, string>)[m.toUpperCase()] = method
+  }
+  return found
 }
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined)
 
-/** The operation of a Pure HTTP request, once its body is parsed. */
-export function pureHttpOperation(request: FastifyRequest, method: string): Operation {
+/** The operation of a Pure HTTP request, once its body is parsed; `traced`: with its `_meta` (a span's parent). */
+export function pureHttpOperation(request: FastifyRequest, method: string, traced = true): Operation {
   const params = request.params as Record<string, unknown>
   const body = isPlainObject(request.body) ? request.body : undefined
   const op: Operation = { method }
@@ -70,7 +79,7 @@ export function pureHttpOperation(request: FastifyRequest, method: string): Oper
   else if (method.startsWith('tasks/')) op.taskId = str(params.taskId)
   const requestId = request.headers[Header.requestId]
   if (typeof requestId === 'string') op.requestId = requestId
-  op.meta = isPlainObject(body?._meta) ? body._meta : headerMeta(request)
+  if (traced) op.meta = isPlainObject(body?._meta) ? body._meta : headerMeta(request)
   return op
 }
 
