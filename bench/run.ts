@@ -5,6 +5,7 @@
  *   npm run bench                      full run (about 40 minutes): bench/results/latest.{json,svg}
  *   npm run bench -- --quick           short runs for iteration: bench/results/quick.{json,svg}
  *   npm run bench -- --only list,MRTR  only workloads (or phases) whose id contains one of these: partial.{json,svg}
+ *   npm run bench -- --only core --skip cluster   and not those whose id contains one of these
  *   npm run bench -- --only capacity   Redis memory per connection, notification, task, replay record
  *   npm run bench -- --only roundtrips Redis round trips and commands per request of each Redis workload
  *   npm run bench -- --soak 600        10-minute soak of the demo server at a steady rate: memory growth
@@ -41,6 +42,7 @@ const { values: flags } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
     only: { type: 'string' },
+    skip: { type: 'string' },
     soak: { type: 'string' },
     profile: { type: 'string' },
     report: { type: 'string' },
@@ -67,8 +69,10 @@ const settings = {
   warmSdkSeconds: quick ? 4 : 15
 }
 const only = flags.only?.split(',').map((s) => s.trim().toLowerCase())
+const skip = flags.skip?.split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== '') ?? []
+const matches = (phase: Phase, w: Workload, o: string) => w.id.toLowerCase().includes(o) || phase.id.toLowerCase().includes(o)
 const selected = (phase: Phase, w: Workload) =>
-  only === undefined || only.some((o) => w.id.toLowerCase().includes(o) || phase.id.toLowerCase().includes(o))
+  (only === undefined || only.some((o) => matches(phase, w, o))) && !skip.some((o) => matches(phase, w, o))
 
 const scratch = mkdtempSync(join(root, 'bench/.tmp-'))
 const files = new Files(scratch)
@@ -144,7 +148,7 @@ async function benchmark(): Promise<void> {
   for (const s of results.skipped) console.log(`skipped: ${s.workload} (not built yet: ${s.reason})`)
 
   // Only a full run of everything replaces latest.json; --only writes partial.json.
-  const name = quick ? 'quick' : only === undefined ? 'latest' : 'partial'
+  const name = quick ? 'quick' : only === undefined && skip.length === 0 ? 'latest' : 'partial'
   mkdirSync(resultsDir, { recursive: true })
   writeFileSync(join(resultsDir, `${name}.json`), JSON.stringify(results, null, 2) + '\n')
   writeFileSync(join(resultsDir, `${name}.svg`), svg(results) + '\n')
