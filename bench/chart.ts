@@ -1,5 +1,5 @@
 // The chart of bench/results/latest.json as SVG, drawn by hand: two bar panels need no charting library.
-import { ORDER, RATIO_TARGETS, SDKS, SDK_FACTOR, TARGETS, find, fmt, ratio, workloads, type Results } from './report.js'
+import { ORDER, RATIO_TARGETS, SDKS, SDK_FACTOR, TARGETS, find, fmt, median, pairedRatios, ratio, workloads, type Results } from './report.js'
 
 const COLORS: Record<string, string> = {
   ours: '#2563eb',
@@ -86,8 +86,9 @@ export function svg(r: Results): string {
         const bars = ORDER.flatMap((t) => {
           const m = find(r, w, t)
           if (m === undefined || t === 'bare') return []
-          const v = m.rps / bare.rps
-          const byCpu = bare.cpuUsPerRequest / m.cpuUsPerRequest
+          // The median of the per-launch ratios, as the verdicts count them (not a ratio of medians).
+          const v = median(pairedRatios(m, bare, (x) => x.rps))
+          const byCpu = median(pairedRatios(bare, m, (x) => x.cpuUsPerRequest))
           return [{ target: t, value: v, byCpu, label: `${fmt(v * 100, v < 0.1 ? 1 : 0)}%`, tip: `${TARGETS[t]}: ${fmt(m.rps)} req/s` }]
         })
         const goal = RATIO_TARGETS[w]?.rps
@@ -104,8 +105,8 @@ export function svg(r: Results): string {
       const bars = SDKS.flatMap((t) => {
         const m = find(r, w, t)
         if (m === undefined || ours === undefined) return []
-        const v = ours.rps / m.rps
-        const byCpu = m.cpuUsPerRequest / ours.cpuUsPerRequest
+        const v = median(pairedRatios(ours, m, (x) => x.rps))
+        const byCpu = median(pairedRatios(m, ours, (x) => x.cpuUsPerRequest))
         return [{ target: t, value: v, byCpu, label: ratio(v), tip: `${TARGETS[t]}: ${fmt(m.rps)} req/s` }]
       })
       return bars.length === 0 ? [] : [{ workload: w, bars, goal: SDK_FACTOR }]

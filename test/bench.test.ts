@@ -158,6 +158,12 @@ t.test('launches: each ratio the median of per-launch pairs, with its spread', a
   t.match(echo, { value: 0.8, pass: false, spread: { min: 0.6, max: 0.9, launches: 3 } }, 'the median misses 0.85 though one launch met it')
   t.match(verdicts(r), 'MISS  tools/call echo: req/s vs bare Fastify: 0.80x, median of 3 launches, 0.60x-0.90x (target >= 0.85x; by CPU per request 0.80x)')
   t.match(table(r), '| tools/call echo | mcp-pure-http | 40000 | 0.30 | 1.20 | 12.5 | 90 | 80.0% (60.0-90.0) |  |')
+  // The chart draws what the verdict counts: 0.75, the median of 40/60, 45/50 and 30/40, not the
+  // ratio of the medians (40,000 / 50,000 = 0.80).
+  const uneven: Results = { ...r, measurements: [ours, { ...bare, launches: launches([60_000, 50_000, 40_000]) }] }
+  t.match(verdicts(uneven), 'req/s vs bare Fastify: 0.75x')
+  t.match(svg(uneven), '>75%<')
+  t.notMatch(svg(uneven), '>80%<')
 })
 
 t.test('redis proxy: commands counted from RESP across chunk boundaries; per request', async (t) => {
