@@ -121,7 +121,7 @@ t.test('finishing a task: a small outcome is one write to Redis, a large one wai
   const now = new Date().toISOString()
   const task = (taskId: string) => ({ taskId, status: 'working' as const, createdAt: now, lastUpdatedAt: now, ttlMs: 60_000, pollIntervalMs: 1000 })
   for (const id of ['warm', 'small', 'large']) await store.createTask('alice', task(id))
-  // Every script has run once (ioredis loads a script on its first EVALSHA): what follows is counted.
+  // Every script has run once (EVAL after the node's first NOSCRIPT): what follows is counted.
   await store.updateTask('alice', 'warm', { status: 'completed', result: { content: [] } })
   let before = proxy.counts()
   await store.updateTask('alice', 'small', { status: 'completed', result: { content: [] } })
@@ -130,6 +130,30 @@ t.test('finishing a task: a small outcome is one write to Redis, a large one wai
   const large = await store.updateTask('alice', 'large', { status: 'completed', result: { content: [{ type: 'text', text: 'x'.repeat(2000) }] } })
   t.same([proxy.counts().writes - before.writes, proxy.counts().commands - before.commands], [2, 2], 'the ledger decides first, then the outcome is written')
   t.equal(large?.status, 'completed', 'it fits: kept')
+})
+
+t.test('scripts run by EVALSHA; one the node no longer has (a restart, a failover, SCRIPT FLUSH) is sent again by EVAL', async (t) => {
+  const proxy = await startRedisProxy(redis.url)
+  t.teardown(() => proxy.close())
+  const store = open({ url: proxy.url, prefix: `s${randomUUID().slice(0, 8)}:` })
+  t.teardown(() => store.close())
+  const admin = new Redis(redis.url)
+  t.teardown(() => admin.quit())
+  await store.pushNotification('alice', { method: 'one' })
+  let before = proxy.counts()
+  await store.pushNotification('alice', { method: 'two' })
+  const loaded = { writes: proxy.counts().writes - before.writes, commands: proxy.counts().commands - before.commands }
+  t.equal(loaded.writes, 1, 'once loaded: one write of EVALSHAs')
+  await admin.script('FLUSH')
+  before = proxy.counts()
+  await store.pushNotification('alice', { method: 'three' })
+  t.same([proxy.counts().writes - before.writes, proxy.counts().commands - before.commands], [2, 2 * loaded.commands], 'NOSCRIPT, then EVAL of each: the push is not lost')
+  before = proxy.counts()
+  await store.pushNotification('alice', { method: 'four' })
+  t.same([proxy.counts().writes - before.writes, proxy.counts().commands - before.commands], [1, loaded.commands], 'and EVALSHA again after that')
+  t.same((await store.takeNotifications('alice'))?.notifications, [{ method: 'one' }, { method: 'two' }, { method: 'three' }, { method: 'four' }], 'each pushed once')
+  const [pipelineScripts] = [Object.keys((store.client as unknown as { scriptsSet: object }).scriptsSet)]
+  t.same(pipelineScripts, [], 'no script is defined on the client (ioredis would copy each onto every pipeline)')
 })
 
 t.test("getTaskText: a task's wire form built from its stored JSON is the text of tasks/get's object", async (t) => {

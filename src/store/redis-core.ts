@@ -4,6 +4,7 @@ import { NotReplicated, StoreError, StoreUnavailable } from './store-errors.js'
 import { RedisBus } from './redis-bus.js'
 import { connect, type RedisTarget } from './redis-connect.js'
 import { SCRIPTS, type ScriptName } from './redis-scripts.js'
+import { evalScript, isNoScript, scripts, type Arg, type Script } from './redis-eval.js'
 import type { StoreLimits } from './types.js'
 
 export const sha1 = (s: string): string => digest('sha1', s, 'hex')
@@ -25,8 +26,8 @@ export function ownerTag(owner: string): string {
   return tag
 }
 
-type Arg = string | number
-type Command = (key: string, ...args: Arg[]) => Promise<unknown>
+// Each script's SHA-1, worked out once (run by EVALSHA: see evalScript).
+const LOADED: Record<ScriptName, Script> = scripts(SCRIPTS)
 
 /** Durability of acknowledged writes: WAIT for this many replicas, at most this long. */
 export interface WaitOptions {
@@ -61,8 +62,6 @@ export class RedisCore {
     this.answerTtlMs = o.answerTtlMs
     this.#wait = o.wait !== undefined && o.wait.replicas > 0 ? o.wait : undefined
     this.#header = [prefix, o.connectionTtlMs, limits.maxConnections, c.sharded ? 'SPUBLISH' : 'PUBLISH']
-    // Loaded once per connection and run by EVALSHA (ioredis falls back to EVAL once per node).
-    for (const [name, lua] of Object.entries(SCRIPTS)) c.client.defineCommand(name, { numberOfKeys: 1, lua })
     c.client.on('error', () => undefined)
     c.sub.on('error', () => undefined)
     this.bus = new RedisBus(c.client, c.sub, c.sharded, prefix, o.sweepMs)
@@ -70,8 +69,7 @@ export class RedisCore {
 
   /** Run a script on the slot of `key`. */
   run(name: ScriptName, key: string, ...args: Arg[]): Promise<unknown> {
-    const command = (this.client as unknown as Record<ScriptName, Command>)[name]
-    return this.guard(() => command.call(this.client, key, ...this.#header, ...args))
+    return this.guard(() => evalScript(this.client, LOADED[name], [key, ...this.#header, ...args]))
   }
 
   /**
@@ -100,10 +98,18 @@ export class RedisCore {
   async write(name: ScriptName, key: string, ...args: Arg[]): Promise<unknown> {
     if (this.#wait === undefined) return this.run(name, key, ...args)
     const { replicas, timeoutMs } = this.#wait
-    const pipeline = this.client.pipeline() as unknown as Record<ScriptName, Command> & { wait(n: number, ms: number): unknown; exec(): Promise<[Error | null, unknown][]> }
-    pipeline[name](key, ...this.#header, ...args)
-    pipeline.wait(replicas, timeoutMs)
-    const [[err, result], [waitErr, acked]] = (await this.guard(() => pipeline.exec())) as [[Error | null, unknown], [Error | null, number]]
+    const s = LOADED[name]
+    const argv = [key, ...this.#header, ...args]
+    const send = (loaded: boolean) => {
+      const pipeline = this.client.pipeline()
+      if (loaded) pipeline.evalsha(s.sha, s.keys, ...argv)
+      else pipeline.eval(s.lua, s.keys, ...argv)
+      pipeline.wait(replicas, timeoutMs)
+      return this.guard(async () => (await pipeline.exec()) as [[Error | null, unknown], [Error | null, number]])
+    }
+    let [[err, result], [waitErr, acked]] = await send(true)
+    // Not on that node yet: EVAL it (no write happened, so none is repeated).
+    if (isNoScript(err)) [[err, result], [waitErr, acked]] = await send(false)
     if (err !== null) throw storeFailure(err)
     if (waitErr !== null || acked < replicas) {
       throw new NotReplicated(`The store did not confirm the write on ${replicas} replica(s) within ${timeoutMs} ms`)

@@ -1,9 +1,12 @@
-import { createHash, randomUUID } from 'node:crypto'
+import { randomUUID } from 'node:crypto'
 import type { Cluster, Redis } from 'ioredis'
+import { ownerTag } from '../store/redis-core.js'
+import { evalScript, script, type Script } from '../store/redis-eval.js'
 import { WEBHOOK_SCRIPTS, type WebhookScript } from './redis-scripts.js'
 import type { ClaimedDelivery, DeliveryAttempt, PendingDelivery, PendingLimits, WebhookRecord, WebhookStore } from './types.js'
 
-const sha1 = (s: string) => createHash('sha1').update(s).digest('hex')
+// Each script's SHA-1, worked out once (run by EVALSHA: see evalScript).
+const LOADED = Object.fromEntries(Object.entries(WEBHOOK_SCRIPTS).map(([name, [keys, lua]]) => [name, script(lua, keys)])) as Record<WebhookScript, Script>
 
 /**
  * A {@link WebhookStore} in Redis, on the connection and under the prefix of the RedisStore beside
@@ -22,7 +25,6 @@ export class RedisWebhookStore implements WebhookStore {
     readonly redis: Redis | Cluster,
     readonly prefix: string
   ) {
-    for (const [name, [numberOfKeys, lua]] of Object.entries(WEBHOOK_SCRIPTS)) redis.defineCommand(name, { numberOfKeys, lua })
     this.#sched = `${prefix}{wh}:sched`
     this.#gen = `${prefix}{wh}:gen`
     // Webhook id -> owner, for broadcasts. Beside the owner's hash, not with it (another slot): a
@@ -31,11 +33,11 @@ export class RedisWebhookStore implements WebhookStore {
   }
 
   #run(name: WebhookScript, ...args: (string | number)[]): Promise<unknown> {
-    return (this.redis as unknown as Record<WebhookScript, (...a: (string | number)[]) => Promise<unknown>>)[name](...args)
+    return evalScript(this.redis, LOADED[name], args)
   }
 
   #hooks(owner: string): string {
-    return `${this.prefix}{who:${sha1(owner)}}:hooks`
+    return `${this.prefix}{who:${ownerTag(owner)}}:hooks`
   }
 
   #keys(id: string): [string, string, string, string] {
