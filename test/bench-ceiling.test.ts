@@ -32,3 +32,15 @@ t.test("an outcome larger than the owner's bytes is not kept: the task fails", a
   t.match(await ceiling.getTask('big'), { status: 'failed', error: { message: /too large/ } })
   t.equal(await ceiling.createTask(task('next')), true, 'and its refusal left no bytes counted behind')
 })
+
+t.test('the ceiling hands out a group of notifications and the same group until it is acknowledged', async (t) => {
+  const admin = new Redis(redis.url)
+  await admin.flushall()
+  await admin.quit()
+  const ceiling = await redisCeiling(redis.url, [{ method: 'a' }, { method: 'b' }])
+  t.teardown(() => ceiling.close())
+  const group = await ceiling.take()
+  t.same(JSON.parse(group!.json), [{ method: 'a' }, { method: 'b' }], 'as queued, in order')
+  t.same(await ceiling.take(), group, 'the same group again')
+  t.equal(await ceiling.getTask('none'), undefined)
+})

@@ -8,6 +8,11 @@ import { storeContract } from './store-contract.js'
 import { redisStoreFactory } from './redis-store-factory.js'
 import { startRedis } from './redis-server.js'
 import { startRedisProxy } from '../bench/lib/redis-proxy.js'
+import { createDemoServer } from '../src/demo/catalogue.js'
+import { encodeJsonHeader } from '../src/headers.js'
+import { build, call } from './helper.js'
+import type { FastifyRequest } from 'fastify'
+import type { Principal } from '../src/core/request-context.js'
 
 // A real redis-server, started here and stopped at the end; without one this fails (never skips).
 const redis = await startRedis()
@@ -135,22 +140,30 @@ t.test('finishing a task: a small outcome is one write to Redis, a large one wai
 t.test('scripts run by EVALSHA; one the node no longer has (a restart, a failover, SCRIPT FLUSH) is sent again by EVAL', async (t) => {
   const proxy = await startRedisProxy(redis.url)
   t.teardown(() => proxy.close())
-  const store = open({ url: proxy.url, prefix: `s${randomUUID().slice(0, 8)}:` })
+  // No background sweep of its own during the test (it runs scripts too).
+  const store = open({ url: proxy.url, prefix: `s${randomUUID().slice(0, 8)}:`, sweepMs: 600_000 })
   t.teardown(() => store.close())
   const admin = new Redis(redis.url)
   t.teardown(() => admin.quit())
+  // Scripts only, by verb (the subscriber's SUBSCRIBEs share the proxy and come when they come).
+  const scriptsSent = () => {
+    const c = proxy.counts().byName
+    const sum = (verb: string) => Object.entries(c).filter(([name]) => name.startsWith(verb)).reduce((n, [, k]) => n + k, 0)
+    return { evalsha: sum('EVALSHA '), eval: sum('EVAL ') }
+  }
+  const during = async (push: () => Promise<void>) => {
+    const before = scriptsSent()
+    await push()
+    const after = scriptsSent()
+    return [after.evalsha - before.evalsha, after.eval - before.eval]
+  }
   await store.pushNotification('alice', { method: 'one' })
-  let before = proxy.counts()
-  await store.pushNotification('alice', { method: 'two' })
-  const loaded = { writes: proxy.counts().writes - before.writes, commands: proxy.counts().commands - before.commands }
-  t.equal(loaded.writes, 1, 'once loaded: one write of EVALSHAs')
+  const [n, first] = await during(() => store.pushNotification('alice', { method: 'two' }))
+  t.ok(n! > 0, 'a push runs its scripts by EVALSHA')
+  t.equal(first, 0, 'once loaded, no EVAL')
   await admin.script('FLUSH')
-  before = proxy.counts()
-  await store.pushNotification('alice', { method: 'three' })
-  t.same([proxy.counts().writes - before.writes, proxy.counts().commands - before.commands], [2, 2 * loaded.commands], 'NOSCRIPT, then EVAL of each: the push is not lost')
-  before = proxy.counts()
-  await store.pushNotification('alice', { method: 'four' })
-  t.same([proxy.counts().writes - before.writes, proxy.counts().commands - before.commands], [1, loaded.commands], 'and EVALSHA again after that')
+  t.same(await during(() => store.pushNotification('alice', { method: 'three' })), [n, n], 'NOSCRIPT for each, then EVAL of each: the push is not lost')
+  t.same(await during(() => store.pushNotification('alice', { method: 'four' })), [n, 0], 'and EVALSHA alone again after that')
   t.same((await store.takeNotifications('alice'))?.notifications, [{ method: 'one' }, { method: 'two' }, { method: 'three' }, { method: 'four' }], 'each pushed once')
   const [pipelineScripts] = [Object.keys((store.client as unknown as { scriptsSet: object }).scriptsSet)]
   t.same(pipelineScripts, [], 'no script is defined on the client (ioredis would copy each onto every pipeline)')
@@ -175,6 +188,23 @@ t.test("getTaskText: a task's wire form built from its stored JSON is the text o
     t.same([text.status, text.pollIntervalMs], [record.status, 2500])
   }
   t.equal(await store.getTaskText('bob', 'plain'), undefined, "another owner's task is unknown")
+})
+
+t.test('tasks/get with the Redis store: the task as stored, and 404 for an unknown task or another principal\'s', async (t) => {
+  const store = open({ prefix: `g${randomUUID().slice(0, 8)}:` })
+  t.teardown(() => store.close())
+  const { app } = await build(t, { mcp: createDemoServer({ taskStepMs: 5 }), store, authenticate: async (request: FastifyRequest): Promise<Principal> => ({ id: String(request.headers['x-user'] ?? 'alice'), scopes: [], anonymous: false }) })
+  const meta = { 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } }
+  const headers = { 'mcp-meta': encodeJsonHeader(meta) }
+  const started = await call(app, { method: 'POST', url: '/tools/slow_compute/calls', payload: { _meta: meta, arguments: { n: 1 }, task: {} } })
+  t.equal(started.status, 202)
+  const mine = await call(app, { url: `/tasks/${started.body.taskId}`, headers })
+  t.same([mine.status, mine.body.taskId], [200, started.body.taskId])
+  t.ok(mine.headers.etag, 'with its ETag')
+  for (const [who, id] of [['alice', 'never-was'], ['bob', started.body.taskId]]) {
+    const res = await call(app, { url: `/tasks/${id}`, headers: { ...headers, 'x-user': who } })
+    t.same([res.status, res.body.code, res.body.message], [404, -32602, `Unknown task: ${id}`], `${who}: ${id}`)
+  }
 })
 
 t.test('a connection unused for connectionTtlMs is forgotten', async (t) => {
