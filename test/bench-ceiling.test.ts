@@ -1,6 +1,7 @@
 import t from 'tap'
 import { Redis } from 'ioredis'
 import { redisCeiling } from '../bench/servers/redis-ceiling.js'
+import { TOO_LARGE } from '../src/store/memory-tasks.js'
 import { startRedis } from './redis-server.js'
 
 // The Redis ceiling of the bench is only fair if it keeps the guarantees the library keeps (issue 22):
@@ -29,7 +30,7 @@ t.test("an outcome larger than the owner's bytes is not kept: the task fails", a
   t.teardown(() => ceiling.close())
   t.equal(await ceiling.createTask(task('big')), true)
   await ceiling.completeTask('big', { status: 'completed', result: { content: [{ type: 'text', text: 'x'.repeat(9 * 1024 * 1024) }] } })
-  t.match(await ceiling.getTask('big'), { status: 'failed', error: { message: /too large/ } })
+  t.match(await ceiling.getTask('big'), { status: 'failed', error: TOO_LARGE }, 'failed as the library fails it')
   t.equal(await ceiling.createTask(task('next')), true, 'and its refusal left no bytes counted behind')
 })
 

@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto'
 import { Redis } from 'ioredis'
+import { DEFAULT_LIMITS, RECORD_OVERHEAD } from '../../src/store/limits.js'
+import { TOO_LARGE } from '../../src/store/memory-tasks.js'
+import { TASK_FLOOR } from '../../src/store/redis-tasks.js'
 
 /**
  * The ceiling of the Redis paths, for bare Fastify in the Redis phases: ioredis (auto-pipelining, as
@@ -175,11 +178,14 @@ return { fields, redis.call('HGETALL', KEYS[1] .. ':in') }
 /** The scripts by name, for the bench's round-trip table. */
 export const CEILING_SCRIPTS = { ceilingTake: TAKE, ceilingReserve: RESERVE, ceilingFinish: FINISH, ceilingCreate: CREATE, ceilingComplete: COMPLETE, ceilingGet: GET }
 
-// The library's defaults (src/store/limits.ts) but for the bound on tasks, raised as the bench's own
-// server raises it (bench/servers/ours.ts); RECORD_OVERHEAD and TASK_FLOOR as the library counts.
-const LIMITS = { running: 100_000, runningPerOwner: 100, bytes: 64 * 1024 * 1024, bytesPerOwner: 8 * 1024 * 1024 }
-const RECORD_OVERHEAD = 256
-const TASK_FLOOR = 512
+// The library's defaults but for the bound on tasks, raised as the bench's own server raises it
+// (bench/servers/ours.ts); bytes counted as the library counts them (RECORD_OVERHEAD, TASK_FLOOR).
+const LIMITS = {
+  running: 100_000,
+  runningPerOwner: DEFAULT_LIMITS.maxTasksPerPrincipal,
+  bytes: DEFAULT_LIMITS.maxTaskBytes,
+  bytesPerOwner: DEFAULT_LIMITS.maxTaskBytesPerPrincipal
+}
 
 type Script = (key: string, ...args: (string | number)[]) => Promise<unknown>
 
@@ -223,7 +229,7 @@ export async function redisCeiling(url: string, queued: unknown[]): Promise<Redi
       const counted = run.ceilingFinish(index, `${h}:${taskId}`, bytes, LIMITS.bytes, LIMITS.bytesPerOwner, h)
       // No larger than the task already counts, the ledger cannot refuse it: both in one write.
       if (bytes > TASK_FLOOR && (await counted) === 0) {
-        fields = ['status', '"failed"', 'error', JSON.stringify({ code: -32603, message: 'The outcome is too large to keep' })]
+        fields = ['status', '"failed"', 'error', JSON.stringify(TOO_LARGE)]
       }
       await Promise.all([run.ceilingComplete(taskKey(taskId), ...fields), counted])
     },
