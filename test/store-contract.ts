@@ -35,6 +35,12 @@ async function eventually(check: () => boolean | Promise<boolean>): Promise<bool
   return false
 }
 
+/** The task an update resolved: a task whose creator asked for notifications comes back whole. */
+function updated(t: Test, value: TaskRecord | true | undefined): TaskRecord | undefined {
+  if (value === true) t.fail('a task with notify: true comes back from updateTask')
+  return value === true ? undefined : value
+}
+
 function task(taskId: string, extra: Partial<TaskRecord> = {}): TaskRecord {
   const now = new Date().toISOString()
   return { taskId, status: 'working', createdAt: now, lastUpdatedAt: now, ttlMs: 60_000, pollIntervalMs: 1000, ...extra }
@@ -331,18 +337,20 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     t.equal(await store.updateTask('bob', 't1', { status: 'failed' }), undefined)
     const before = created.lastUpdatedAt
     await sleep(5)
-    const updated = await peer.updateTask('alice', 't1', { statusMessage: undefined, pollIntervalMs: 500 })
-    t.equal(updated?.pollIntervalMs, 500)
-    t.notOk(updated && 'statusMessage' in updated, 'undefined in a patch removes the field')
-    t.not(updated?.lastUpdatedAt, before, 'lastUpdatedAt is stamped')
-    t.same(await store.getTask('alice', 't1'), updated)
+    const changed = updated(t, await peer.updateTask('alice', 't1', { statusMessage: undefined, pollIntervalMs: 500 }))
+    t.equal(changed?.pollIntervalMs, 500)
+    t.notOk(changed && 'statusMessage' in changed, 'undefined in a patch removes the field')
+    t.not(changed?.lastUpdatedAt, before, 'lastUpdatedAt is stamped')
+    t.same(await store.getTask('alice', 't1'), changed)
     const result = { content: [], structuredContent: {}, isError: false }
-    const done = await store.updateTask('alice', 't1', { status: 'completed', result })
+    const done = updated(t, await store.updateTask('alice', 't1', { status: 'completed', result }))
     t.same([done?.status, done?.result], ['completed', result], 'empty arrays and objects survive')
     t.equal(await peer.updateTask('alice', 't1', { status: 'cancelled' }), undefined, 'a completed task cannot be cancelled')
     t.equal((await store.getTask('alice', 't1'))?.status, 'completed')
     await store.createTask('alice', task('t2'))
-    await store.updateTask('alice', 't2', { status: 'cancelled' })
+    t.equal(await store.updateTask('alice', 't2', { statusMessage: 'halfway' }), true, 'no notify: true, nothing read back')
+    t.equal((await peer.getTask('alice', 't2'))?.statusMessage, 'halfway', 'but changed all the same')
+    t.equal(await store.updateTask('alice', 't2', { status: 'cancelled' }), true)
     t.equal(await store.updateTask('alice', 't2', { status: 'completed', result: {} }), undefined, 'a cancelled task cannot complete')
     t.equal(await store.updateTask('alice', 'nope', { status: 'failed' }), undefined)
     await store.createTask('alice', task('t3', { status: 'failed', error: { code: -1, message: 'x', data: [1] } }))
@@ -357,9 +365,9 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     const store = await make(t)
     const peer = await peerOf(t, store)
     const q = (m: string) => ({ method: 'elicitation/create', params: { message: m, requestedSchema: { type: 'object', properties: {} } } })
-    await store.createTask('alice', task('t1'))
+    await store.createTask('alice', task('t1', { notify: true }))
     t.same(await store.answerTask('alice', 't1', { a: { x: 1 } }), [], 'nothing outstanding: nothing taken')
-    const asked = await store.updateTask('alice', 't1', { status: 'input_required', inputRequests: { a: q('A?'), b: q('B?') } })
+    const asked = updated(t, await store.updateTask('alice', 't1', { status: 'input_required', inputRequests: { a: q('A?'), b: q('B?') } }))
     t.same(asked?.inputRequests, { a: q('A?'), b: q('B?') })
     const runner = store.awaitTaskAnswers('alice', 't1', ['a', 'b'], new AbortController().signal)
     t.equal(await store.answerTask('bob', 't1', { a: {} }), undefined, 'bob cannot answer it')
@@ -368,7 +376,7 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     const partial = await store.getTask('alice', 't1')
     t.same([partial?.status, partial?.inputRequests], ['input_required', { b: q('B?') }], 'partly answered: still input_required')
     t.same(await peer.answerTask('alice', 't1', { a: { again: true } }), [], 'a key answered is no longer outstanding')
-    const withdrawn = await store.updateTask('alice', 't1', { inputRequests: undefined })
+    const withdrawn = updated(t, await store.updateTask('alice', 't1', { inputRequests: undefined }))
     t.notOk(withdrawn && 'inputRequests' in withdrawn, 'a patch can withdraw the input requests')
     await store.updateTask('alice', 't1', { inputRequests: { b: q('B?') } })
     t.same(await peer.answerTask('alice', 't1', { b: { action: 'decline' } }), ['b'])
@@ -429,10 +437,10 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     await store.createTask('bob', task('b1'))
     t.ok(await store.getTask('bob', 'b1'), 'another principal still can')
     const big = { content: [{ type: 'text', text: 'x'.repeat(5000) }] }
-    const failed = await store.updateTask('alice', 'a1', { status: 'completed', result: big })
+    t.equal(await store.updateTask('alice', 'a1', { status: 'completed', result: big }), true, 'the task changed')
+    const failed = await store.getTask('alice', 'a1')
     t.match(failed, { status: 'failed', error: { code: -32603, message: /larger than the server may keep/ } }, 'a result beyond the quota is not kept')
     t.notOk(failed && 'result' in failed)
-    t.match(await store.getTask('alice', 'a1'), { status: 'failed' })
     await store.updateTask('alice', 'a2', { status: 'completed', result: { content: [{ type: 'text', text: 'y'.repeat(2500) }] } })
     t.equal((await store.getTask('alice', 'a2'))?.status, 'completed', 'one that fits is kept')
     await rejectsWithLimit(t, store.createTask('alice', task('a4', { pollIntervalMs: 1000, statusMessage: 'z'.repeat(1200) })), 'ERR_STORE_QUOTA', {

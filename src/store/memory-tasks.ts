@@ -98,7 +98,7 @@ export class MemoryTasks implements TaskStore {
     return t === undefined ? undefined : (t.view ??= frozen(copy(t.record)))
   }
 
-  async updateTask(owner: string, taskId: string, patch: Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>): Promise<TaskRecord | undefined> {
+  async updateTask(owner: string, taskId: string, patch: Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>): Promise<TaskRecord | true | undefined> {
     const t = this.#get(owner, taskId)
     if (t === undefined || TERMINAL.has(t.record.status)) return undefined
     this.#count(t, -1)
@@ -118,7 +118,7 @@ export class MemoryTasks implements TaskStore {
       }
     }
     this.#count(t, 1)
-    return copy(t.record)
+    return t.record.notify === true ? copy(t.record) : true
   }
 
   async answerTask(owner: string, taskId: string, responses: Record<string, Record<string, unknown>>): Promise<string[] | undefined> {

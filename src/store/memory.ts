@@ -262,7 +262,7 @@ export class MemoryStore implements Store {
     return this.#tasks.getTask(owner, taskId)
   }
 
-  updateTask(owner: string, taskId: string, patch: Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>): Promise<TaskRecord | undefined> {
+  updateTask(owner: string, taskId: string, patch: Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>): Promise<TaskRecord | true | undefined> {
     return this.#tasks.updateTask(owner, taskId, patch)
   }
 

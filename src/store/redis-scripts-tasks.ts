@@ -34,7 +34,8 @@ return { fields, redis.call('HGETALL', K .. ':in') }
   /**
    * K task, A(1) lastUpdatedAt JSON, A(2) 'keep' | 'set' | 'del' for inputRequests, A(3) number of
    * fields to set, the pairs, the number of fields to delete, their names, then the inputRequests
-   * pairs: the task as {fields, inputRequests}, or nil when unknown or terminal.
+   * pairs: nil when unknown or terminal, else the task as {fields, inputRequests} when its creator
+   * asked for notifications (the notification carries it), else 1.
    */
   mcpUpdateTask: lua(`${TERMINAL}
 local status = redis.call('HGET', K, 'status')
@@ -51,6 +52,7 @@ if A(2) == 'set' then
   redis.call('PEXPIRE', ir, redis.call('PTTL', K))
 end
 redis.call('HSET', K, 'lastUpdatedAt', A(1), unpack(ARGV, 8, 7 + 2 * n))
+if redis.call('HGET', K, 'notify') ~= 'true' then return 1 end
 return { redis.call('HGETALL', K), redis.call('HGETALL', ir) }
 `),
 

@@ -72,7 +72,7 @@ export class RedisTasks {
    * A task that finishes leaves the running ones and counts its outcome's bytes (the index first);
    * an outcome that does not fit is not kept: the task fails, saying why.
    */
-  async updateTask(owner: string, taskId: string, patch: TaskPatch): Promise<TaskRecord | undefined> {
+  async updateTask(owner: string, taskId: string, patch: TaskPatch): Promise<TaskRecord | true | undefined> {
     const stamp = JSON.stringify(new Date().toISOString())
     const { key, member } = this.#r.record('t', owner, taskId)
     let args = patchArgs(patch)
@@ -87,8 +87,8 @@ export class RedisTasks {
         if (verdict === 'large') args = patchArgs({ ...patch, status: 'failed', result: undefined, error: { ...TOO_LARGE } })
       }
     }
-    const [out] = (await Promise.all([this.#r.write('mcpUpdateTask', key, stamp, ...args), counted])) as [Found, unknown]
-    return out === null ? undefined : toTask(out)
+    const [out] = (await Promise.all([this.#r.write('mcpUpdateTask', key, stamp, ...args), counted])) as [Found | 1, unknown]
+    return out === null ? undefined : out === 1 ? true : toTask(out)
   }
 
   async answerTask(owner: string, taskId: string, responses: Record<string, Record<string, unknown>>): Promise<string[] | undefined> {

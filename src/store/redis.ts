@@ -167,7 +167,7 @@ export class RedisStore implements Store {
     return this.#tasks.getTaskText(owner, taskId)
   }
 
-  updateTask(owner: string, taskId: string, patch: Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>): Promise<TaskRecord | undefined> {
+  updateTask(owner: string, taskId: string, patch: Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>): Promise<TaskRecord | true | undefined> {
     return this.#tasks.updateTask(owner, taskId, patch)
   }
 

@@ -107,8 +107,12 @@ export interface TaskStore {
    * Change a task and stamp `lastUpdatedAt`. A terminal task stays as it is (resolves undefined): a
    * cancelled task cannot complete, a completed one cannot be cancelled. A task that finishes with
    * an outcome beyond the byte bounds is `failed` with {@link TOO_LARGE} instead.
+   *
+   * Resolves the task as it now is only when its creator asked for notifications (`notify`: the
+   * notification carries it); any other change resolves `true`, and nothing is read back (a Redis
+   * store would read the whole hash for every step of every task, to throw it away).
    */
-  updateTask(owner: string, taskId: string, patch: Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>): Promise<TaskRecord | undefined>
+  updateTask(owner: string, taskId: string, patch: Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>): Promise<TaskRecord | true | undefined>
   /**
    * Record answers for the task's outstanding input requests (other keys are ignored) and wake its
    * runner, on whatever instance. Keys answered leave `inputRequests`; when none remain the status

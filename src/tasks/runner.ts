@@ -18,7 +18,7 @@ export interface TaskServices {
   readonly cancellations: Cancellations
 }
 
-type Update = (patch: Partial<TaskRecord>) => Promise<TaskRecord | undefined>
+type Update = (patch: Partial<TaskRecord>) => Promise<boolean>
 
 /**
  * A task's view of the call that started it: its signal follows tasks/cancel (not the HTTP request,
