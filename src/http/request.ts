@@ -14,7 +14,9 @@ export interface RetryParams {
   requestState?: string
 }
 
-// The _meta objects decoded from Mcp-Meta, so createContext can tell them from a body's.
+// The _meta objects a POST decoded from Mcp-Meta, so createContext can tell them from a body's. A GET
+// has no body to tell them from, and a WeakSet entry costs every GET that sends Mcp-Meta (a task
+// poll) an ephemeron write barrier.
 const FROM_HEADER = new WeakSet<object>()
 
 /** The `_meta`, input responses and state of a GET, from the `Mcp-*` headers. */
@@ -23,7 +25,7 @@ export function paramsFromHeaders(request: FastifyRequest): RetryParams {
   const params: RetryParams = {}
   const meta = decodeJsonHeader(Header.meta, h[Header.meta], 'object') as Meta | undefined
   if (meta !== undefined) {
-    FROM_HEADER.add(meta)
+    if (request.method === 'POST') FROM_HEADER.add(meta)
     params._meta = meta
   }
   const responses = decodeJsonHeader(Header.inputResponses, h[Header.inputResponses], 'object') as InputResponses | undefined
