@@ -8,12 +8,17 @@ import { resolver } from '../mrtr/resolvers.js'
  * Every round is independent: the answers so far travel in the sealed requestState.
  */
 export function registerAskingDemos(mcp: McpServer): void {
+  // The forms the demo asks for, built once: a resolver runs on every round of every call.
+  const LocationForm = Type.Object({ location: Type.String({ minLength: 1, maxLength: 200 }) })
+  const ResolutionForm = Type.Object({ resolution: oneOf(['Fixed', "Won't Fix", 'Duplicate', 'By Design'], 'Resolution type for this bug') })
+  const DuplicateForm = Type.Object({ duplicateOfId: Type.Integer({ minimum: 1, description: 'Work item ID of the original bug' }) })
+  const ToneForm = Type.Object({ tone: oneOf(['kind', 'blunt'], 'Tone of the review') })
+
   // get_weather: the location is an argument, asked for when it is missing.
   const location = resolver({
     name: 'location',
     args: ['location'],
-    resolve: (args: { location?: string }) =>
-      args.location ?? elicit('Which location?', Type.Object({ location: Type.String({ minLength: 1, maxLength: 200 }) }))
+    resolve: (args: { location?: string }) => args.location ?? elicit('Which location?', LocationForm)
   })
   mcp.tool(
     {
@@ -43,12 +48,7 @@ export function registerAskingDemos(mcp: McpServer): void {
     args: ['workItemId', 'fields'],
     resolve: (args: { workItemId: number; fields: Record<string, string> }) =>
       args.fields['System.State'] === 'Resolved'
-        ? elicit(
-            `Resolving Bug #${args.workItemId} requires a resolution. How was this bug resolved?`,
-            Type.Object({
-              resolution: oneOf(['Fixed', "Won't Fix", 'Duplicate', 'By Design'], 'Resolution type for this bug')
-            })
-        )
+        ? elicit(`Resolving Bug #${args.workItemId} requires a resolution. How was this bug resolved?`, ResolutionForm)
         : null
   })
   const duplicateOf = resolver({
@@ -56,10 +56,7 @@ export function registerAskingDemos(mcp: McpServer): void {
     needs: { resolution },
     resolve: (_args, { resolution }) =>
       resolution?.resolution === 'Duplicate'
-        ? elicit(
-          'Since this is a duplicate, which work item is the original?',
-          Type.Object({ duplicateOfId: Type.Integer({ minimum: 1, description: 'Work item ID of the original bug' }) })
-        )
+        ? elicit('Since this is a duplicate, which work item is the original?', DuplicateForm)
         : null
   })
   mcp.tool(
@@ -82,7 +79,7 @@ export function registerAskingDemos(mcp: McpServer): void {
   // A prompt that asks which tone to use.
   const tone = resolver({
     name: 'tone',
-    resolve: () => elicit('Which tone should the review take?', Type.Object({ tone: oneOf(['kind', 'blunt'], 'Tone of the review') }))
+    resolve: () => elicit('Which tone should the review take?', ToneForm)
   })
   mcp.prompt(
     {
