@@ -133,16 +133,16 @@ export class McpServer extends Registry {
   }
 
   /** `tools/call`: the result, `input_required`, or the task it started (`resultType: 'task'`). */
-  async callTool(name: string, body: CallToolBody, ctx: CallContext): Promise<CallToolResponse | CreateTaskResult> {
-    return (await callTool(this, name, body, ctx)) as CallToolResponse | CreateTaskResult
+  callTool(name: string, body: CallToolBody, ctx: CallContext): Promise<CallToolResponse | CreateTaskResult> {
+    return callTool(this, name, body, ctx) as Promise<CallToolResponse | CreateTaskResult>
   }
 
-  async getPrompt(name: string, body: GetPromptBody, ctx: CallContext): Promise<GetPromptResponse> {
-    return (await getPrompt(this, name, body, ctx)) as GetPromptResponse
+  getPrompt(name: string, body: GetPromptBody, ctx: CallContext): Promise<GetPromptResponse> {
+    return getPrompt(this, name, body, ctx) as Promise<GetPromptResponse>
   }
 
-  async readResource(uri: string, params: RetryParams, ctx: CallContext): Promise<ReadResourceResponse> {
-    return (await readResource(this, uri, params, ctx)) as ReadResourceResponse
+  readResource(uri: string, params: RetryParams, ctx: CallContext): Promise<ReadResourceResponse> {
+    return readResource(this, uri, params, ctx) as Promise<ReadResourceResponse>
   }
 
   complete(body: CompleteBody, ctx: CallContext): Promise<CompleteResult> {

@@ -51,14 +51,15 @@ export async function callTool(
   ctx.resumed = resumed
   let round
   try {
-    round = await runRound(
+    round = await runRound<ToolReturn<unknown> | { [STARTED]: TaskRecord }>(
       server,
       entry.mrtr,
       binding,
       args,
       body,
       ctx,
-      async (c) => {
+      // The handler's own value or promise, with no async frame around it (runRound awaits it).
+      (c) => {
         if (!takes) return entry.handler(args, c)
         // Any multi round-trip exchange (resolvers) is over by now; the work goes on as a task.
         const options = {
@@ -66,10 +67,9 @@ export async function callTool(
           pollIntervalMs: entry.task.pollIntervalMs,
           notify: body.task?.notify === true
         }
-        const started = await startTask(server, c, options, async (tc) => entry.handler(args, tc), (out) =>
+        return startTask(server, c, options, (tc) => entry.handler(args, tc), (out) =>
           toolResult(entry, name, out as ToolReturn<unknown>, c)
-        )
-        return { [STARTED]: started }
+        ).then((started) => ({ [STARTED]: started }))
       }
     )
   } catch (err) {

@@ -70,7 +70,7 @@ export async function runRound<T>(
   args: Record<string, unknown>,
   params: RetryParams,
   ctx: CallContext,
-  invoke: (ctx: CallContext) => Promise<T | HandRolledInputRequired>
+  invoke: (ctx: CallContext) => T | HandRolledInputRequired | Promise<T | HandRolledInputRequired>
 ): Promise<RunResult<T>> {
   // The argument digest is computed only when a state is opened or sealed: most calls do neither.
   const bound = (): SealBinding => ({ method: binding.method, target: binding.target, args: binding.args, principal: ctx.principal.id })

@@ -78,16 +78,27 @@ export class RedisCore {
    * answer is a fast 503, never a 500 after a long wait nor driver text on the wire. While the
    * connection is being made again, commands wait in ioredis' offline queue, `commandTimeout` at
    * most: a failover shorter than that is not seen by clients.
+   *
+   * A promise chained, not an async function: every store call of every request goes through
+   * here, and an async frame is one more generator and promise alive for each command in flight.
    */
-  async guard<T>(send: () => Promise<T>): Promise<T> {
-    if (Date.now() < this.#quietUntil) throw new StoreUnavailable()
+  guard<T>(send: () => Promise<T>): Promise<T> {
+    if (Date.now() < this.#quietUntil) return Promise.reject(new StoreUnavailable())
+    let sent: Promise<T>
     try {
-      return await send()
+      sent = send()
     } catch (err) {
-      // What ioredis rejects with is always an Error (our own errors pass through storeFailure as they are).
-      if ((err as Error).message === 'Command timed out') this.#quietUntil = Date.now() + 1000
-      throw storeFailure(err)
+      return Promise.reject(this.#failure(err))
     }
+    return sent.then(undefined, (err: unknown) => {
+      throw this.#failure(err)
+    })
+  }
+
+  #failure(err: unknown): unknown {
+    // What ioredis rejects with is always an Error (our own errors pass through storeFailure as they are).
+    if ((err as Error).message === 'Command timed out') this.#quietUntil = Date.now() + 1000
+    return storeFailure(err)
   }
 
   /**

@@ -53,7 +53,7 @@ export async function startTask<T>(
   svc: TaskServices,
   ctx: CallContext,
   options: TaskOptions,
-  work: (ctx: CallContext & TaskContext) => Promise<T>,
+  work: (ctx: CallContext & TaskContext) => T | Promise<T>,
   finish: (value: T) => Record<string, unknown>
 ): Promise<TaskRecord> {
   const { store } = svc
