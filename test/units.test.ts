@@ -180,13 +180,13 @@ t.test('ownerTag: the SHA-1 of an owner id, remembered, whatever the number or l
 
 t.test('lua(): a script carries the prelude definitions it uses, with theirs, and reads literal arguments as ARGV', async (t) => {
   const { lua } = await import('../src/store/redis-lua.js')
-  const small = lua(`return redis.call('HGET', K, A(1))`)
+  const small = lua('return redis.call("HGET", K, A(1))')
   t.match(small, /local K = KEYS\[1\]/)
-  t.match(small, /redis\.call\('HGET', K, ARGV\[5\]\)/, 'A(1) is the fifth ARGV: the four common ones come first')
+  t.match(small, /redis\.call\("HGET", K, ARGV\[5\]\)/, 'A(1) is the fifth ARGV: the four common ones come first')
   t.notMatch(small, /local function A\(/, 'no A where every argument index is literal')
   t.notMatch(small, /nowms|wake|TAG|CONN_TTL|PUB/, 'nothing it does not name')
-  const waking = lua(`-- A comment that names A (no call)\nwake(K)\nfor i = 2, #ARGV - 4 do redis.call('DEL', A(i)) end`)
+  const waking = lua('-- A comment that names A (no call)\nwake(K)\nfor i = 2, #ARGV - 4 do redis.call("DEL", A(i)) end')
   t.match(waking, /local P = ARGV\[1\][\s\S]*local PUB = ARGV\[4\][\s\S]*local K = KEYS\[1\][\s\S]*local function A\([\s\S]*local TAG = [\s\S]*local function wake\(/, 'wake brings P, PUB, K and TAG, in order; A(i) keeps A')
   t.notMatch(waking, /nowms|CONN_TTL|MAX_CONNS/)
-  t.notMatch(lua(`-- A stamp\nreturn 1`), /local function A\(/, 'a comment is not a call')
+  t.notMatch(lua('-- A stamp\nreturn 1'), /local function A\(/, 'a comment is not a call')
 })
