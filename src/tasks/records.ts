@@ -62,16 +62,14 @@ export function detailedTask(t: TaskRecord): Record<string, unknown> {
 /**
  * Change a task (`TaskStore.updateTask`: a terminal task stays as it is) and, when its creator asked
  * for them (`notify`), queue notifications/tasks with the task as it now is. Every status change
- * goes through here: the runner's, and tasks/cancel's. Resolves whether the task changed.
+ * goes through here: the runner's, and tasks/cancel's.
  */
 export async function changeTask(
   store: TaskStore & Mailbox,
   owner: string,
   taskId: string,
   patch: Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>
-): Promise<boolean> {
+): Promise<void> {
   const t = await store.updateTask(owner, taskId, patch)
-  if (t === undefined) return false
-  if (t !== true && t.notify === true) await store.pushNotification(owner, { method: 'notifications/tasks', params: detailedTask(t) })
-  return true
+  if (t !== undefined && t !== true && t.notify === true) await store.pushNotification(owner, { method: 'notifications/tasks', params: detailedTask(t) })
 }

@@ -18,7 +18,7 @@ export interface TaskServices {
   readonly cancellations: Cancellations
 }
 
-type Update = (patch: Partial<TaskRecord>) => Promise<boolean>
+type Update = (patch: Partial<TaskRecord>) => Promise<void>
 
 /**
  * A task's view of the call that started it: its signal follows tasks/cancel (not the HTTP request,
@@ -32,7 +32,7 @@ class TaskCallContext extends CallContext implements TaskContext {
     super({ ...from, deadline: Number.POSITIVE_INFINITY }, from.outlet)
     this.resolved = from.resolved
     this.resumed = from.resumed
-    this.task = { id: taskId, status: async (message: string) => void (await update({ statusMessage: message })) }
+    this.task = { id: taskId, status: (message: string) => update({ statusMessage: message }) }
   }
 
   override async progress(progress: number, total?: number, message?: string): Promise<void> {
