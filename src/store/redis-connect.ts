@@ -130,7 +130,30 @@ export function connect(target: RedisTarget): RedisConnections {
       ...(target.sentinelPassword === undefined ? {} : { sentinelPassword: target.sentinelPassword }),
       ...(tls === undefined ? {} : { enableTLSForSentinelMode: true, sentinelTLS: tls })
     }
-    return { client: new Redis({ ...base, ...sentinel }), sub: new Redis({ ...subOptions, ...sentinel }), sharded: false }
+    return { client: detectorOnlyWhileOpen(new Redis({ ...base, ...sentinel })), sub: detectorOnlyWhileOpen(new Redis({ ...subOptions, ...sentinel })), sharded: false }
   }
   return { client: new Redis(target.url!, base), sub: new Redis(target.url!, subOptions), sharded: false }
+}
+
+/** What {@link detectorOnlyWhileOpen} reads of ioredis (6.0) internals the types keep private. */
+interface SentinelInternals {
+  manuallyClosing: boolean
+  connector: { initFailoverDetector(): Promise<void> }
+}
+
+/**
+ * ioredis starts a Sentinel client's failover detector on the `connect` of each new socket to the
+ * primary, and `disconnect()` stops the detector it has. A client closed while that socket was
+ * still connecting still sees `connect` (a connecting socket ends only once connected), so a
+ * detector would start after the close: Sentinel connections nobody closes, which keep the process
+ * alive and reconnect every minute. Here a detector never starts for a client being closed, and
+ * its failure is nobody's unhandled rejection (ioredis does not catch it).
+ */
+function detectorOnlyWhileOpen(client: Redis): Redis {
+  const internals = client as unknown as SentinelInternals
+  const { connector } = internals
+  const start = connector.initFailoverDetector.bind(connector)
+  connector.initFailoverDetector = () =>
+    internals.manuallyClosing || client.status === 'end' ? Promise.resolve() : start().catch(() => undefined)
+  return client
 }
