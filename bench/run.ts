@@ -2,7 +2,7 @@
  * `npm run bench`: this project's server against bare Fastify and the official MCP SDK's stateless
  * servers, on loopback, servers pinned to one core and h2load to the other.
  *
- *   npm run bench                      full run (about 40 minutes): bench/results/latest.{json,svg}
+ *   npm run bench                      full run, 3 launches per phase (about 2 hours on 2 cores): bench/results/latest.{json,svg}
  *   npm run bench -- --quick           short runs for iteration: bench/results/quick.{json,svg}
  *   npm run bench -- --only list,MRTR  only workloads (or phases) whose id contains one of these: partial.{json,svg}
  *   npm run bench -- --only core --skip cluster   and not those whose id contains one of these
