@@ -9,6 +9,7 @@ import { oauthSetup } from '../src/auth/oauth.js'
 import { isLoopbackHost, loopbackOnly } from '../src/auth/origin.js'
 import { hostOriginFromConfig, loadConfig, oauthFromConfig } from '../src/config.js'
 import { McpServer } from '../src/core/mcp-server.js'
+import { buildServer } from '../src/server.js'
 import { ConfigurationError, McpError } from '../src/errors.js'
 import { MemoryStore } from '../src/store/memory.js'
 import { build, call } from './helper.js'
@@ -364,6 +365,8 @@ t.test('Host and Origin validation against DNS rebinding', async (t) => {
     ['case-insensitive', { host: 'LocalHost:3000' }, 200],
     ['rebound name', { host: 'evil.example:3000' }, 403, 'Host not allowed'],
     ['allowed name, other port', { host: 'localhost:3001' }, 403, 'Host not allowed'],
+    ['an allowed name inside a malformed Host', { host: 'localhost:3000:1' }, 403, 'Host not allowed'],
+    ['userinfo before an allowed name', { host: 'evil@127.0.0.1' }, 403, 'Host not allowed'],
     ['allowed origin', { host: 'localhost:3000', origin: 'http://localhost:3000' }, 200],
     ['foreign origin', { host: 'localhost:3000', origin: 'http://evil.example' }, 403, 'Origin not allowed'],
     ['null origin', { host: 'localhost:3000', origin: 'null' }, 403, 'Origin not allowed']
@@ -373,6 +376,10 @@ t.test('Host and Origin validation against DNS rebinding', async (t) => {
     t.equal(res.status, status, name)
     t.equal(res.headers['mcp-protocol-version'], '2026-07-28', `${name}: still an MCP response`)
     if (message !== undefined) t.same(res.body, { code: -32600, message }, `${name}: body`)
+  }
+  // A listed host is taken as it is once checked: a malformed one is a mistake of the configuration.
+  for (const bad of ['localhost:3000:1', 'a b', 'user@localhost']) {
+    await t.rejects(buildServer({ mcp: catalogue(), logger: false, allowedHosts: ['localhost', bad] }), { name: 'ConfigurationError', message: `allowedHosts (MCP_ALLOWED_HOSTS): ${JSON.stringify(bad)} is not a host[:port]` }, bad)
   }
   // HTTP/1.0 allows a request without Host; a rebinding page always sends one, but none is not allowed either.
   const { app: noHost } = await build(t, { mcp: catalogue(), allowedHosts: ['localhost'] })

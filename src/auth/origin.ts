@@ -1,6 +1,6 @@
 import type { onRequestHookHandler } from 'fastify'
 import { Socket, type Server } from 'node:net'
-import { errors } from '../errors.js'
+import { ConfigurationError, errors } from '../errors.js'
 
 /** Which `Host` and `Origin` values a server answers (protection against DNS rebinding). */
 export interface HostOriginOptions {
@@ -28,10 +28,13 @@ const HOST = /^(\[[0-9a-f:.]+\]|[a-z0-9._~!$&'()*+,;=%-]*)(?::(\d{1,5}))?$/
 /**
  * The `onRequest` hook refusing requests whose `Host` or `Origin` is not allowed: a page on another
  * site that rebinds its own DNS name to 127.0.0.1 still sends its name as Host and its origin as
- * Origin. Two Set lookups a request. Undefined when there is nothing to check.
+ * Origin. Two Set lookups a request that names a listed host as listed. Undefined when there is
+ * nothing to check; throws when a given host is not a `host[:port]`.
  */
 export function hostOriginCheck(options: HostOriginOptions, server?: Server): onRequestHookHandler | undefined {
   const givenHosts = options.allowedHosts === undefined ? undefined : new Set(options.allowedHosts.map((h) => h.toLowerCase()))
+  // A listed name is well-formed, so a Host equal to one passes without the pattern (most requests).
+  for (const h of givenHosts ?? []) if (!HOST.test(h)) throw new ConfigurationError(`allowedHosts (MCP_ALLOWED_HOSTS): ${JSON.stringify(h)} is not a host[:port]`)
   const givenOrigins = options.allowedOrigins === undefined ? undefined : new Set(options.allowedOrigins.map((o) => o.toLowerCase()))
   const listening = givenHosts === undefined && options.loopbackByDefault === true && server !== undefined ? server : undefined
   if (givenHosts === undefined && givenOrigins === undefined && listening === undefined) return undefined
@@ -59,8 +62,9 @@ export function hostOriginCheck(options: HostOriginOptions, server?: Server): on
         origins ??= ownOrigins
       }
     }
-    if (hosts !== undefined) {
-      const host = (request.headers.host ?? '').toLowerCase()
+    const raw = request.headers.host
+    if (hosts !== undefined && (raw === undefined || !hosts.has(raw))) {
+      const host = (raw ?? '').toLowerCase()
       const m = HOST.exec(host)
       if (m === null || (!hosts.has(host) && !hosts.has(m[1]!))) {
         request.log.warn({ host: host.slice(0, 256) }, 'request refused: Host not allowed')
