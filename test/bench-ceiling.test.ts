@@ -45,3 +45,12 @@ t.test('the ceiling hands out a group of notifications and the same group until 
   t.same(await ceiling.take(), group, 'the same group again')
   t.equal(await ceiling.getTask('none'), undefined)
 })
+
+t.test('nothing queued: the ceiling takes nothing (the GET /notifications of the empty workload)', async (t) => {
+  const admin = new Redis(redis.url)
+  await admin.flushall()
+  await admin.quit()
+  const ceiling = await redisCeiling(redis.url, [])
+  t.teardown(() => ceiling.close())
+  t.equal(await ceiling.take(), undefined)
+})

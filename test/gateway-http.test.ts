@@ -42,7 +42,8 @@ t.test('server-filesystem on a temporary directory', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'gw-fs-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   writeFileSync(join(dir, 'hello.txt'), 'hello from disk\n')
-  const { app, gw } = await serveUpstream(t, { command: process.execPath, args: [FILESYSTEM, dir] })
+  // Its allowed directory is `.`, the upstream's working directory: the temporary one only if `cwd` is honoured.
+  const { app, gw } = await serveUpstream(t, { command: process.execPath, args: [FILESYSTEM, '.'], cwd: dir })
   t.ok(gw.mcp.tools.has('read_text_file'))
   const read = await call(app, { method: 'POST', url: '/tools/read_text_file/calls', ...json({ arguments: { path: join(dir, 'hello.txt') } }) })
   t.match(read.body.content[0].text, 'hello from disk')

@@ -169,6 +169,24 @@ t.test('decline and cancel abort with a tool error, unless the consumer asks for
   t.equal(bare.res.body.content[0].text, '{}', 'an accepted form with no content resolves to {}')
 })
 
+t.test('an async resolver: its value and its question are awaited, its rejection fails the call', async (t) => {
+  const later = <T>(v: T) => new Promise<T>((resolve) => setImmediate(() => resolve(v)))
+  const city = resolver({ name: 'city', resolve: () => later('Paris') })
+  const name = resolver({ name: 'name', needs: { city }, resolve: async (_a, { city }) => elicit(`Your name, in ${await later(city)}?`, Name) })
+  const down = resolver({ name: 'down', resolve: () => Promise.reject(new Error('directory down')) })
+  const mcp = new McpServer({ name: 't', version: '1' })
+  mcp.tool({ name: 'greet', resolvers: { city, name } }, (_args, ctx) => `${ctx.resolved.name.name} of ${ctx.resolved.city}`)
+  mcp.tool({ name: 'down', resolvers: { down } }, () => 'never')
+  const { app } = await build(t, { mcp })
+  const first = await call(app, { method: 'POST', url: '/tools/greet/calls', payload: { _meta: ELICIT, arguments: {} } })
+  t.equal(first.body.inputRequests?.name?.params?.message, 'Your name, in Paris?', 'asked with the awaited value')
+  const { seen, res } = await run(app, 'greet', {}, [{ name: accept({ name: 'Ada' }) }])
+  t.same(seen, [['name']])
+  t.equal(res.body.content[0].text, 'Ada of Paris')
+  const failed = await call(app, { method: 'POST', url: '/tools/down/calls', payload: {} })
+  t.same(failed.body, { content: [{ type: 'text', text: 'directory down' }], isError: true, resultType: 'complete' })
+})
+
 t.test('a resolver that throws fails the call like its handler would; mixing at run time is a 500', async (t) => {
   const boom = resolver({
     name: 'boom',

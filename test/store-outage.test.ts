@@ -1,7 +1,8 @@
 import t from 'tap'
 import { McpServer } from '../src/core/mcp-server.js'
 import { wireErrorOf } from '../src/errors.js'
-import { storeFailure } from '../src/store/redis-core.js'
+import { DEFAULT_LIMITS } from '../src/store/limits.js'
+import { RedisCore, storeFailure } from '../src/store/redis-core.js'
 import { RedisStore } from '../src/store/redis.js'
 import { StoreError, StoreUnavailable } from '../src/store/store-errors.js'
 import { build, call } from './helper.js'
@@ -77,4 +78,27 @@ t.test('storeFailure: what the driver throws, as our errors', async (t) => {
   const own = new StoreError('ERR_STORE_QUEUE_FULL', 'full')
   t.equal(storeFailure(own), own, 'our own errors pass as they are')
   t.match(new StoreUnavailable(new Error('x')).cause, { message: 'x' })
+})
+
+t.test('guard: a command that throws before it is sent rejects in our words, like one that fails', async (t) => {
+  const redis = await startRedis()
+  t.teardown(() => redis.stop())
+  const core = new RedisCore({ url: redis.url }, 'guard:', DEFAULT_LIMITS, { connectionTtlMs: 60_000, answerTtlMs: 60_000, sweepMs: 5000 })
+  t.teardown(() => {
+    core.bus.close()
+    core.client.disconnect()
+    core.sub.disconnect()
+  })
+  let threw = false
+  let answer: Promise<unknown> | undefined
+  try {
+    answer = core.guard(() => {
+      throw new Error('Connection is closed.')
+    })
+  } catch {
+    threw = true
+  }
+  t.equal(threw, false, 'never a synchronous throw')
+  await t.rejects(answer!, StoreUnavailable)
+  t.equal(await core.guard(() => core.client.ping()), 'PONG', 'the next command goes as usual')
 })

@@ -2,6 +2,7 @@ import t from 'tap'
 import type { FastifyInstance, FastifyRequest, InjectOptions } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { McpServer } from '../src/core/mcp-server.js'
+import { MemoryStore } from '../src/store/memory.js'
 import type { Principal } from '../src/core/request-context.js'
 import { createDemoServer } from '../src/demo/catalogue.js'
 import { elicit } from '../src/mrtr/questions.js'
@@ -119,6 +120,26 @@ t.test('a task: 202 with Location and Retry-After, stored before the answer, pol
   t.equal(done.headers['retry-after'], undefined, 'no Retry-After once terminal')
   const cached = await app.inject({ url: `/tasks/${task.taskId}`, headers: { ...DECLARED, 'if-none-match': done.headers.etag as string } })
   t.equal(cached.statusCode, 304, 'cheap polling: 304 while nothing changed')
+})
+
+t.test('a store that hands out copies (not frozen records): every poll answers the task as it is now', async (t) => {
+  // The memory store's records are frozen, so a served answer can be kept per record; a store's own
+  // copies may change under it, so they are serialized each time.
+  class Copying extends MemoryStore {
+    override async getTask(owner: string, taskId: string) {
+      const record = await super.getTask(owner, taskId)
+      return record === undefined ? undefined : { ...record }
+    }
+  }
+  const { app } = await build(t, { mcp: demo(), store: new Copying() })
+  const created = await start(app, 'slow_compute', { arguments: { n: 3 } })
+  const first = await taskCall(app, { url: `/tasks/${created.body.taskId}` })
+  t.equal(first.body.taskId, created.body.taskId)
+  const done = await until(app, created.body.taskId, (b) => b.status === 'completed')
+  t.same(done.body.result.structuredContent, { sum: 6 })
+  t.not(done.headers.etag, first.headers.etag, 'a new ETag once it changed')
+  const again = await taskCall(app, { url: `/tasks/${created.body.taskId}` })
+  t.same([again.body, again.headers.etag], [done.body, done.headers.etag], 'the same answer while nothing changes')
 })
 
 t.test('failed is for JSON-RPC errors; a tool that fails completes with isError', async (t) => {
