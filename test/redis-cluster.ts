@@ -137,9 +137,9 @@ export async function startRedisCluster(): Promise<RedisCluster> {
   }
 }
 
-/** Poll `check` every 100 ms for up to 30 s. */
-export async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
+/** Poll `check` every 100 ms for up to `seconds` (30). */
+export async function until(check: () => boolean | Promise<boolean>, what: string, seconds = 30): Promise<void> {
+  for (let i = 0; i < seconds * 10; i++) {
     try {
       if (await check()) return
     } catch {
