@@ -130,30 +130,50 @@ export function connect(target: RedisTarget): RedisConnections {
       ...(target.sentinelPassword === undefined ? {} : { sentinelPassword: target.sentinelPassword }),
       ...(tls === undefined ? {} : { enableTLSForSentinelMode: true, sentinelTLS: tls })
     }
-    return { client: detectorOnlyWhileOpen(new Redis({ ...base, ...sentinel })), sub: detectorOnlyWhileOpen(new Redis({ ...subOptions, ...sentinel })), sharded: false }
+    return { client: sentinelSafe(new Redis({ ...base, ...sentinel })), sub: sentinelSafe(new Redis({ ...subOptions, ...sentinel })), sharded: false }
   }
   return { client: new Redis(target.url!, base), sub: new Redis(target.url!, subOptions), sharded: false }
 }
 
-/** What {@link detectorOnlyWhileOpen} reads of ioredis (6.0) internals the types keep private. */
+/** What {@link sentinelSafe} reads of ioredis (6.0) internals the types keep private. */
 interface SentinelInternals {
   manuallyClosing: boolean
-  connector: { initFailoverDetector(): Promise<void> }
+  connector: {
+    connect(emitter: unknown): Promise<unknown>
+    initFailoverDetector(): Promise<void>
+  }
 }
 
 /**
- * ioredis starts a Sentinel client's failover detector on the `connect` of each new socket to the
- * primary, and `disconnect()` stops the detector it has. A client closed while that socket was
- * still connecting still sees `connect` (a connecting socket ends only once connected), so a
- * detector would start after the close: Sentinel connections nobody closes, which keep the process
- * alive and reconnect every minute. Here a detector never starts for a client being closed, and
- * its failure is nobody's unhandled rejection (ioredis does not catch it).
+ * Two mends of ioredis (6.0) under Sentinel, both around its failover detector (which subscribes
+ * to the Sentinels' `+switch-master` and, on hearing it, stops the connection so that it is made
+ * again to the new primary):
+ *
+ * - The detector of a connection that broke (the primary died) stays subscribed while the client
+ *   reconnects. When it hears the switch during a reconnection attempt (asking the Sentinels for the
+ *   primary), it stops that attempt, and ioredis takes the stopped attempt for a closed client: it
+ *   fails every queued command and ends the client for good (`Connection is closed.` ever after;
+ *   a store that answers 503 until the process restarts). Here an attempt stopped that way, on a
+ *   client nobody is closing, starts over: it asks the Sentinels again, who now name the new primary.
+ * - A detector starts on the `connect` of each new socket to the primary, and `disconnect()` stops
+ *   the one it has. A client closed while that socket was still connecting still sees `connect`
+ *   (a connecting socket ends only once connected), so a detector would start after the close:
+ *   Sentinel connections nobody closes, which keep the process alive and reconnect every minute.
+ *   Here a detector never starts for a client being closed, and its failure is nobody's unhandled
+ *   rejection (ioredis does not catch it).
  */
-function detectorOnlyWhileOpen(client: Redis): Redis {
+function sentinelSafe(client: Redis): Redis {
   const internals = client as unknown as SentinelInternals
   const { connector } = internals
+  const closing = () => internals.manuallyClosing || client.status === 'end'
+  const connect = connector.connect.bind(connector)
+  const again = (emitter: unknown): Promise<unknown> =>
+    connect(emitter).catch((err: unknown) => {
+      if (closing() || (err as Error).message !== 'Connection is closed.') throw err
+      return again(emitter)
+    })
+  connector.connect = again
   const start = connector.initFailoverDetector.bind(connector)
-  connector.initFailoverDetector = () =>
-    internals.manuallyClosing || client.status === 'end' ? Promise.resolve() : start().catch(() => undefined)
+  connector.initFailoverDetector = () => (closing() ? Promise.resolve() : start().catch(() => undefined))
   return client
 }
