@@ -156,6 +156,16 @@ t.test('access_token values in the query are not written to the request log', as
   t.match(log, 'access_token=[redacted]&y=2', 'the rest of the URL is')
 })
 
+t.test('logger: true (Fastify\'s own logger, to standard output) redacts the same way', async (t) => {
+  // Not made ready: nothing is logged here, the serializer it would use is read instead.
+  const app = await buildServer({ mcp: new McpServer({ name: 't', version: '1' }), logger: true })
+  t.teardown(() => app.close())
+  // pino keeps a logger's serializers under Symbol(pino.serializers).
+  const log = app.log as unknown as Record<symbol, { req: (r: unknown) => { url: string } }>
+  const serialize = log[Object.getOwnPropertySymbols(log).find((s) => s.description === 'pino.serializers')!]!.req
+  t.equal(serialize({ method: 'GET', url: '/ping?access_token=SECRET-VALUE&y=2', host: 'h', ip: '127.0.0.1' }).url, '/ping?access_token=[redacted]&y=2')
+})
+
 t.test('RFC 9728 metadata at the path-inserted URL of an audience with a path', async (t) => {
   const root = await build(t, { mcp: catalogue(), oauth: { issuer: ISSUER, audience: `${AUDIENCE}/mcp`, jwks: JWKS } })
   const inserted = await call(root.app, { url: '/.well-known/oauth-protected-resource/mcp' })
