@@ -83,7 +83,12 @@ t.test('a failover heard while reconnecting: every store writes and hears wake-u
   const prefix = `r${randomUUID().slice(0, 8)}:`
   const stores = Array.from({ length: 10 }, () => new RedisStore({ sentinels: proxies.map((p) => p.address), sentinelMaster: own.name, prefix, commandTimeoutMs: 1000 }))
   t.teardown(() => Promise.all(stores.map((s) => s.close())))
-  await Promise.all(stores.map((s) => s.ping()))
+  // Twenty connections asking Sentinels 150 ms away, on loaded cores: a first ping may outlast 1 s.
+  const ready = async (store: RedisStore) => {
+    await store.ping()
+    return true
+  }
+  await Promise.all(stores.map((s, i) => until(() => ready(s), `store ${i} to connect`)))
   await own.master.crash()
   const writes = await Promise.all(
     stores.map((store, i) =>
