@@ -9,6 +9,13 @@ import { startRedis } from './redis-server.js'
 const redis = await startRedis()
 t.teardown(() => redis.stop())
 
+/** Each test starts from an empty Redis. */
+async function flushAll() {
+  const admin = new Redis(redis.url)
+  await admin.flushall()
+  await admin.quit()
+}
+
 const task = (taskId: string) => ({ taskId, status: 'working', createdAt: 'now', lastUpdatedAt: 'now', ttlMs: 60_000, pollIntervalMs: 1000 })
 
 t.test("the ceiling bounds an owner's running tasks, and a finished task frees its place", async (t) => {
@@ -23,9 +30,7 @@ t.test("the ceiling bounds an owner's running tasks, and a finished task frees i
 })
 
 t.test("an outcome larger than the owner's bytes is not kept: the task fails", async (t) => {
-  const admin = new Redis(redis.url)
-  await admin.flushall()
-  await admin.quit()
+  await flushAll()
   const ceiling = await redisCeiling(redis.url, [])
   t.teardown(() => ceiling.close())
   t.equal(await ceiling.createTask(task('big')), true)
@@ -35,9 +40,7 @@ t.test("an outcome larger than the owner's bytes is not kept: the task fails", a
 })
 
 t.test('the ceiling hands out a group of notifications and the same group until it is acknowledged', async (t) => {
-  const admin = new Redis(redis.url)
-  await admin.flushall()
-  await admin.quit()
+  await flushAll()
   const ceiling = await redisCeiling(redis.url, [{ method: 'a' }, { method: 'b' }])
   t.teardown(() => ceiling.close())
   const group = await ceiling.take()
@@ -47,9 +50,7 @@ t.test('the ceiling hands out a group of notifications and the same group until 
 })
 
 t.test('nothing queued: the ceiling takes nothing (the GET /notifications of the empty workload)', async (t) => {
-  const admin = new Redis(redis.url)
-  await admin.flushall()
-  await admin.quit()
+  await flushAll()
   const ceiling = await redisCeiling(redis.url, [])
   t.teardown(() => ceiling.close())
   t.equal(await ceiling.take(), undefined)

@@ -1,8 +1,6 @@
 import { writeFileSync, mkdirSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { once } from 'node:events'
-import { createServer, connect, type Socket } from 'node:net'
 import { cli, startNode, stopNodes, until, type RedisNode } from './redis-cluster.js'
 import { requireBinary, reservePort } from './redis-server.js'
 
@@ -68,35 +66,5 @@ export async function startSentinelSet(): Promise<SentinelSet> {
     master: nodes[0]!,
     replica: nodes[1]!,
     stop: () => stopNodes(nodes, dir)
-  }
-}
-
-/**
- * A TCP proxy to a local port that delays every chunk, both ways, by `ms` (in order): a Sentinel
- * far away, so that a client's reconnection spends most of its time asking it.
- */
-export async function delayedProxy(port: number, ms: number): Promise<{ address: string; close(): void }> {
-  const sockets = new Set<Socket>()
-  const server = createServer((client) => {
-    const upstream = connect(port, '127.0.0.1')
-    sockets.add(client).add(upstream)
-    const delay = (from: Socket, to: Socket) => from.on('data', (chunk) => setTimeout(() => to.write(chunk), ms))
-    delay(client, upstream)
-    delay(upstream, client)
-    const end = () => {
-      client.destroy()
-      upstream.destroy()
-    }
-    client.on('close', end).on('error', end)
-    upstream.on('close', end).on('error', end)
-  })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  return {
-    address: `127.0.0.1:${(server.address() as { port: number }).port}`,
-    close: () => {
-      for (const s of sockets) s.destroy()
-      server.close()
-    }
   }
 }

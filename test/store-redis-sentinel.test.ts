@@ -6,7 +6,8 @@ import { createStore } from '../src/store/index.js'
 import { storeContract } from './store-contract.js'
 import { redisStoreFactory } from './redis-store-factory.js'
 import { cli, until } from './redis-cluster.js'
-import { delayedProxy, startSentinelSet } from './redis-sentinel.js'
+import { startSentinelSet } from './redis-sentinel.js'
+import { startRedisProxy } from '../bench/lib/redis-proxy.js'
 
 // A primary, its replica and three Sentinels, started once for this file.
 const set = await startSentinelSet()
@@ -78,10 +79,10 @@ t.test('a failover heard while reconnecting: every store writes and hears wake-u
   // for good (every command 'Connection is closed.'): here, nearly every run, some of the ten.
   const own = await startSentinelSet()
   t.teardown(() => own.stop())
-  const proxies = await Promise.all(own.sentinels.split(',').map((s) => delayedProxy(Number(s.split(':')[1]), 150)))
-  t.teardown(() => proxies.forEach((p) => p.close()))
+  const proxies = await Promise.all(own.sentinels.split(',').map((s) => startRedisProxy(`redis://${s}`, 150)))
+  t.teardown(() => Promise.all(proxies.map((p) => p.close())))
   const prefix = `r${randomUUID().slice(0, 8)}:`
-  const stores = Array.from({ length: 10 }, () => new RedisStore({ sentinels: proxies.map((p) => p.address), sentinelMaster: own.name, prefix, commandTimeoutMs: 1000 }))
+  const stores = Array.from({ length: 10 }, () => new RedisStore({ sentinels: proxies.map((p) => new URL(p.url).host), sentinelMaster: own.name, prefix, commandTimeoutMs: 1000 }))
   t.teardown(() => Promise.all(stores.map((s) => s.close())))
   // Twenty connections asking Sentinels 150 ms away, on loaded cores: a first ping may outlast 1 s.
   const ready = async (store: RedisStore) => {

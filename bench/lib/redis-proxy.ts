@@ -25,7 +25,11 @@ export interface RedisProxy {
   close(): Promise<void>
 }
 
-export async function startRedisProxy(target: string): Promise<RedisProxy> {
+/**
+ * Start one on loopback. With `delayMs`, every chunk waits that long, both ways and in order: a
+ * Redis (or a Sentinel) far away.
+ */
+export async function startRedisProxy(target: string, delayMs = 0): Promise<RedisProxy> {
   const { hostname, port } = new URL(target)
   const totals: RedisCounts = { writes: 0, commands: 0, byName: {} }
   const sockets = new Set<Socket>()
@@ -36,12 +40,14 @@ export async function startRedisProxy(target: string): Promise<RedisProxy> {
       totals.commands++
       totals.byName[name] = (totals.byName[name] ?? 0) + 1
     })
+    const forward = (to: Socket, chunk: Buffer) => (delayMs > 0 ? setTimeout(() => to.write(chunk), delayMs) : to.write(chunk))
     client.on('data', (chunk: Buffer) => {
       totals.writes++
       parser.push(chunk)
-      upstream.write(chunk)
+      forward(upstream, chunk)
     })
-    upstream.pipe(client)
+    if (delayMs > 0) upstream.on('data', (chunk: Buffer) => forward(client, chunk))
+    else upstream.pipe(client)
     const close = () => {
       client.destroy()
       upstream.destroy()
