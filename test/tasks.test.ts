@@ -1,4 +1,6 @@
 import t from 'tap'
+import * as v8 from 'node:v8'
+import * as vm from 'node:vm'
 import type { FastifyInstance, FastifyRequest, InjectOptions } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { McpServer } from '../src/core/mcp-server.js'
@@ -10,6 +12,7 @@ import { resolver } from '../src/mrtr/resolvers.js'
 import { inputRequired } from '../src/mrtr/rounds.js'
 import { encodeJsonHeader } from '../src/headers.js'
 import { build, call } from './helper.js'
+import { buildServer } from '../src/server.js'
 
 const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } }
 const ASKING = { ...TASKS, elicitation: {}, roots: {}, sampling: {} }
@@ -333,4 +336,49 @@ t.test('a task never asks what the client did not declare: it fails with -32021'
   const id = (await start(app, 'needs_input_task')).body.taskId
   const failed = await until(app, id, (b) => b.status !== 'working')
   t.same([failed.body.status, failed.body.error.code, failed.body.error.data], ['failed', -32021, { requiredCapabilities: { elicitation: {} } }])
+})
+
+t.test('a running task does not keep the HTTP response of the call that started it', async (t) => {
+  // A task may run for an hour; the request's context reaches its response (and through it the
+  // request), which must be collectable once the 202 is written. Over a real socket, as users call.
+  v8.setFlagsFromString('--expose-gc')
+  const gc = vm.runInNewContext('gc') as () => void
+  let release!: () => void
+  const held = new Promise<void>((resolve) => (release = resolve))
+  const mcp = new McpServer({ name: 'held', version: '1.0.0' })
+  mcp.tool({ name: 'wait', title: 'Wait', task: 'optional' }, async () => {
+    await held
+    return 'done'
+  })
+  const app = await buildServer({ logger: false, mcp })
+  let response: WeakRef<object> | undefined
+  app.addHook('onResponse', (request, reply, done) => {
+    if (request.url === '/tools/wait/calls') response = new WeakRef(reply.raw)
+    done()
+  })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => app.close())
+  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+  const started = await fetch(`${base}/tools/wait/calls`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ _meta: meta(), arguments: {}, task: {} })
+  })
+  t.equal(started.status, 202)
+  const { taskId } = (await started.json()) as { taskId: string }
+  t.ok(response, 'the response was seen')
+  for (let i = 0; i < 10 && response!.deref() !== undefined; i++) {
+    await new Promise((resolve) => setImmediate(resolve))
+    gc()
+  }
+  t.equal(response!.deref(), undefined, 'the response is collected while the task runs')
+  const poll = async () => (await (await fetch(`${base}/tasks/${taskId}`, { headers: DECLARED })).json()) as any
+  t.equal((await poll()).status, 'working', 'the task was still running then')
+  release()
+  let task = await poll()
+  for (let i = 0; i < 100 && task.status === 'working'; i++) {
+    await sleep(10)
+    task = await poll()
+  }
+  t.same([task.status, task.result.content], ['completed', [{ type: 'text', text: 'done' }]], 'and it finishes with its result')
 })

@@ -67,8 +67,8 @@ export async function callTool(
           pollIntervalMs: entry.task.pollIntervalMs,
           notify: body.task?.notify === true
         }
-        return startTask(server, c, options, (tc) => entry.handler(args, tc), (out) =>
-          toolResult(entry, name, out as ToolReturn<unknown>, c)
+        return startTask(server, c, options, (tc) => entry.handler(args, tc), (out, tc) =>
+          toolResult(entry, name, out as ToolReturn<unknown>, tc)
         ).then((started) => ({ [STARTED]: started }))
       }
     )

@@ -48,13 +48,17 @@ class TaskCallContext extends CallContext implements TaskContext {
 /**
  * Create a task (durably: the store resolves only when any instance can read it) and run `work` in
  * the background with a context of its own (see {@link TaskCallContext}).
+ *
+ * Nothing that outlives this call refers to `ctx`, the HTTP request's context: it reaches the
+ * request and its response (the abort watch), which a task running for an hour would otherwise keep.
+ * The run and `finish` use the task's own context instead.
  */
 export async function startTask<T>(
   svc: TaskServices,
   ctx: CallContext,
   options: TaskOptions,
   work: (ctx: CallContext & TaskContext) => T | Promise<T>,
-  finish: (value: T) => Record<string, unknown>
+  finish: (value: T, ctx: CallContext & TaskContext) => Record<string, unknown>
 ): Promise<TaskRecord> {
   const { store } = svc
   const now = new Date().toISOString()
@@ -76,7 +80,7 @@ export async function startTask<T>(
   const ask = async (questions: Map<string, Question<unknown>>): Promise<Record<string, Record<string, unknown>>> => {
     // Keys are unique over the task's life (the extension requires it): the round prefixes them.
     // Never ask what the client did not declare: the task fails with -32021 instead of waiting forever.
-    requireCapabilities(questions.values(), ctx)
+    requireCapabilities(questions.values(), taskCtx)
     const round = ++rounds
     const keys = new Map([...questions.keys()].map((k) => [`${round}.${k}`, k]))
     const inputRequests = Object.fromEntries([...keys].map(([wire, k]) => [wire, questions.get(k)!.request]))
@@ -110,7 +114,7 @@ export async function startTask<T>(
         position = 0
         out = await work(taskCtx)
       }
-      await update({ status: 'completed', result: finish(out) })
+      await update({ status: 'completed', result: finish(out, taskCtx) })
     } catch (err) {
       const wire = wireErrorOf(err)
       if (taskCtx.signal.aborted) {
@@ -118,7 +122,7 @@ export async function startTask<T>(
       } else if (wire !== undefined) {
         await update({ status: 'failed', error: wire.toJSON() as TaskRecord['error'] & object, statusMessage: wire.message })
       } else if (err instanceof ConfigurationError) {
-        ctx.log.error({ err, task: task.taskId }, 'task misuses the library')
+        taskCtx.log.error({ err, task: task.taskId }, 'task misuses the library')
         await update({ status: 'failed', error: { code: -32603, message: 'Internal error' } })
       } else {
         // A tool that fails is a completed task with an isError result, as a direct call would be.
@@ -128,6 +132,6 @@ export async function startTask<T>(
     } finally {
       release()
     }
-  })().catch((err: unknown) => ctx.log.error({ err, task: task.taskId }, 'could not record the end of a task'))
+  })().catch((err: unknown) => taskCtx.log.error({ err, task: task.taskId }, 'could not record the end of a task'))
   return task
 }
