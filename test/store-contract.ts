@@ -462,6 +462,18 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     }, 'a task larger than a whole share is refused; nothing of the owner will expire, so Retry-After is the least')
   })
 
+  t.test('tasks: Retry-After is the first expiry among what would free space, whatever the order of creation', async (t) => {
+    const store = await make(t, { maxTasksPerPrincipal: 2 })
+    await store.createTask('alice', task('late', { ttlMs: 9000 }))
+    await store.createTask('alice', task('soon', { ttlMs: 4000 }))
+    await rejectsWithLimit(t, store.createTask('alice', task('third')), 'ERR_STORE_QUOTA', { status: 429, headers: { 'retry-after': '4' } }, 'the later task expires first')
+    await store.updateTask('alice', 'soon', { status: 'completed', result: { content: [] } })
+    await store.createTask('alice', task('third', { ttlMs: 7000 }))
+    await rejectsWithLimit(t, store.createTask('alice', task('fourth')), 'ERR_STORE_QUOTA', { status: 429, headers: { 'retry-after': '7' } }, 'a finished task frees no running slot: it is not the answer')
+    await store.createTask('bob', task('b1', { ttlMs: 2000 }))
+    await rejectsWithLimit(t, store.createTask('alice', task('fifth')), 'ERR_STORE_QUOTA', { status: 429, headers: { 'retry-after': '7' } }, 'another principal\'s tasks do not count')
+  })
+
   t.test('sessions: issued, checked, expire unused, bounded', async (t) => {
     const store = await make(t, { sessionTtlMs: 600, maxConnections: 2 })
     const s1 = await store.createSession()
@@ -532,6 +544,18 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     t.same(await store.beginIdempotent('c', 'new', 'd', 60_000).catch(() => 'refused'), 'refused', 'and nothing of the refused call was kept')
     await store.abandonIdempotent('a', 'running')
     t.same(await store.beginIdempotent('c', 'new', 'd', 60_000), { state: 'new' }, 'room again once a record goes')
+  })
+
+  t.test('idempotency: Retry-After follows renewals and finishes, not the order of the claims', async (t) => {
+    const store = await make(t, { maxIdempotencyRecordsPerPrincipal: 2 })
+    await store.beginIdempotent('alice', 'first', 'd', 3000)
+    await store.beginIdempotent('alice', 'second', 'd', 5000)
+    t.equal(await store.renewIdempotent('alice', 'first', 8000), true)
+    await rejectsWithLimit(t, store.beginIdempotent('alice', 'third', 'd', 60_000), 'ERR_STORE_QUOTA', { status: 429, headers: { 'retry-after': '5' } }, 'the renewed claim now expires last')
+    await store.finishIdempotent('alice', 'second', '{"status":200}', 9000)
+    await rejectsWithLimit(t, store.beginIdempotent('alice', 'third', 'd', 60_000), 'ERR_STORE_QUOTA', { status: 429, headers: { 'retry-after': '8' } }, 'a finished call is kept its retention time')
+    await store.abandonIdempotent('alice', 'first')
+    await rejectsWithLimit(t, store.beginIdempotent('alice', 'third', 'd', 60_000).then(() => store.beginIdempotent('alice', 'fourth', 'd', 60_000)), 'ERR_STORE_QUOTA', { status: 429, headers: { 'retry-after': '9' } }, 'an abandoned claim is gone')
   })
 
   t.test('idempotency: a quota per principal, in records and bytes', async (t) => {

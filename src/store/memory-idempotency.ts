@@ -1,6 +1,7 @@
 import { QuotaExceeded, StoreFull } from './store-errors.js'
 import { RECORD_OVERHEAD, msUntil } from './limits.js'
 import type { IdempotencyStore, IdempotentStart, StoreLimits } from './types.js'
+import { ExpiryHeap } from './expiry-heap.js'
 
 type Limits = Pick<StoreLimits, 'maxIdempotencyRecords' | 'maxIdempotencyBytes' | 'maxIdempotencyRecordsPerPrincipal' | 'maxIdempotencyBytesPerPrincipal'>
 
@@ -10,6 +11,13 @@ interface Entry {
   response?: string
   expiresAt: number
   bytes: number
+}
+
+/** A record's expiry when it was set (a renewal sets another: this one goes stale). */
+interface Expiry {
+  readonly key: string
+  readonly entry: Entry
+  readonly expiresAt: number
 }
 
 /** What one owner, or everyone, holds. */
@@ -22,11 +30,16 @@ interface Usage {
  * The idempotency records of a {@link MemoryStore}: claims (leased) and outcomes (kept `ttlMs`),
  * bounded by count and bytes, in all and per owner. Nothing is ever evicted to make room (a running
  * claim pushed out let its retry run the tool twice): a new claim that does not fit is refused.
+ * Records are also kept by expiry, in all and per owner ({@link ExpiryHeap}), so that dropping the
+ * expired ones and a refusal's Retry-After cost O(log n), not a walk over every record.
  */
 export class MemoryIdempotency implements IdempotencyStore {
   readonly #records = new Map<string, Entry>()
   readonly #usage = new Map<string, Usage>()
   readonly #total: Usage = { count: 0, bytes: 0 }
+  readonly #stale = (x: Expiry): boolean => this.#records.get(x.key) !== x.entry || x.entry.expiresAt !== x.expiresAt
+  readonly #expiries = new ExpiryHeap<Expiry>(this.#stale)
+  readonly #byOwner = new Map<string, ExpiryHeap<Expiry>>()
 
   constructor(readonly limits: Limits) {}
 
@@ -50,6 +63,7 @@ export class MemoryIdempotency implements IdempotencyStore {
     const r = this.#records.get(`${owner}\0${requestId}`)
     if (r === undefined || r.response !== undefined || r.expiresAt <= Date.now()) return false
     r.expiresAt = Date.now() + leaseMs
+    this.#expire(`${owner}\0${requestId}`, r)
     return true
   }
 
@@ -75,6 +89,8 @@ export class MemoryIdempotency implements IdempotencyStore {
     this.#records.clear()
     this.#usage.clear()
     this.#total.count = this.#total.bytes = 0
+    this.#expiries.clear()
+    this.#byOwner.clear()
   }
 
   /** Why `count` more records of `bytes` do not fit, with when space frees; undefined when they do. */
@@ -84,9 +100,7 @@ export class MemoryIdempotency implements IdempotencyStore {
     const all = () => this.#total
     const overMine = () => mine().count + count > L.maxIdempotencyRecordsPerPrincipal || mine().bytes + bytes > L.maxIdempotencyBytesPerPrincipal
     const overAll = () => all().count + count > L.maxIdempotencyRecords || all().bytes + bytes > L.maxIdempotencyBytes
-    if (!overMine() && !overAll()) return undefined
-    // Only when a bound is reached: a walk over every record, dropping the expired ones.
-    for (const [k, v] of this.#records) if (v.expiresAt <= now) this.#drop(k, v)
+    for (let x = this.#expiries.takeExpired(now); x !== undefined; x = this.#expiries.takeExpired(now)) this.#drop(x.key, x.entry)
     if (overMine()) {
       const byCount = mine().count + count > L.maxIdempotencyRecordsPerPrincipal
       return new QuotaExceeded('replayable tool calls', byCount ? L.maxIdempotencyRecordsPerPrincipal : L.maxIdempotencyBytesPerPrincipal, this.#frees(owner, now))
@@ -100,9 +114,19 @@ export class MemoryIdempotency implements IdempotencyStore {
 
   /** When the first record (of `owner`, or of anyone) expires: the earliest that space is certain to free. */
   #frees(owner: string | undefined, now: number): number {
-    let first = Number.POSITIVE_INFINITY
-    for (const v of this.#records.values()) if ((owner === undefined || v.owner === owner) && v.expiresAt < first) first = v.expiresAt
-    return msUntil(first === Number.POSITIVE_INFINITY ? now + 1000 : first, now)
+    const first = (owner === undefined ? this.#expiries : this.#byOwner.get(owner))?.first()
+    return msUntil(first === undefined ? now + 1000 : first.expiresAt, now)
+  }
+
+  /** Keep `e`'s expiry as it is now; an earlier one of it goes stale (discarded if on top). */
+  #expire(key: string, e: Entry): void {
+    const x: Expiry = { key, entry: e, expiresAt: e.expiresAt }
+    let mine = this.#byOwner.get(e.owner)
+    if (mine === undefined) this.#byOwner.set(e.owner, (mine = new ExpiryHeap(this.#stale)))
+    for (const heap of [this.#expiries, mine]) {
+      heap.push(x)
+      heap.first()
+    }
   }
 
   #use(owner: string): Usage {
@@ -117,6 +141,7 @@ export class MemoryIdempotency implements IdempotencyStore {
       u.count++
       u.bytes += e.bytes
     }
+    this.#expire(key, e)
   }
 
   #drop(key: string, e: Entry): void {
@@ -126,5 +151,7 @@ export class MemoryIdempotency implements IdempotencyStore {
       u.bytes -= e.bytes
     }
     if (this.#usage.get(e.owner)!.count === 0) this.#usage.delete(e.owner)
+    // Its entries are stale now; the owner's that surface are discarded (no heap outgrows its records).
+    if (this.#byOwner.get(e.owner)?.first() === undefined) this.#byOwner.delete(e.owner)
   }
 }

@@ -1,6 +1,7 @@
 import { QuotaExceeded, StoreFull, TooManyTasks, type StoreLimitError } from './store-errors.js'
 import { RECORD_OVERHEAD, msUntil } from './limits.js'
 import { TERMINAL, type StoreLimits, type TaskRecord, type TaskStore } from './types.js'
+import { ExpiryHeap } from './expiry-heap.js'
 
 type Limits = Pick<StoreLimits, 'maxTasks' | 'maxTasksPerPrincipal' | 'maxTaskBytes' | 'maxTaskBytesPerPrincipal'>
 
@@ -11,13 +12,17 @@ interface Usage {
 }
 
 interface StoredTask {
-  owner: string
+  /** `owner\0taskId`, its key in the store. */
+  readonly key: string
+  readonly owner: string
   record: TaskRecord
-  expiresAt: number
+  readonly expiresAt: number
   /** What it counts against the byte bounds: its JSON text at creation, its outcome's once finished. */
   bytes: number
-  /** Answers not yet taken by the runner. */
-  answers: Map<string, Record<string, unknown>>
+  /** Gone from the store (expired): its entries in the expiry heaps are stale. */
+  dropped: boolean
+  /** Answers not yet taken by the runner (made on the first answer). */
+  answers: Map<string, Record<string, unknown>> | undefined
   wake?: () => void
   /**
    * What a read hands out until the next change: one deep copy per version, frozen, shared by every
@@ -26,33 +31,51 @@ interface StoredTask {
   view?: TaskRecord
 }
 
+/** The tasks of one owner, or of everyone, by expiry: all of them, and those still running. */
+interface Expiries {
+  all: ExpiryHeap<StoredTask>
+  running: ExpiryHeap<StoredTask>
+}
+
+const dropped = (t: StoredTask): boolean => t.dropped
+const notRunning = (t: StoredTask): boolean => t.dropped || TERMINAL.has(t.record.status)
+const expiries = (): Expiries => ({ all: new ExpiryHeap(dropped), running: new ExpiryHeap(notRunning) })
+
 /**
  * The tasks of a {@link MemoryStore}: records with their expiry, and answers not yet taken. Running
  * tasks are bounded by count (in all and per owner); every task kept, finished ones with their
  * results, by bytes (in all and per owner).
+ *
+ * Tasks are also kept by expiry, in all and per owner (see {@link ExpiryHeap}): a create drops what
+ * has expired, and a refusal finds when space frees, in O(log n). Walking every task for both made
+ * a client at its quota cost O(n) a refused request (milliseconds with 100,000 tasks kept): a
+ * retry loop of one client slowed every other.
  */
 export class MemoryTasks implements TaskStore {
   readonly #tasks = new Map<string, StoredTask>()
   readonly #usage = new Map<string, Usage>()
   readonly #total: Usage = { running: 0, bytes: 0 }
-  #nextTaskSweep = 0
+  readonly #expiries = expiries()
+  readonly #byOwner = new Map<string, Expiries>()
 
   constructor(readonly limits: Limits) {}
 
   async createTask(owner: string, task: TaskRecord): Promise<void> {
     const now = Date.now()
-    // Expired tasks are swept at most once a second, or when a bound is reached: a sweep on every
-    // create made creating a task cost as much as walking every task kept (~150 µs at a few thousand).
+    for (let t = this.#expiries.all.takeExpired(now); t !== undefined; t = this.#expiries.all.takeExpired(now)) this.#drop(t)
     const bytes = RECORD_OVERHEAD + JSON.stringify(task).length
-    if (now >= this.#nextTaskSweep || this.#refusal(owner, bytes, now) !== undefined) {
-      this.#nextTaskSweep = now + 1000
-      for (const [key, t] of this.#tasks) if (t.expiresAt <= now) this.#drop(key, t)
-    }
     const refusal = this.#refusal(owner, bytes, now)
     if (refusal !== undefined) throw refusal
-    const stored: StoredTask = { owner, record: copy(task), expiresAt: now + task.ttlMs, bytes, answers: new Map() }
-    this.#tasks.set(`${owner}\0${task.taskId}`, stored)
+    const key = `${owner}\0${task.taskId}`
+    const stored: StoredTask = { key, owner, record: copy(task), expiresAt: now + task.ttlMs, bytes, dropped: false, answers: undefined }
+    this.#tasks.set(key, stored)
     this.#count(stored, 1)
+    let mine = this.#byOwner.get(owner)
+    if (mine === undefined) this.#byOwner.set(owner, (mine = expiries()))
+    for (const e of [this.#expiries, mine]) {
+      e.all.push(stored)
+      e.running.push(stored)
+    }
   }
 
   /** Why a new running task of `bytes` does not fit, with when space frees; undefined when it does. */
@@ -69,11 +92,9 @@ export class MemoryTasks implements TaskStore {
 
   /** When the first task (of `owner` or anyone; running ones only, or any) expires: space is certain to free then. */
   #frees(now: number, owner: string | undefined, running: boolean): number {
-    let first = Number.POSITIVE_INFINITY
-    for (const t of this.#tasks.values()) {
-      if ((owner === undefined || t.owner === owner) && (!running || !TERMINAL.has(t.record.status)) && t.expiresAt < first) first = t.expiresAt
-    }
-    return msUntil(first === Number.POSITIVE_INFINITY ? now + 1000 : first, now)
+    const e = owner === undefined ? this.#expiries : this.#byOwner.get(owner)
+    const first = (running ? e?.running : e?.all)?.first()
+    return msUntil(first === undefined ? now + 1000 : first.expiresAt, now)
   }
 
   /** Add (`sign` 1) or take away (-1) what a task counts. */
@@ -88,9 +109,18 @@ export class MemoryTasks implements TaskStore {
     if (mine.running === 0 && mine.bytes === 0) this.#usage.delete(t.owner)
   }
 
-  #drop(key: string, t: StoredTask): void {
-    this.#tasks.delete(key)
+  /**
+   * Take an expired task out. Its heap entries go stale; those of its owner that expire no later
+   * are gone too, so they surface now: no heap keeps more entries than there are tasks.
+   */
+  #drop(t: StoredTask): void {
+    this.#tasks.delete(t.key)
     this.#count(t, -1)
+    t.dropped = true
+    this.#expiries.running.first()
+    const mine = this.#byOwner.get(t.owner)!
+    mine.running.first()
+    if (mine.all.first() === undefined) this.#byOwner.delete(t.owner)
   }
 
   async getTask(owner: string, taskId: string): Promise<TaskRecord | undefined> {
@@ -127,6 +157,7 @@ export class MemoryTasks implements TaskStore {
     const outstanding = t.record.inputRequests ?? {}
     const taken = Object.keys(responses).filter((k) => Object.hasOwn(outstanding, k))
     if (taken.length === 0) return taken
+    t.answers ??= new Map()
     for (const k of taken) {
       t.answers.set(k, responses[k]!)
       delete outstanding[k]
@@ -144,11 +175,12 @@ export class MemoryTasks implements TaskStore {
       const check = () => {
         const t = this.#get(owner, taskId)
         if (t === undefined) return finish(new Error('The task is gone'))
-        if (!keys.every((k) => t.answers.has(k))) return
+        const answers = t.answers
+        if (answers === undefined || !keys.every((k) => answers.has(k))) return
         const out: Record<string, Record<string, unknown>> = {}
         for (const k of keys) {
-          out[k] = t.answers.get(k)!
-          t.answers.delete(k)
+          out[k] = answers.get(k)!
+          answers.delete(k)
         }
         finish(undefined, out)
       }
@@ -172,7 +204,7 @@ export class MemoryTasks implements TaskStore {
     const key = `${owner}\0${taskId}`
     const t = this.#tasks.get(key)
     if (t !== undefined && t.expiresAt <= Date.now()) {
-      this.#drop(key, t)
+      this.#drop(t)
       return undefined
     }
     return t
@@ -182,6 +214,9 @@ export class MemoryTasks implements TaskStore {
     this.#tasks.clear()
     this.#usage.clear()
     this.#total.running = this.#total.bytes = 0
+    this.#expiries.all.clear()
+    this.#expiries.running.clear()
+    this.#byOwner.clear()
   }
 }
 
