@@ -1,6 +1,7 @@
 import t from 'tap'
 import { Type } from '@sinclair/typebox'
 import { z } from 'zod'
+import { createHash } from 'node:crypto'
 import { McpServer } from '../src/core/mcp-server.js'
 import { elicit } from '../src/mrtr/questions.js'
 import { inputRequired } from '../src/mrtr/rounds.js'
@@ -241,3 +242,19 @@ export function inferred(mcp: McpServer): void {
     return String(step)
   })
 }
+
+t.test('a form\'s digest is the sha256 of its request\'s JSON, kept per schema object and message', async (t) => {
+  const sha = (request: unknown) => createHash('sha256').update(JSON.stringify(request)).digest('base64url')
+  const Form = Type.Object({ resolution: Type.String() })
+  const first = elicit('Resolution?', Form)
+  t.equal(first.digest, sha(first.request), 'the digest of the text the client is sent')
+  t.equal(elicit('Resolution?', Form).digest, first.digest, 'the same form asked again')
+  const other = elicit('Why?', Form)
+  t.not(other.digest, first.digest, 'another message is another question')
+  t.equal(other.digest, sha(other.request))
+  const zod = elicit('Resolution?', z.object({ resolution: z.string() }))
+  t.equal(zod.digest, sha(zod.request), 'a library schema too')
+  for (let i = 0; i < 100; i++) elicit(`Item ${i}?`, Form)
+  const late = elicit('Item 3?', Form)
+  t.equal(late.digest, sha(late.request), 'past 64 messages a form starts again, and stays right')
+})
