@@ -372,13 +372,8 @@ t.test('a running task does not keep the HTTP response of the call that started 
     gc()
   }
   t.equal(response!.deref(), undefined, 'the response is collected while the task runs')
-  const poll = async () => (await (await fetch(`${base}/tasks/${taskId}`, { headers: DECLARED })).json()) as any
-  t.equal((await poll()).status, 'working', 'the task was still running then')
+  t.equal((await taskCall(app, { url: `/tasks/${taskId}` })).body.status, 'working', 'the task was still running then')
   release()
-  let task = await poll()
-  for (let i = 0; i < 100 && task.status === 'working'; i++) {
-    await sleep(10)
-    task = await poll()
-  }
-  t.same([task.status, task.result.content], ['completed', [{ type: 'text', text: 'done' }]], 'and it finishes with its result')
+  const done = await until(app, taskId, (b) => b.status !== 'working')
+  t.same([done.body.status, done.body.result.content], ['completed', [{ type: 'text', text: 'done' }]], 'and it finishes with its result')
 })
