@@ -7,6 +7,7 @@ import { ConfigurationError, McpError } from './errors.js'
 import { LATEST_VERSION, type ProtocolVersion } from './protocol.js'
 import { registerOpenApi } from './http/openapi-document.js'
 import { registerDocsPage } from './http/docs-page.js'
+import { holdTickShape } from './http/hold-tick-shape.js'
 import type { Store } from './store/types.js'
 import admission from './plugins/admission.js'
 import errorShape from './plugins/error-shape.js'
@@ -100,6 +101,7 @@ export interface McpPluginOptions extends HostOriginOptions {
  * await app.register(mcpPlugin, { prefix: '/mcp-http', mcp })
  */
 export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, opts) => {
+  holdTickShape()
   const defaultVersion = opts.defaultProtocolVersion ?? LATEST_VERSION
   if (opts.store !== undefined) opts.mcp.store = opts.store
   const mcp = opts.mcp
