@@ -49,3 +49,22 @@ t.test("a handler's ctx carries every member of the request's context", async (t
     resolved: {}
   })
 })
+
+// runRound awaits a handler's answer only when it is thenable; any thenable counts, not only a Promise.
+t.test('a handler may answer with a value, a Promise or any thenable', async (t) => {
+  const mcp = new McpServer({ name: 'answers', version: '1.0.0' })
+  mcp.tool({ name: 'value', input: Type.Object({}) }, () => 'at once')
+  mcp.tool({ name: 'promise', input: Type.Object({}) }, async () => 'later')
+  mcp.tool({ name: 'thenable', input: Type.Object({}) }, () => ({ then: (resolve: (v: string) => void) => setImmediate(() => resolve('a thenable')) }) as never)
+  mcp.tool({ name: 'failing-thenable', input: Type.Object({}) }, () => ({ then: (_: unknown, reject: (e: Error) => void) => reject(new Error('no luck')) }) as never)
+  const { app } = await build(t, { mcp })
+  const text = async (name: string) => {
+    const res = await call(app, { method: 'POST', url: `/tools/${name}/calls`, headers: { 'content-type': 'application/json' }, payload: '{"arguments":{}}' })
+    t.equal(res.status, 200, name)
+    return { text: res.body.content[0].text, isError: res.body.isError === true }
+  }
+  t.same(await text('value'), { text: 'at once', isError: false })
+  t.same(await text('promise'), { text: 'later', isError: false })
+  t.same(await text('thenable'), { text: 'a thenable', isError: false })
+  t.same(await text('failing-thenable'), { text: 'no luck', isError: true })
+})

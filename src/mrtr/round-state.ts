@@ -27,10 +27,13 @@ export interface RoundState {
   u?: unknown
 }
 
+const NO_ANSWERS: Readonly<InputResponses> = Object.freeze({})
+
 /** Answers count only for questions this server asked (and sealed); anything else is ignored. */
-export function checkAnswers(state: RoundState, responses: InputResponses | undefined): InputResponses {
+export function checkAnswers(state: RoundState, responses: InputResponses | undefined): Readonly<InputResponses> {
+  if (responses === undefined) return NO_ANSWERS
   const answers: InputResponses = {}
-  for (const [key, response] of Object.entries(responses ?? {})) {
+  for (const [key, response] of Object.entries(responses)) {
     const asked = ownValue(state.q, key)
     if (asked === undefined) continue
     checkResponse(`inputResponses["${key}"]`, asked, response)

@@ -72,12 +72,10 @@ export async function runRound<T>(
   ctx: CallContext,
   invoke: (ctx: CallContext) => T | HandRolledInputRequired | Promise<T | HandRolledInputRequired>
 ): Promise<RunResult<T>> {
-  // The argument digest is computed only when a state is opened or sealed: most calls do neither.
-  const bound = (): SealBinding => ({ method: binding.method, target: binding.target, args: binding.args, principal: ctx.principal.id })
   const legacy = ctx.era === 'legacy'
   let state: RoundState = {}
   if (params.requestState !== undefined) {
-    const opened = svc.sealer.open(params.requestState, bound(), ctx.log)
+    const opened = svc.sealer.open(params.requestState, sealBinding(binding, ctx), ctx.log)
     if (!isPlainObject(opened)) throw errors.invalidParams('Invalid or expired requestState')
     state = opened as RoundState
   }
@@ -146,7 +144,9 @@ export async function runRound<T>(
         ctx.requestState = state.u
         ctx.resolved = resolved
         ctx.ask = ask
-        out = await invoke(ctx)
+        // A handler that answers at once is not awaited: no promise and no extra turn for it.
+        const returned = invoke(ctx)
+        out = isThenable(returned) ? await returned : returned
       } catch (err) {
         if (!(err instanceof AskSignal)) throw err
         out = undefined
@@ -164,11 +164,20 @@ export async function runRound<T>(
     }
 
     const questions = new Map([...pending].map(([k, v]) => [k, isQuestion(v) ? v : questionFor(v)] as const))
-    if (!legacy) return { kind: 'input_required', result: inputRequiredResult(svc.sealer, bound(), questions, carry, ctx) }
+    if (!legacy) return { kind: 'input_required', result: inputRequiredResult(svc.sealer, sealBinding(binding, ctx), questions, carry, ctx) }
     // Legacy era: ask through /requests, then go round again with the answers (nothing to seal).
     responses = questions.size === 0 ? {} : await askThroughQueue(svc.store, ctx, questions, svc.answerTimeoutMs)
     state = { ...carry, q: askedOfAll(questions) }
     retried = true
     presupplied = undefined
   }
+}
+
+/** What sealed state is bound to. The argument digest is computed only here: most calls neither open nor seal. */
+function sealBinding(binding: SealTarget, ctx: CallContext): SealBinding {
+  return { method: binding.method, target: binding.target, args: binding.args, principal: ctx.principal.id }
+}
+
+function isThenable(v: unknown): v is PromiseLike<unknown> {
+  return (typeof v === 'object' || typeof v === 'function') && v !== null && typeof (v as { then?: unknown }).then === 'function'
 }
