@@ -1,8 +1,8 @@
 import t from 'tap'
 import { createHash } from 'node:crypto'
 import { parseSummary, percentiles } from '../bench/lib/parse.js'
-import { RespCommands, perRequest } from '../bench/lib/redis-proxy.js'
-import { roundTripTable } from '../bench/lib/roundtrips.js'
+import { LEARNED_SCRIPTS, RespCommands, perRequest } from '../bench/lib/redis-proxy.js'
+import { roundTripTable, scriptNames } from '../bench/lib/roundtrips.js'
 import { svg } from '../bench/chart.js'
 import { checks, growth, median, pairedRatios, soakGrowth, table, verdicts, workloads, type Measurement, type Results } from '../bench/report.js'
 
@@ -178,4 +178,12 @@ t.test('redis proxy: commands counted from RESP across chunk boundaries; per req
   const text = roundTripTable([{ workload: 'w', target: 'ours', requests: 2, perRequest: per }], { x: 'myScript' })
   t.match(text, '| w | ours | 2 | 3 | myScript 2, GET 1 |')
   t.match(roundTripTable([{ workload: 'w', target: 'ours', requests: 2, perRequest: { writes: 1, commands: 1, byName: { 'EVAL y': 1, 'EVALSHA zzzzzzzzzz': 0.5 } } }], { y: 'other' }), 'other (EVAL) 1, zzzzzzzz 0.50')
+  // A store's scripts carry its configuration (a SHA-1 per store) and begin with "-- <name>": the
+  // name is learned when one is sent whole, and its EVALSHAs are named by it from then on.
+  const lua = '-- mcpThing\nreturn 1'
+  const eval1 = `*3\r\n$4\r\nEVAL\r\n$${lua.length}\r\n${lua}\r\n$1\r\n0\r\n`
+  parser.push(Buffer.from(eval1))
+  t.equal(LEARNED_SCRIPTS[sha1(lua)], 'mcpThing')
+  t.equal(scriptNames()[sha1(lua)], 'mcpThing')
+  t.match(roundTripTable([{ workload: 'w', target: 'ours', requests: 1, perRequest: { writes: 1, commands: 1, byName: { [`EVALSHA ${sha1(lua)}`]: 1 } } }]), '| w | ours | 1 | 1 | mcpThing 1 |')
 })

@@ -95,3 +95,39 @@ t.test('MCP_REDIS_WAIT_REPLICAS on a Redis without replicas: the write is refuse
   const reconnect = (store.client as Redis).options.reconnectOnError!
   t.same([reconnect(new Error('READONLY You can\'t write against a read only replica.')), reconnect(new Error('ERR other'))], [2, false])
 })
+
+// The store writes its prefix, connection TTL, connection bound and publish command into its own
+// copy of each script (src/store/redis-lua.ts, configure) instead of sending them with every call.
+t.test('the configuration written into the scripts: any prefix, exactly as given, one script set per store', async (t) => {
+  const id = randomUUID()
+  const odd = `q'"\\\n é-${id}:`
+  const store = new RedisStore({ url: redis.url, prefix: odd, limits: { maxConnections: 3 } })
+  const plain = new RedisStore({ url: redis.url, prefix: `plain-${randomUUID()}:` })
+  const raw = new Redis(redis.url)
+  t.teardown(async () => {
+    await store.close()
+    await plain.close()
+    raw.disconnect()
+  })
+  await store.setLogLevel('alice', 'debug')
+  await store.pushNotification('alice', { method: 'n/1' })
+  const task = { taskId: 't1', status: 'working', createdAt: new Date().toISOString(), lastUpdatedAt: new Date().toISOString(), ttlMs: 60_000, pollIntervalMs: 1000 } as const
+  await store.createTask('alice', task)
+  t.same(await store.getTask('alice', 't1'), task)
+  t.equal(await store.getLogLevel('alice'), 'debug')
+  const keys = await raw.keys('*')
+  const mine = keys.filter((k) => k.startsWith(odd))
+  t.ok(mine.length >= 3, `keys under the odd prefix: ${mine.length}`)
+  t.same(
+    keys.filter((k) => k.includes(id) && !k.startsWith(odd)),
+    [],
+    'no key under a mangled prefix'
+  )
+  // The connection bound is the store's own: a fourth connection evicts the least recently used.
+  for (const owner of ['b', 'c', 'd']) await store.setLogLevel(owner, 'info')
+  t.equal(await store.getLogLevel('alice'), undefined, 'alice, least recently used, made way (maxConnections 3)')
+  // The other store, with its defaults, runs its own scripts: alice there is untouched by that bound.
+  await plain.setLogLevel('alice', 'error')
+  for (const owner of ['b', 'c', 'd']) await plain.setLogLevel(owner, 'info')
+  t.equal(await plain.getLogLevel('alice'), 'error')
+})

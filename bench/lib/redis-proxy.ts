@@ -80,6 +80,9 @@ export function perRequest(before: RedisCounts, after: RedisCounts, requests: nu
   return { writes: (after.writes - before.writes) / requests, commands: (after.commands - before.commands) / requests, byName }
 }
 
+/** Script names by SHA-1, learned from the scripts' first line when they were sent whole (EVAL). */
+export const LEARNED_SCRIPTS: Record<string, string> = {}
+
 /**
  * The command names of a stream of RESP requests (arrays of bulk strings), across chunk
  * boundaries. Inline commands (plain text lines) count by their first word.
@@ -119,7 +122,10 @@ export class RespCommands {
       // A script by its SHA-1 (EVALSHA) or its source's (EVAL), for the caller to name.
       else if (i === 1 && (name === 'EVALSHA' || name === 'EVAL')) {
         const arg = b.subarray(start, start + len).toString()
-        name = `${name} ${name === 'EVAL' ? sha1(arg) : arg}`
+        const sha = name === 'EVAL' ? sha1(arg) : arg
+        // This project's scripts begin with "-- <name>" (each store's copy has its own SHA-1).
+        if (name === 'EVAL' && arg.startsWith('-- ')) LEARNED_SCRIPTS[sha] = arg.slice(3, arg.indexOf('\n'))
+        name = `${name} ${sha}`
       }
       at = start + len + 2
     }

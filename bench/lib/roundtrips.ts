@@ -1,13 +1,12 @@
 import { readFileSync } from 'node:fs'
 import { sha1 } from '../../src/store/redis-core.js'
-import { SCRIPTS } from '../../src/store/redis-scripts.js'
 import { WEBHOOK_SCRIPTS } from '../../src/webhooks/redis-scripts.js'
 import { CEILING_SCRIPTS } from '../servers/redis-ceiling.js'
 import type { Files } from '../requests.js'
 import { processOf, type Phase } from '../workloads.js'
 import type { RequestSpec } from './h2load.js'
 import { startRedis, startServer } from './procs.js'
-import { perRequest, startRedisProxy, type RedisCounts } from './redis-proxy.js'
+import { LEARNED_SCRIPTS, perRequest, startRedisProxy, type RedisCounts } from './redis-proxy.js'
 
 /** Redis traffic per request of one workload on one target. */
 export interface RoundTrips {
@@ -87,8 +86,9 @@ export function scriptNames(extra: Record<string, string> = {}): Record<string, 
   const out: Record<string, string> = {}
   // The webhook worker's (the demo polls for due deliveries every second): [keys, lua] each.
   const webhooks = Object.fromEntries(Object.entries(WEBHOOK_SCRIPTS).map(([name, [, lua]]) => [`${name} (webhook worker)`, lua]))
-  for (const [name, lua] of Object.entries({ ...SCRIPTS, ...webhooks, ...extra })) out[sha1(lua)] = name
-  return out
+  for (const [name, lua] of Object.entries({ ...webhooks, ...extra })) out[sha1(lua)] = name
+  // This project's store scripts carry its configuration, so their SHA-1s are learned as they are loaded.
+  return { ...out, ...LEARNED_SCRIPTS }
 }
 
 function nameOf(command: string, scripts: Record<string, string>): string {

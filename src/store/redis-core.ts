@@ -4,6 +4,7 @@ import { NotReplicated, StoreError, StoreUnavailable } from './store-errors.js'
 import { RedisBus } from './redis-bus.js'
 import { connect, type RedisTarget } from './redis-connect.js'
 import { SCRIPTS, type ScriptName } from './redis-scripts.js'
+import { configure, type ScriptConfig } from './redis-lua.js'
 import { evalScript, isNoScript, scripts, type Arg, type Script } from './redis-eval.js'
 import type { StoreLimits } from './types.js'
 
@@ -26,9 +27,6 @@ export function ownerTag(owner: string): string {
   return tag
 }
 
-// Each script's SHA-1, worked out once (run by EVALSHA: see evalScript).
-const LOADED: Record<ScriptName, Script> = scripts(SCRIPTS)
-
 /** Durability of acknowledged writes: WAIT for this many replicas, at most this long. */
 export interface WaitOptions {
   replicas: number
@@ -46,7 +44,8 @@ export class RedisCore {
   readonly prefix: string
   readonly limits: StoreLimits
   readonly answerTtlMs: number
-  readonly #header: [string, number, number, string]
+  /** The scripts with this store's configuration written in, each with its SHA-1 (run by EVALSHA: see evalScript). */
+  readonly #scripts: Record<ScriptName, Script>
   readonly #wait: WaitOptions | undefined
   /** After a command timed out (Redis hangs), others fail at once until then rather than each wait. */
   #quietUntil = 0
@@ -61,15 +60,24 @@ export class RedisCore {
     this.limits = limits
     this.answerTtlMs = o.answerTtlMs
     this.#wait = o.wait !== undefined && o.wait.replicas > 0 ? o.wait : undefined
-    this.#header = [prefix, o.connectionTtlMs, limits.maxConnections, c.sharded ? 'SPUBLISH' : 'PUBLISH']
+    const config: ScriptConfig = { prefix, connectionTtlMs: o.connectionTtlMs, maxConnections: limits.maxConnections, publish: c.sharded ? 'SPUBLISH' : 'PUBLISH' }
+    // Each begins with its name, so that what Redis shows of it (SCRIPT, SLOWLOG, a proxy) says which it is.
+    this.#scripts = scripts(
+      Object.fromEntries(Object.entries<string>(SCRIPTS).map(([name, text]) => [name, `-- ${name}\n${configure(text, config)}`])) as Record<ScriptName, string>
+    )
     c.client.on('error', () => undefined)
     c.sub.on('error', () => undefined)
     this.bus = new RedisBus(c.client, c.sub, c.sharded, prefix, o.sweepMs)
   }
 
+  /** Each script's SHA-1 as this store runs it (its configuration is written into it). */
+  scriptShas(): Record<ScriptName, string> {
+    return Object.fromEntries(Object.entries<Script>(this.#scripts).map(([name, s]) => [name, s.sha])) as Record<ScriptName, string>
+  }
+
   /** Run a script on the slot of `key`. */
   run(name: ScriptName, key: string, ...args: Arg[]): Promise<unknown> {
-    return this.guard(() => evalScript(this.client, LOADED[name], [key, ...this.#header, ...args]))
+    return this.guard(() => evalScript(this.client, this.#scripts[name], [key, ...args]))
   }
 
   /**
@@ -109,8 +117,8 @@ export class RedisCore {
   async write(name: ScriptName, key: string, ...args: Arg[]): Promise<unknown> {
     if (this.#wait === undefined) return this.run(name, key, ...args)
     const { replicas, timeoutMs } = this.#wait
-    const s = LOADED[name]
-    const argv = [key, ...this.#header, ...args]
+    const s = this.#scripts[name]
+    const argv = [key, ...args]
     const send = (loaded: boolean) => {
       const pipeline = this.client.pipeline()
       if (loaded) pipeline.evalsha(s.sha, s.keys, ...argv)

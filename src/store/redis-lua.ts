@@ -1,15 +1,16 @@
 /**
- * What a script may start with (see `redis-scripts.ts`): the common arguments, Redis' clock, and
- * the names derived from `KEYS[1]`, dependencies first. Redis runs a script's definitions on every
- * call (a closure made, a string cut), so {@link lua} keeps only those the script names.
+ * What a script may start with (see `redis-scripts.ts`): the store's configuration (written into
+ * the script by {@link configure}), Redis' clock, and the names derived from `KEYS[1]`,
+ * dependencies first. Redis runs a script's definitions on every call (a closure made, a string
+ * cut), so {@link lua} keeps only those the script names.
  */
 const PRELUDE: readonly (readonly [name: string, lua: string])[] = [
-  ['P', 'local P = ARGV[1]'],
-  ['CONN_TTL', 'local CONN_TTL = tonumber(ARGV[2])'],
-  ['MAX_CONNS', 'local MAX_CONNS = tonumber(ARGV[3])'],
-  ['PUB', 'local PUB = ARGV[4]'],
+  ['P', 'local P = __PREFIX__'],
+  ['CONN_TTL', 'local CONN_TTL = __CONN_TTL__'],
+  ['MAX_CONNS', 'local MAX_CONNS = __MAX_CONNS__'],
+  ['PUB', 'local PUB = __PUB__'],
   ['K', 'local K = KEYS[1]'],
-  ['A', 'local function A(i) return ARGV[i + 4] end'],
+  ['A', 'local function A(i) return ARGV[i] end'],
   [
     'nowms',
     `local function nowms()
@@ -25,10 +26,10 @@ end`
 
 /**
  * A script: the prelude definitions `body` uses (and theirs), then `body`. `A(n)` with a literal n
- * (the n-th argument after the common four) is written as `ARGV[n + 4]`: no call per argument read.
+ * (the script's n-th argument) is written as `ARGV[n]`: no call per argument read.
  */
 export const lua = (body: string): string => {
-  const text = body.replace(/\bA\((\d+)\)/g, (_, n: string) => `ARGV[${Number(n) + 4}]`)
+  const text = body.replace(/\bA\((\d+)\)/g, (_, n: string) => `ARGV[${n}]`)
   let scanned = text
   const kept: string[] = []
   for (let i = PRELUDE.length - 1; i >= 0; i--) {
@@ -50,3 +51,36 @@ local function keepalive()
   for _, k in ipairs({ K, K .. ':subs', K .. ':rq', K .. ':rm', K .. ':rs' }) do redis.call('PEXPIRE', k, CONN_TTL) end
 end
 `
+
+/** What a store writes into its scripts instead of sending it with every call. */
+export interface ScriptConfig {
+  prefix: string
+  connectionTtlMs: number
+  maxConnections: number
+  publish: 'PUBLISH' | 'SPUBLISH'
+}
+
+/**
+ * A script as one store runs it: its configuration written in as Lua literals. These were once four
+ * arguments sent with every call (and parsed by every call); as constants they cost nothing per
+ * call, and each configuration is its own script (its own SHA-1), loaded once per Redis node.
+ */
+export function configure(text: string, c: ScriptConfig): string {
+  return text
+    .replace('__PREFIX__', luaString(c.prefix))
+    .replace('__CONN_TTL__', luaNumber(c.connectionTtlMs, 'connectionTtlMs'))
+    .replace('__MAX_CONNS__', luaNumber(c.maxConnections, 'maxConnections'))
+    .replace('__PUB__', luaString(c.publish))
+}
+
+/** Any string as a Lua literal: every byte as a decimal escape, so no quote or newline can end it. */
+export function luaString(s: string): string {
+  let out = "'"
+  for (const b of Buffer.from(s, 'utf8')) out += `\\${b}`
+  return `${out}'`
+}
+
+function luaNumber(n: number, name: string): string {
+  if (!Number.isSafeInteger(n)) throw new Error(`RedisStore: ${name} must be an integer, not ${n}`)
+  return String(n)
+}

@@ -112,9 +112,9 @@ return gone
   /** K connections, A(1..n) owners: those of them still live (all live ones when none is given). */
   mcpLive: registry(`
 local fresh = nowms() - CONN_TTL
-if #ARGV == 4 then return redis.call('ZRANGE', K, '(' .. fresh, '+inf', 'BYSCORE') end
+if #ARGV == 0 then return redis.call('ZRANGE', K, '(' .. fresh, '+inf', 'BYSCORE') end
 local out = {}
-for i = 5, #ARGV do
+for i = 1, #ARGV do
   local at = redis.call('ZSCORE', K, ARGV[i])
   if at and tonumber(at) > fresh then out[#out + 1] = ARGV[i] end
 end

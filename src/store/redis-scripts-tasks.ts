@@ -15,11 +15,11 @@ export const TASK_SCRIPTS = {
   mcpCreateTask: lua(`
 local ttl, n = tonumber(A(1)), tonumber(A(3))
 if A(2) == '1' then
-  redis.call('HSET', K, 'inputRequests', '1', unpack(ARGV, 8, 7 + 2 * n))
-  if #ARGV > 7 + 2 * n then redis.call('HSET', K .. ':in', unpack(ARGV, 8 + 2 * n)) end
+  redis.call('HSET', K, 'inputRequests', '1', unpack(ARGV, 4, 3 + 2 * n))
+  if #ARGV > 3 + 2 * n then redis.call('HSET', K .. ':in', unpack(ARGV, 4 + 2 * n)) end
   redis.call('PEXPIRE', K .. ':in', ttl)
 elseif n > 0 then
-  redis.call('HSET', K, unpack(ARGV, 8, 7 + 2 * n))
+  redis.call('HSET', K, unpack(ARGV, 4, 3 + 2 * n))
 end
 redis.call('PEXPIRE', K, ttl)
 `),
@@ -44,14 +44,14 @@ local n = tonumber(A(3))
 local d = 4 + 2 * n
 local dels = tonumber(A(d))
 local ir = K .. ':in'
-if dels > 0 then redis.call('HDEL', K, unpack(ARGV, d + 5, d + 4 + dels)) end
+if dels > 0 then redis.call('HDEL', K, unpack(ARGV, d + 1, d + dels)) end
 if A(2) ~= 'keep' then redis.call('DEL', ir) redis.call('HDEL', K, 'inputRequests') end
 if A(2) == 'set' then
   redis.call('HSET', K, 'inputRequests', '1')
-  if #ARGV > d + 4 + dels then redis.call('HSET', ir, unpack(ARGV, d + 5 + dels)) end
+  if #ARGV > d + dels then redis.call('HSET', ir, unpack(ARGV, d + 1 + dels)) end
   redis.call('PEXPIRE', ir, redis.call('PTTL', K))
 end
-redis.call('HSET', K, 'lastUpdatedAt', A(1), unpack(ARGV, 8, 7 + 2 * n))
+redis.call('HSET', K, 'lastUpdatedAt', A(1), unpack(ARGV, 4, 3 + 2 * n))
 if redis.call('HGET', K, 'notify') ~= 'true' then return 1 end
 return { redis.call('HGETALL', K), redis.call('HGETALL', ir) }
 `),
@@ -64,7 +64,7 @@ return { redis.call('HGETALL', K), redis.call('HGETALL', ir) }
 if redis.call('EXISTS', K) == 0 then return nil end
 local ir, ans = K .. ':in', K .. ':ans'
 local taken = {}
-for i = 2, #ARGV - 4, 2 do
+for i = 2, #ARGV, 2 do
   if redis.call('HDEL', ir, A(i)) == 1 then
     redis.call('HSET', ans, A(i), A(i + 1))
     taken[#taken + 1] = A(i)
@@ -88,7 +88,7 @@ return taken
 if redis.call('EXISTS', K) == 0 then return -1 end
 local ans = K .. ':ans'
 local keys = {}
-for i = 1, #ARGV - 4 do
+for i = 1, #ARGV do
   if redis.call('HEXISTS', ans, A(i)) == 0 then return 0 end
   keys[#keys + 1] = A(i)
 end

@@ -19,9 +19,11 @@ import { TASK_SCRIPTS } from './redis-scripts-tasks.js'
  * An operation that spans two of these runs one script on each, in an order that leaves nothing
  * unbounded if the second never runs (everything expires by itself).
  *
- * Every script gets the same first four arguments: the key prefix, the connection TTL (ms), the most
- * connections kept and the publish command (`PUBLISH`, or `SPUBLISH` on a cluster); the rest follow
- * (`A(1)` is the first of them). Time is Redis' own clock.
+ * Every script may name the store's configuration: `P` the key prefix, `CONN_TTL` the connection
+ * TTL (ms), `MAX_CONNS` the most connections kept and `PUB` the publish command (`PUBLISH`, or
+ * `SPUBLISH` on a cluster). A store writes them into its copy of each script (`configure` in
+ * `redis-lua.ts`) rather than sending them with every call; a script's arguments are its own
+ * (`A(1)` is the first). Time is Redis' own clock.
  */
 export const SCRIPTS = { ...REGISTRY_SCRIPTS, ...CONNECTION_SCRIPTS, ...MAILBOX_SCRIPTS, ...TASK_SCRIPTS } as const
 

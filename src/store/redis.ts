@@ -58,6 +58,11 @@ export class RedisStore implements Store {
     this.#tasks = new RedisTasks(this.#core)
   }
 
+  /** Each of this store's scripts by name, as the SHA-1 it runs under (EVALSHA): for diagnostics. */
+  scriptShas(): Record<string, string> {
+    return this.#core.scriptShas()
+  }
+
   /** The command connection, for plugins that share it (the rate limiter): a `Redis`, or a `Cluster`. */
   get client(): Redis | Cluster {
     return this.#core.client
