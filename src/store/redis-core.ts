@@ -61,7 +61,8 @@ export class RedisCore {
     this.answerTtlMs = o.answerTtlMs
     this.#wait = o.wait !== undefined && o.wait.replicas > 0 ? o.wait : undefined
     const config: ScriptConfig = { prefix, connectionTtlMs: o.connectionTtlMs, maxConnections: limits.maxConnections, publish: c.sharded ? 'SPUBLISH' : 'PUBLISH' }
-    // Each begins with its name, so that what Redis shows of it (SCRIPT, SLOWLOG, a proxy) says which it is.
+    // Each begins with its name, so that a script sent whole (EVAL, after NOSCRIPT) says which it is;
+    // an EVALSHA shows only the SHA-1, which scriptShas() maps back to the name.
     this.#scripts = scripts(
       Object.fromEntries(Object.entries<string>(SCRIPTS).map(([name, text]) => [name, `-- ${name}\n${configure(text, config)}`])) as Record<ScriptName, string>
     )
