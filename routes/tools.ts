@@ -1,11 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { type ListRequest, sendResult, serveCached } from '../src/http/representation.js'
 import { cancellableByClient, contextOf, paramsFromPost } from '../src/http/request.js'
 import { streamResult, wantsStream } from '../src/http/sse-result.js'
 import { CommonHeaders, CursorQuery, GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
-import { CallToolBodySchema, CallToolResponseSchema, ListToolsResultSchema } from '../src/schema/tools.js'
-import { CreateTaskResultSchema } from '../src/schema/tasks.js'
+import { CallToolBodySchema, CallToolResponseSchema, ListToolsResultSchema, type CallToolBody, type CallToolResponse } from '../src/schema/tools.js'
+import { CreateTaskResultSchema, type CreateTaskResult } from '../src/schema/tasks.js'
+import type { CallContext } from '../src/core/call-context.js'
+import { isThenable } from '../src/core/maybe-promise.js'
 
 /** tools/list and tools/call. */
 const tools: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -41,22 +44,49 @@ const tools: FastifyPluginAsyncTypebox = async (fastify) => {
         response: { 200: CallToolResponseSchema, 202: CreateTaskResultSchema, ...errorResponses(404, 413) }
       }
     },
-    async (request, reply) => {
+    // Not an async handler: a call answered at once is sent in this turn, with no promise (see MaybePromise).
+    (request, reply) => {
       const body = paramsFromPost(request, request.body)
       // A promise only in the legacy era: a 2026-07-28 call does not wait a turn for its context.
       const made = contextOf(request, reply, body)
-      const ctx = cancellableByClient(made instanceof Promise ? await made : made, reply)
-      if (wantsStream(request)) return streamResult(request, reply, ctx, (c) => mcp.callTool(request.params.name, body, c))
-      const result = await mcp.callTool(request.params.name, body, ctx)
-      if ('taskId' in result) {
-        // The task is stored before this answer: GET Location works at once, on any instance.
-        reply.code(202)
-        reply.header('location', `${fastify.mcpPrefix}/tasks/${encodeURIComponent(result.taskId)}`)
-        reply.header('retry-after', String(Math.max(1, Math.ceil(result.pollIntervalMs / 1000))))
-      }
-      return sendResult(request, reply, result)
+      if (made instanceof Promise) return callLater(request.params.name, body, made, reply)
+      return call(request.params.name, body, made, reply)
     }
   )
+}
+
+/** Run the call and send its answer (200 with the result, or 202 with the task it became): now (undefined), or by the promise. */
+function call(name: string, body: CallToolBody, made: CallContext, reply: FastifyReply): Promise<void> | undefined {
+  const request = reply.request
+  const ctx = cancellableByClient(made, reply)
+  const mcp = request.server.mcp
+  if (wantsStream(request)) return streamResult(request, reply, ctx, (c) => mcp.callTool(name, body, c))
+  const result = mcp.callTool(name, body, ctx)
+  if (isThenable(result)) return answerLater(reply, result)
+  answer(reply, result)
+  return undefined
+}
+
+// The promises Fastify gets end with the reply, whose own then waits until the response is written
+// (an async onSend hook, idempotency's, may still run): ending with nothing would have Fastify send again.
+
+async function callLater(name: string, body: CallToolBody, made: Promise<CallContext>, reply: FastifyReply): Promise<void> {
+  await call(name, body, await made, reply)
+  return reply
+}
+
+async function answerLater(reply: FastifyReply, result: PromiseLike<CallToolResponse | CreateTaskResult>): Promise<void> {
+  return answer(reply, await result)
+}
+
+function answer(reply: FastifyReply, result: CallToolResponse | CreateTaskResult): FastifyReply {
+  if ('taskId' in result) {
+    // The task is stored before this answer: GET Location works at once, on any instance.
+    reply.code(202)
+    reply.header('location', `${reply.server.mcpPrefix}/tasks/${encodeURIComponent(result.taskId)}`)
+    reply.header('retry-after', String(Math.max(1, Math.ceil(result.pollIntervalMs / 1000))))
+  }
+  return sendResult(reply.request, reply, result)
 }
 
 export default tools

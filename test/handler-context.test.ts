@@ -2,6 +2,11 @@ import t from 'tap'
 import { Type } from '@sinclair/typebox'
 import { McpServer } from '../src/core/mcp-server.js'
 import { build, call } from './helper.js'
+import { CallContext } from '../src/core/call-context.js'
+import { ANONYMOUS } from '../src/core/request-context.js'
+import { isThenable } from '../src/core/maybe-promise.js'
+import { resolver } from '../src/mrtr/resolvers.js'
+import { LATEST_VERSION } from '../src/protocol.js'
 
 // A handler's ctx is the call's one CallContext (src/core/call-context.ts): every member of the
 // request's context reads through to it.
@@ -67,4 +72,56 @@ t.test('a handler may answer with a value, a Promise or any thenable', async (t)
   t.same(await text('promise'), { text: 'later', isError: false })
   t.same(await text('thenable'), { text: 'a thenable', isError: false })
   t.same(await text('failing-thenable'), { text: 'no luck', isError: true })
+})
+
+// The core's hot path (see MaybePromise): a call whose steps all answer at once is answered with a
+// value, in the caller's turn; from the first step that waits, the rest goes on through a promise.
+t.test('a call answered at once is a value; one that waits is a promise, and every later step still runs', async (t) => {
+  const mcp = new McpServer({ name: 'maybe', version: '1.0.0' })
+  const order: string[] = []
+  const step = <T>(name: string, value: T): T => {
+    order.push(name)
+    return value
+  }
+  const first = resolver({ name: 'first', resolve: () => step('first', 1) })
+  const second = resolver({
+    name: 'second',
+    needs: { first },
+    resolve: (_a, { first }) => new Promise<number>((resolve) => setImmediate(() => resolve(step('second', first + 1))))
+  })
+  const third = resolver({ name: 'third', needs: { second }, resolve: (_a, { second }) => step('third', second + 1) })
+  mcp.tool({ name: 'now', input: Type.Object({}) }, () => 'at once')
+  mcp.tool({ name: 'later', input: Type.Object({}) }, async () => 'later')
+  mcp.tool({ name: 'sync-plan', input: Type.Object({}), resolvers: { first } }, (_a, ctx) => `first=${ctx.resolved.first}`)
+  mcp.tool({ name: 'waiting-plan', input: Type.Object({}), resolvers: { first, third } }, (_a, ctx) => `${ctx.resolved.first} ${ctx.resolved.third}`)
+  mcp.tool({ name: 'throws', input: Type.Object({}) }, () => {
+    throw new Error('at once, too')
+  })
+  const silent = { debug() {}, info() {}, warn() {}, error() {} }
+  const ctx = () =>
+    new CallContext(
+      { requestId: 'r', protocolVersion: LATEST_VERSION, era: 'modern', meta: undefined, clientCapabilities: undefined, principal: ANONYMOUS, log: silent, deadline: Infinity },
+      mcp.queue
+    )
+  const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]!.text
+
+  const now = mcp.callTool('now', { arguments: {} }, ctx())
+  t.notOk(isThenable(now), 'a handler that returns its result: the call is a value')
+  t.equal(text(now), 'at once')
+  const syncPlan = mcp.callTool('sync-plan', { arguments: {} }, ctx())
+  t.notOk(isThenable(syncPlan), 'resolvers that answer at once: still a value')
+  t.equal(text(syncPlan), 'first=1')
+  const thrown = mcp.callTool('throws', { arguments: {} }, ctx())
+  t.notOk(isThenable(thrown), 'a handler that throws at once: an isError value')
+  t.same(thrown, { content: [{ type: 'text', text: 'at once, too' }], isError: true, resultType: 'complete' })
+
+  const later = mcp.callTool('later', { arguments: {} }, ctx())
+  t.ok(isThenable(later), 'an async handler: a promise')
+  t.equal(text(await later), 'later')
+  order.length = 0
+  const waiting = mcp.callTool('waiting-plan', { arguments: {} }, ctx())
+  t.ok(isThenable(waiting), 'a resolver that waits: a promise')
+  t.same(order, ['first'], 'the steps after the waiting one have not run yet')
+  t.equal(text(await waiting), '1 3', 'and run, in order, once it answers')
+  t.same(order, ['first', 'second', 'third'])
 })

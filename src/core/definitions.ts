@@ -10,8 +10,7 @@ import type { GetPromptResult, PromptMessage } from '../schema/prompts.js'
 import type { Resource, ResourceTemplate } from '../schema/resources.js'
 import type { Tool, ToolAnnotations } from '../schema/tools.js'
 import type { RequestContext } from './request-context.js'
-
-type MaybePromise<T> = T | Promise<T>
+import type { MaybePromise } from './maybe-promise.js'
 
 /**
  * The context of a request that may be retried with input (tools/call, prompts/get, resources/read,

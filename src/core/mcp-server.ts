@@ -26,6 +26,7 @@ import { readResource, resourceNotFound } from './resources.js'
 import type { CacheHints } from './results.js'
 import { CAPABILITIES, discoverResult, initialize, type InitializeOptions, type Initialized } from './lifecycle.js'
 import { callTool } from './tools.js'
+import type { MaybePromise } from './maybe-promise.js'
 
 export type { Initialized, McpServerOptions, Representation }
 
@@ -132,9 +133,12 @@ export class McpServer extends Registry {
     return this.#lists.page(kind, cursor, era, () => [...this[kind].values()].map((e) => e.definition))
   }
 
-  /** `tools/call`: the result, `input_required`, or the task it started (`resultType: 'task'`). */
-  callTool(name: string, body: CallToolBody, ctx: CallContext): Promise<CallToolResponse | CreateTaskResult> {
-    return callTool(this, name, body, ctx) as Promise<CallToolResponse | CreateTaskResult>
+  /**
+   * `tools/call`: the result, `input_required`, or the task it started (`resultType: 'task'`). A
+   * value when the tool answered at once, else a promise: `await` it either way (see MaybePromise).
+   */
+  callTool(name: string, body: CallToolBody, ctx: CallContext): MaybePromise<CallToolResponse | CreateTaskResult> {
+    return callTool(this, name, body, ctx) as MaybePromise<CallToolResponse | CreateTaskResult>
   }
 
   getPrompt(name: string, body: GetPromptBody, ctx: CallContext): Promise<GetPromptResponse> {

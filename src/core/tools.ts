@@ -1,5 +1,6 @@
 import { ConfigurationError, McpError, errors, messageOf, wireErrorOf } from '../errors.js'
-import { runRound } from '../mrtr/rounds.js'
+import { runRound, type RunResult } from '../mrtr/rounds.js'
+import { isThenable, type MaybePromise } from './maybe-promise.js'
 import { LazyTarget } from '../mrtr/seal.js'
 import type { ContentBlock } from '../schema/content.js'
 import type { CallToolBody } from '../schema/tools.js'
@@ -18,14 +19,15 @@ import { describeErrors } from './validation.js'
  * `tools/call`. Arguments are checked against the tool's compiled input schema; arguments that fail
  * it and a handler that throws both become an `isError` result naming the problem, as MCP wants tool
  * failures reported to the model (SEP-1303); a protocol error ({@link McpError}) is passed through. A round that needs input
- * answers `input_required` (see {@link runRound}).
+ * answers `input_required` (see {@link runRound}). The answer is a value when the handler answered
+ * at once, else a promise (see {@link MaybePromise}); a refusal before the handler runs is thrown.
  */
-export async function callTool(
+export function callTool(
   server: McpServer,
   name: string,
   body: CallToolBody,
   ctx: CallContext
-): Promise<Record<string, unknown>> {
+): MaybePromise<Record<string, unknown>> {
   const entry = server.tools.get(name)
   if (entry === undefined) throw errors.notFound(`Unknown tool: ${name}`)
   // Scopes before arguments (a caller without them learns nothing of the input): 403 -32600 with an
@@ -47,47 +49,82 @@ export async function callTool(
   }
   const binding = new LazyTarget('tools/call', name, args)
   ctx.requestedTask = body.task
-  const resumed = openResume(server.sealer, binding, ctx)
-  ctx.resumed = resumed
+  ctx.resumed = openResume(server.sealer, binding, ctx)
   let round
   try {
-    round = await runRound<ToolReturn<unknown> | { [STARTED]: TaskRecord }>(
+    round = runRound<ToolReturn<unknown> | { [STARTED]: TaskRecord }>(
       server,
       entry.mrtr,
       binding,
       args,
       body,
       ctx,
-      // The handler's own value or promise, with no async frame around it (runRound awaits it).
-      (c) => {
-        if (!takes) return entry.handler(args, c)
-        // Any multi round-trip exchange (resolvers) is over by now; the work goes on as a task.
-        const options = {
-          ttlMs: Math.min(body.task?.ttl ?? entry.task.ttlMs, entry.task.ttlMs),
-          pollIntervalMs: entry.task.pollIntervalMs,
-          notify: body.task?.notify === true
-        }
-        return startTask(server, c, options, (tc) => entry.handler(args, tc), (out, tc) =>
-          toolResult(entry, name, out as ToolReturn<unknown>, tc)
-        ).then((started) => ({ [STARTED]: started }))
-      }
+      handlerOf(server, entry, name, args, body, takes)
     )
   } catch (err) {
-    const wire = wireErrorOf(err)
-    if (wire !== undefined) throw wire
-    if (err instanceof ConfigurationError) {
-      ctx.log.error({ err, tool: name }, 'tool misuses the library')
-      throw errors.internal()
-    }
-    ctx.log.warn({ err, tool: name }, 'tool handler failed')
-    return toolError(ctx, messageOf(err))
+    return handlerFailed(ctx, name, err)
   }
+  if (!isThenable(round)) return answerOf(server, entry, name, binding, ctx, round)
+  return round.then(
+    (r) => answerOf(server, entry, name, binding, ctx, r),
+    (err: unknown) => handlerFailed(ctx, name, err)
+  )
+}
+
+/**
+ * What a round runs: the handler's own value or promise, with no async frame around it; or, for a
+ * client that takes tasks, the task that runs it. Built apart from {@link callTool}, so that a task
+ * running for an hour keeps nothing of the HTTP request's context (its closures would share it).
+ */
+function handlerOf(
+  server: McpServer,
+  entry: ToolEntry,
+  name: string,
+  args: Record<string, unknown>,
+  body: CallToolBody,
+  takes: boolean
+): (c: CallContext) => MaybePromise<ToolReturn<unknown> | { [STARTED]: TaskRecord }> {
+  if (!takes) return (c) => entry.handler(args, c)
+  return (c) => {
+    // Any multi round-trip exchange (resolvers) is over by now; the work goes on as a task.
+    const options = {
+      ttlMs: Math.min(body.task?.ttl ?? entry.task.ttlMs, entry.task.ttlMs),
+      pollIntervalMs: entry.task.pollIntervalMs,
+      notify: body.task?.notify === true
+    }
+    return startTask(server, c, options, (tc) => entry.handler(args, tc), (out, tc) =>
+      toolResult(entry, name, out as ToolReturn<unknown>, tc)
+    ).then((started) => ({ [STARTED]: started }))
+  }
+}
+
+/** A round's end as the call's answer. A result that breaks the tool's output schema is thrown (500). */
+function answerOf(
+  server: McpServer,
+  entry: ToolEntry,
+  name: string,
+  binding: LazyTarget,
+  ctx: CallContext,
+  round: RunResult<ToolReturn<unknown> | { [STARTED]: TaskRecord }>
+): Record<string, unknown> {
   if (round.kind === 'input_required') return round.result
   if (round.kind === 'declined') return toolError(ctx, round.message)
-  const out = round.value as ToolReturn<unknown> | { [STARTED]: TaskRecord }
-  if (typeof out === 'object' && STARTED in out) return createTaskResult(out[STARTED])
+  const out = round.value
+  if (typeof out === 'object' && out !== null && STARTED in out) return createTaskResult(out[STARTED])
   const result = toolResult(entry, name, out, ctx)
   return finish(ctx.era, isResumable(out) ? finishResumable(server.sealer, binding, ctx, result, out[RESUME]) : result)
+}
+
+/** A failure in a round: a protocol error passes; a handler's own failure is an `isError` result for the model. */
+function handlerFailed(ctx: CallContext, name: string, err: unknown): Record<string, unknown> {
+  const wire = wireErrorOf(err)
+  if (wire !== undefined) throw wire
+  if (err instanceof ConfigurationError) {
+    ctx.log.error({ err, tool: name }, 'tool misuses the library')
+    throw errors.internal()
+  }
+  ctx.log.warn({ err, tool: name }, 'tool handler failed')
+  return toolError(ctx, messageOf(err))
 }
 
 const STARTED = Symbol('task started')

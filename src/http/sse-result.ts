@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { metaProgressToken, type CallContext } from '../core/call-context.js'
 import { toMcpError } from './error-reply.js'
 import { MetaKey } from '../protocol.js'
+import type { MaybePromise } from '../core/maybe-promise.js'
 
 /** Whether the client asked for the result as a stream (`Accept: text/event-stream`). */
 export function wantsStream(request: FastifyRequest): boolean {
@@ -17,7 +18,7 @@ export async function streamResult<R>(
   request: FastifyRequest,
   reply: FastifyReply,
   ctx: CallContext,
-  run: (ctx: CallContext) => Promise<R>
+  run: (ctx: CallContext) => MaybePromise<R>
 ): Promise<void> {
   const res = reply.raw
   reply.hijack()

@@ -2,6 +2,7 @@ import { ConfigurationError } from '../errors.js'
 import type { RequestContext } from '../core/request-context.js'
 import { isQuestion, type Outcome, type Question } from './questions.js'
 import { ownValue } from '../core/json-limits.js'
+import type { MaybePromise } from '../core/maybe-promise.js'
 
 const RESOLVER = Symbol.for('mcp-pure-http.resolver')
 
@@ -136,45 +137,73 @@ export interface Resolution {
  * answered by a recorded outcome (same name, same digest), by this round's response, or asked now.
  * Independent questions go out together; a question that depends on an answer waits for a later round.
  */
-export async function runPlan(
+export function runPlan(
   p: Plan,
   args: Record<string, unknown>,
   ctx: RequestContext,
   answerOf: (name: string, q: Question<unknown>) => Outcome<unknown> | undefined
-): Promise<Resolution> {
-  const outcomes = new Map<string, Outcome<unknown>>()
-  const pending = new Map<string, Question<unknown>>()
-  const blocked = new Set<string>()
-  const take = (need: { name: string; full: boolean }) => {
-    const o = outcomes.get(need.name)!
+): MaybePromise<Resolution> {
+  return new PlanRun(p, args, ctx, answerOf).from(0)
+}
+
+/** One round of a plan. Most resolvers answer at once: the plan waits only from the first promise. */
+class PlanRun {
+  readonly #outcomes = new Map<string, Outcome<unknown>>()
+  readonly #pending = new Map<string, Question<unknown>>()
+  readonly #blocked = new Set<string>()
+
+  constructor(
+    private readonly plan: Plan,
+    private readonly args: Record<string, unknown>,
+    private readonly ctx: RequestContext,
+    private readonly answerOf: (name: string, q: Question<unknown>) => Outcome<unknown> | undefined
+  ) {}
+
+  /** Run the steps from `first` on; a resolver's promise is awaited, its value is not (a microtask less each). */
+  from(first: number): MaybePromise<Resolution> {
+    const steps = this.plan.steps
+    for (let i = first; i < steps.length; i++) {
+      const step = steps[i]!
+      const r = step.resolver
+      if (step.needs.some((n) => this.#blocked.has(n.name))) {
+        this.#blocked.add(r.name)
+        continue
+      }
+      const needs: Record<string, unknown> = {}
+      for (const n of step.needs) needs[n.key] = this.#take(n)
+      const input = r.args === undefined ? this.args : Object.fromEntries(r.args.map((a) => [a, ownValue(this.args, a)]))
+      const out = r.resolve(input, needs, this.ctx)
+      if (out instanceof Promise) {
+        return out.then((value: unknown) => {
+          this.#settle(r.name, value)
+          return this.from(i + 1)
+        })
+      }
+      this.#settle(r.name, out)
+    }
+    if (this.#pending.size > 0) return { values: undefined, pending: this.#pending }
+    return { values: Object.fromEntries(this.plan.roots.map((root) => [root.key, this.#take(root)])), pending: this.#pending }
+  }
+
+  #take(need: { name: string; full: boolean }): unknown {
+    const o = this.#outcomes.get(need.name)!
     if (need.full) return o
     if (o.action !== 'accept') throw new Declined(`The user chose to ${o.action} "${need.name}"`)
     return o.content
   }
-  for (const step of p.steps) {
-    const r = step.resolver
-    if (step.needs.some((n) => blocked.has(n.name))) {
-      blocked.add(r.name)
-      continue
-    }
-    const needs: Record<string, unknown> = {}
-    for (const n of step.needs) needs[n.key] = take(n)
-    const input = r.args === undefined ? args : Object.fromEntries(r.args.map((a) => [a, ownValue(args, a)]))
-    // Most resolvers answer at once: a promise is awaited, a value is not (a microtask less each).
-    let out = r.resolve(input, needs, ctx)
-    if (out instanceof Promise) out = await out
+
+  /** A resolver's value, or its question: answered (recorded, or in this round), else asked now. */
+  #settle(name: string, out: unknown): void {
     if (!isQuestion(out)) {
-      outcomes.set(r.name, { action: 'accept', content: out })
-      continue
+      this.#outcomes.set(name, { action: 'accept', content: out })
+      return
     }
-    const answer = answerOf(r.name, out)
+    const answer = this.answerOf(name, out)
     if (answer === undefined) {
-      pending.set(r.name, out)
-      blocked.add(r.name)
+      this.#pending.set(name, out)
+      this.#blocked.add(name)
     } else {
-      outcomes.set(r.name, answer)
+      this.#outcomes.set(name, answer)
     }
   }
-  if (pending.size > 0) return { values: undefined, pending }
-  return { values: Object.fromEntries(p.roots.map((root) => [root.key, take(root)])), pending }
 }
