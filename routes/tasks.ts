@@ -1,7 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply } from 'fastify'
+import type { CallContext } from '../src/core/call-context.js'
+import { isThenable } from '../src/core/maybe-promise.js'
+import type { ServedTask } from '../src/tasks/task-methods.js'
 import { Type } from '@sinclair/typebox'
 import { sendRepresentation, sendResult } from '../src/http/representation.js'
-import { createContext, paramsFromHeaders, paramsFromPost } from '../src/http/request.js'
+import { contextOf, createContext, paramsFromHeaders, paramsFromPost } from '../src/http/request.js'
 import { CommonHeaders, GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
 import { AckSchema, CancelTaskBodySchema, DetailedTaskSchema, UpdateTaskBodySchema } from '../src/schema/tasks.js'
 import { TERMINAL } from '../src/store/types.js'
@@ -27,11 +31,15 @@ const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
         response: { 200: DetailedTaskSchema, 304: NotModified, ...errorResponses(404) }
       }
     },
-    async (request, reply) => {
+    // Not an async handler: a poll the store answers at once (memory) is sent in this turn.
+    (request, reply) => {
       // The context settles the version from Mcp-Meta, as settleGet would: the header is decoded once.
-      const task = await fastify.mcp.tasks.served(await createContext(request, reply, paramsFromHeaders(request)), request.params.taskId)
-      if (!TERMINAL.has(task.status)) reply.header('retry-after', String(Math.max(1, Math.ceil(task.pollIntervalMs / 1000))))
-      return sendRepresentation(request, reply, task.representation, { ttlMs: 0, cacheScope: 'private' })
+      const made = contextOf(request, reply, paramsFromHeaders(request))
+      if (made instanceof Promise) return pollLater(made, request.params.taskId, reply)
+      const task = fastify.mcp.tasks.served(made, request.params.taskId)
+      if (isThenable(task)) return sendLater(task, reply)
+      sendTask(task, reply)
+      return undefined
     }
   )
 
@@ -83,6 +91,22 @@ const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
       return sendResult(request, reply, { resultType: 'complete' })
     }
   )
+}
+
+// A promise handed to Fastify ends with the reply, whose then waits until the response is written.
+
+async function pollLater(made: Promise<CallContext>, taskId: string, reply: FastifyReply): Promise<void> {
+  return sendTask(await reply.server.mcp.tasks.served(await made, taskId), reply)
+}
+
+async function sendLater(task: Promise<ServedTask>, reply: FastifyReply): Promise<void> {
+  return sendTask(await task, reply)
+}
+
+/** tasks/get's answer: the task with its ETag, and Retry-After (its poll interval) while it runs. */
+function sendTask(task: ServedTask, reply: FastifyReply): FastifyReply {
+  if (!TERMINAL.has(task.status)) reply.header('retry-after', String(Math.max(1, Math.ceil(task.pollIntervalMs / 1000))))
+  return sendRepresentation(reply.request, reply, task.representation, { ttlMs: 0, cacheScope: 'private' })
 }
 
 export default tasks

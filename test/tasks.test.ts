@@ -13,6 +13,11 @@ import { inputRequired } from '../src/mrtr/rounds.js'
 import { encodeJsonHeader } from '../src/headers.js'
 import { build, call } from './helper.js'
 import { buildServer } from '../src/server.js'
+import { CallContext } from '../src/core/call-context.js'
+import { ANONYMOUS } from '../src/core/request-context.js'
+import { isThenable } from '../src/core/maybe-promise.js'
+import { LATEST_VERSION } from '../src/protocol.js'
+import type { ServedTask } from '../src/tasks/task-methods.js'
 
 const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } }
 const ASKING = { ...TASKS, elicitation: {}, roots: {}, sampling: {} }
@@ -376,4 +381,30 @@ t.test('a running task does not keep the HTTP response of the call that started 
   release()
   const done = await until(app, taskId, (b) => b.status !== 'working')
   t.same([done.body.status, done.body.result.content], ['completed', [{ type: 'text', text: 'done' }]], 'and it finishes with its result')
+})
+
+// A poll the store answers at once (memory) takes no promise (see MaybePromise); an unknown task is
+// refused at once too. A store that answers later (Redis) gets the same answer through a promise.
+t.test('tasks/get from the memory store is answered at once; from a store that waits, through a promise', async (t) => {
+  const mcp = new McpServer({ name: 'poll', version: '1.0.0' })
+  const silent = { debug() {}, info() {}, warn() {}, error() {} }
+  const ctx = () =>
+    new CallContext(
+      { requestId: 'r', protocolVersion: LATEST_VERSION, era: 'modern', meta: undefined, clientCapabilities: TASKS, principal: ANONYMOUS, log: silent, deadline: Infinity },
+      mcp.queue
+    )
+  const now = new Date().toISOString()
+  await mcp.store.createTask('anonymous', { taskId: 'polled', status: 'working', createdAt: now, lastUpdatedAt: now, ttlMs: 60_000, pollIntervalMs: 2000, notify: false })
+  const served = mcp.tasks.served(ctx(), 'polled')
+  t.notOk(isThenable(served), 'a value, not a promise')
+  t.match(served, { status: 'working', pollIntervalMs: 2000 })
+  t.match(JSON.parse((served as ServedTask).representation.body), { resultType: 'complete', taskId: 'polled', status: 'working' })
+  t.throws(() => mcp.tasks.served(ctx(), 'unknown'), { status: 404, message: 'Unknown task: unknown' }, 'an unknown task is refused at once')
+
+  const memory = mcp.store as MemoryStore
+  const later = new McpServer({ name: 'later', version: '1.0.0', store: Object.assign(Object.create(memory), { getTask: async (o: string, id: string) => memory.getTask(o, id) }) })
+  const waited = later.tasks.served(ctx(), 'polled')
+  t.ok(isThenable(waited), 'a store that answers with a promise: a promise')
+  t.equal((await waited).representation.body, (served as ServedTask).representation.body, 'with the same answer')
+  await t.rejects(Promise.resolve(later.tasks.served(ctx(), 'unknown')), { status: 404 })
 })

@@ -123,7 +123,7 @@ export class MemoryTasks implements TaskStore {
     if (mine.all.first() === undefined) this.#byOwner.delete(t.owner)
   }
 
-  async getTask(owner: string, taskId: string): Promise<TaskRecord | undefined> {
+  getTask(owner: string, taskId: string): TaskRecord | undefined {
     const t = this.#get(owner, taskId)
     return t === undefined ? undefined : (t.view ??= frozen(copy(t.record)))
   }

@@ -258,7 +258,7 @@ export class MemoryStore implements Store {
     return this.#tasks.createTask(owner, task)
   }
 
-  getTask(owner: string, taskId: string): Promise<TaskRecord | undefined> {
+  getTask(owner: string, taskId: string): TaskRecord | undefined {
     return this.#tasks.getTask(owner, taskId)
   }
 

@@ -1,4 +1,5 @@
 import type { LoggingLevel } from '../schema/lifecycle.js'
+import type { MaybePromise } from '../core/maybe-promise.js'
 import type { ClientAnswer, IdempotentStart, LegacyClient, NotificationGroup, QueuedRequest, ServerMessage, TaskRecord } from './records.js'
 
 export * from './records.js'
@@ -94,8 +95,11 @@ export interface TaskStore {
    * (the owner's share) {@link QuotaExceeded}, with when the first task that fills it expires.
    */
   createTask(owner: string, task: TaskRecord): Promise<void>
-  /** The task, or undefined when unknown, expired or another owner's. */
-  getTask(owner: string, taskId: string): Promise<TaskRecord | undefined>
+  /**
+   * The task, or undefined when unknown, expired or another owner's. A store in this process may
+   * answer at once (a value, not a promise): a poll then takes no turn of the microtask queue.
+   */
+  getTask(owner: string, taskId: string): MaybePromise<TaskRecord | undefined>
   /**
    * Optional: the task as tasks/get answers it (`{"resultType":"complete", ...}` without the
    * store-only fields), as JSON text built from what the store keeps serialized, with the two

@@ -2,9 +2,10 @@ import type { CallContext } from '../core/call-context.js'
 import { etagOf } from '../core/etag.js'
 import type { Representation } from '../core/list-cache.js'
 import type { DetailedTask } from '../schema/tasks.js'
-import type { Mailbox, Signals, TaskRecord, TaskStore } from '../store/types.js'
+import type { Mailbox, Signals, TaskRecord, TaskStore, TaskText } from '../store/types.js'
 import { answerTask, cancelTask, findTask, requireTasks, unknownTask } from './task-steps.js'
 import { detailedTask } from './records.js'
+import { isThenable, type MaybePromise } from '../core/maybe-promise.js'
 
 /** tasks/get as HTTP serves it (see {@link Tasks.served}). */
 export interface ServedTask {
@@ -35,15 +36,16 @@ export class Tasks {
    * headers need. A store that keeps tasks as JSON (Redis) hands the text over (getTaskText); one
    * that hands out a frozen record per version (memory) gets it serialized once per version.
    */
-  async served(ctx: CallContext, taskId: string): Promise<ServedTask> {
+  served(ctx: CallContext, taskId: string): MaybePromise<ServedTask> {
     requireTasks(ctx)
     const store = this.store()
-    if (store.getTaskText !== undefined) {
-      const text = await store.getTaskText(ctx.principal.id, taskId)
-      if (text === undefined) throw unknownTask(taskId)
-      return { status: text.status, pollIntervalMs: text.pollIntervalMs, representation: { body: text.json, etag: etagOf(text.json) } }
-    }
-    const record = await findTask(store, ctx.principal.id, taskId)
+    if (store.getTaskText !== undefined) return servedText(store.getTaskText(ctx.principal.id, taskId), taskId)
+    // At once when the store answers at once (memory): a poll takes no promise.
+    const record = findTask(store, ctx.principal.id, taskId)
+    return isThenable(record) ? record.then((r) => this.#serve(r)) : this.#serve(record)
+  }
+
+  #serve(record: TaskRecord): ServedTask {
     let served = Object.isFrozen(record) ? this.#served.get(record) : undefined
     if (served === undefined) {
       const body = JSON.stringify(wire(record))
@@ -66,4 +68,11 @@ export class Tasks {
     requireTasks(ctx)
     await cancelTask(this.store(), ctx.principal.id, taskId)
   }
+}
+
+/** A poll from a store that keeps tasks as JSON (Redis): its text, neither decoded nor encoded. */
+async function servedText(pending: MaybePromise<TaskText | undefined>, taskId: string): Promise<ServedTask> {
+  const text = await pending
+  if (text === undefined) throw unknownTask(taskId)
+  return { status: text.status, pollIntervalMs: text.pollIntervalMs, representation: { body: text.json, etag: etagOf(text.json) } }
 }

@@ -5,6 +5,7 @@ import type { Mailbox, Signals, TaskRecord, TaskStore } from '../store/types.js'
 import { changeTask } from './records.js'
 import { TASKS_CAPABILITY, TASKS_EXTENSION, clientTakesTasks } from './runner.js'
 import { ownValue } from '../core/json-limits.js'
+import { isThenable, type MaybePromise } from '../core/maybe-promise.js'
 
 /**
  * The Tasks extension's methods, whichever face calls them (`GET /tasks/{id}` and its siblings, or
@@ -13,9 +14,13 @@ import { ownValue } from '../core/json-limits.js'
  */
 export const unknownTask = (taskId: string) => errors.notFound(`Unknown task: ${taskId.slice(0, 128)}`)
 
-/** tasks/get: the task record (see `detailedTask` for its wire form). */
-export async function findTask(store: TaskStore & Signals, owner: string, taskId: string): Promise<TaskRecord> {
-  const task = await store.getTask(owner, taskId)
+/** tasks/get: the task record (see `detailedTask` for its wire form); at once when the store answers at once. */
+export function findTask(store: TaskStore & Signals, owner: string, taskId: string): MaybePromise<TaskRecord> {
+  const task = store.getTask(owner, taskId)
+  return isThenable(task) ? Promise.resolve(task).then((t) => found(t, taskId)) : found(task, taskId)
+}
+
+function found(task: TaskRecord | undefined, taskId: string): TaskRecord {
   if (task === undefined) throw unknownTask(taskId)
   return task
 }
