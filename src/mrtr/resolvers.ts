@@ -67,15 +67,23 @@ function target(ref: unknown): { resolver: Resolver<unknown>; full: boolean } | 
     : undefined
 }
 
+/** A value a consumer takes: under `key`, the outcome of resolver `name`, the plan's step `at`. */
+export interface PlanNeed {
+  readonly key: string
+  readonly name: string
+  readonly at: number
+  readonly full: boolean
+}
+
 export interface PlanStep {
   readonly resolver: Resolver<unknown>
-  readonly needs: readonly { key: string; name: string; full: boolean }[]
+  readonly needs: readonly PlanNeed[]
 }
 
 /** The resolvers of one tool, prompt or resource, checked and in dependency order. */
 export interface Plan {
   readonly steps: readonly PlanStep[]
-  readonly roots: readonly { key: string; name: string; full: boolean }[]
+  readonly roots: readonly PlanNeed[]
 }
 
 /**
@@ -85,7 +93,8 @@ export interface Plan {
 export function plan(owner: string, map: ResolverMap, argumentNames: readonly string[] | undefined): Plan {
   const byName = new Map<string, Resolver<unknown>>()
   const steps: PlanStep[] = []
-  const state = new Map<Resolver<unknown>, 'visiting' | 'done'>()
+  // 'visiting', then the index of its step once its needs are in place.
+  const state = new Map<Resolver<unknown>, 'visiting' | number>()
   const edge = (key: string, ref: unknown, from: string) => {
     const t = target(ref)
     if (t === undefined) throw new ConfigurationError(`${owner}: "${key}" of ${from} is not a resolver`)
@@ -93,7 +102,7 @@ export function plan(owner: string, map: ResolverMap, argumentNames: readonly st
   }
   const visit = (r: Resolver<unknown>, path: string[]) => {
     const seen = state.get(r)
-    if (seen === 'done') return
+    if (typeof seen === 'number') return
     if (seen === 'visiting') throw new ConfigurationError(`${owner}: resolver cycle ${[...path, r.name].join(' -> ')}`)
     const other = byName.get(r.name)
     if (other !== undefined && other !== r) throw new ConfigurationError(`${owner}: two different resolvers are named "${r.name}"`)
@@ -107,15 +116,14 @@ export function plan(owner: string, map: ResolverMap, argumentNames: readonly st
     const needs = Object.entries(r.needs).map(([key, ref]) => {
       const t = edge(key, ref, `resolver "${r.name}"`)
       visit(t.resolver, [...path, r.name])
-      return { key, name: t.resolver.name, full: t.full }
+      return { key, name: t.resolver.name, at: state.get(t.resolver) as number, full: t.full }
     })
-    state.set(r, 'done')
-    steps.push({ resolver: r, needs })
+    state.set(r, steps.push({ resolver: r, needs }) - 1)
   }
   const roots = Object.entries(map).map(([key, ref]) => {
     const t = edge(key, ref, owner)
     visit(t.resolver, [])
-    return { key, name: t.resolver.name, full: t.full }
+    return { key, name: t.resolver.name, at: state.get(t.resolver) as number, full: t.full }
   })
   return { steps, roots }
 }
@@ -128,8 +136,8 @@ export class Declined extends Error {
 export interface Resolution {
   /** Values of the roots, keyed as the owner named them; undefined while questions are pending. */
   values: Record<string, unknown> | undefined
-  /** Questions to ask now, by resolver name. */
-  pending: Map<string, Question<unknown>>
+  /** Questions to ask now, by resolver name; undefined when none. */
+  pending: Map<string, Question<unknown>> | undefined
 }
 
 /**
@@ -146,18 +154,23 @@ export function runPlan(
   return new PlanRun(p, args, ctx, answerOf).from(0)
 }
 
-/** One round of a plan. Most resolvers answer at once: the plan waits only from the first promise. */
+/**
+ * One round of a plan. Most resolvers answer at once: the plan waits only from the first promise.
+ * Outcomes are kept by step; a resolver with a pending question, or one that needs one, is blocked
+ * (BLOCKED in its place) and its dependents do not run this round.
+ */
 class PlanRun {
-  readonly #outcomes = new Map<string, Outcome<unknown>>()
-  readonly #pending = new Map<string, Question<unknown>>()
-  readonly #blocked = new Set<string>()
+  readonly #outcomes: (Outcome<unknown> | typeof BLOCKED | undefined)[]
+  #pending: Map<string, Question<unknown>> | undefined = undefined
 
   constructor(
     private readonly plan: Plan,
     private readonly args: Record<string, unknown>,
     private readonly ctx: RequestContext,
     private readonly answerOf: (name: string, q: Question<unknown>) => Outcome<unknown> | undefined
-  ) {}
+  ) {
+    this.#outcomes = new Array(plan.steps.length)
+  }
 
   /** Run the steps from `first` on; a resolver's promise is awaited, its value is not (a microtask less each). */
   from(first: number): MaybePromise<Resolution> {
@@ -165,45 +178,64 @@ class PlanRun {
     for (let i = first; i < steps.length; i++) {
       const step = steps[i]!
       const r = step.resolver
-      if (step.needs.some((n) => this.#blocked.has(n.name))) {
-        this.#blocked.add(r.name)
+      const needs = this.#needsOf(step)
+      if (needs === BLOCKED) {
+        this.#outcomes[i] = BLOCKED
         continue
       }
-      const needs: Record<string, unknown> = {}
-      for (const n of step.needs) needs[n.key] = this.#take(n)
-      const input = r.args === undefined ? this.args : Object.fromEntries(r.args.map((a) => [a, ownValue(this.args, a)]))
-      const out = r.resolve(input, needs, this.ctx)
+      const out = r.resolve(r.args === undefined ? this.args : picked(this.args, r.args), needs, this.ctx)
       if (out instanceof Promise) {
         return out.then((value: unknown) => {
-          this.#settle(r.name, value)
+          this.#settle(i, r.name, value)
           return this.from(i + 1)
         })
       }
-      this.#settle(r.name, out)
+      this.#settle(i, r.name, out)
     }
-    if (this.#pending.size > 0) return { values: undefined, pending: this.#pending }
-    return { values: Object.fromEntries(this.plan.roots.map((root) => [root.key, this.#take(root)])), pending: this.#pending }
+    if (this.#pending !== undefined) return { values: undefined, pending: this.#pending }
+    const values: Record<string, unknown> = {}
+    for (const root of this.plan.roots) values[root.key] = this.#take(root)
+    return { values, pending: undefined }
   }
 
-  #take(need: { name: string; full: boolean }): unknown {
-    const o = this.#outcomes.get(need.name)!
+  /** What a step's resolver needs, or BLOCKED when one of them waits for an answer. */
+  #needsOf(step: PlanStep): Record<string, unknown> | typeof BLOCKED {
+    const needs: Record<string, unknown> = {}
+    for (const n of step.needs) {
+      if (this.#outcomes[n.at] === BLOCKED) return BLOCKED
+      needs[n.key] = this.#take(n)
+    }
+    return needs
+  }
+
+  #take(need: PlanNeed): unknown {
+    const o = this.#outcomes[need.at] as Outcome<unknown>
     if (need.full) return o
     if (o.action !== 'accept') throw new Declined(`The user chose to ${o.action} "${need.name}"`)
     return o.content
   }
 
   /** A resolver's value, or its question: answered (recorded, or in this round), else asked now. */
-  #settle(name: string, out: unknown): void {
+  #settle(at: number, name: string, out: unknown): void {
     if (!isQuestion(out)) {
-      this.#outcomes.set(name, { action: 'accept', content: out })
+      this.#outcomes[at] = { action: 'accept', content: out }
       return
     }
     const answer = this.answerOf(name, out)
     if (answer === undefined) {
-      this.#pending.set(name, out)
-      this.#blocked.add(name)
+      ;(this.#pending ??= new Map()).set(name, out)
+      this.#outcomes[at] = BLOCKED
     } else {
-      this.#outcomes.set(name, answer)
+      this.#outcomes[at] = answer
     }
   }
+}
+
+const BLOCKED = Symbol('blocked')
+
+/** The arguments a resolver reads (its `args`), and only those. */
+function picked(args: Record<string, unknown>, names: readonly string[]): Record<string, unknown> {
+  const input: Record<string, unknown> = {}
+  for (const a of names) input[a] = ownValue(args, a)
+  return input
 }

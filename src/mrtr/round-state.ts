@@ -48,7 +48,9 @@ export function isHandRolled(v: unknown): v is HandRolledInputRequired {
 
 /** What the sealed state remembers of each question: method, digest and a form's schema. */
 export function askedOfAll(questions: ReadonlyMap<string, Question<unknown>>): Record<string, Asked> {
-  return Object.fromEntries([...questions].map(([key, q]) => [key, askedOf(q.request, q.digest)]))
+  const asked: Record<string, Asked> = {}
+  for (const [key, q] of questions) asked[key] = askedOf(q.request, q.digest)
+  return asked
 }
 
 /**

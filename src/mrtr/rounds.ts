@@ -97,8 +97,10 @@ class Round<T> {
   // The round's answers, and what it records of them (carried in the sealed state).
   #answers: Readonly<InputResponses> = NO_VALUES as Readonly<InputResponses>
   #recorded: NonNullable<RoundState['o']> = NO_VALUES as never
-  // Questions still open after this pass, and what to carry with them (undefined: the record).
-  #pending: Map<string, Question<unknown> | InputRequest> | undefined = undefined
+  // Questions still open after this pass (a hand-rolled handler's may be raw InputRequests), and
+  // what to carry with them (undefined: the record).
+  #pending: Map<string, Question<unknown>> | undefined = undefined
+  #raw: Map<string, Question<unknown> | InputRequest> | undefined = undefined
   #carry: RoundState | undefined = undefined
   #asks = 0
   #retried: boolean
@@ -132,6 +134,7 @@ class Round<T> {
     }
     this.#recorded = { ...state.o }
     this.#pending = undefined
+    this.#raw = undefined
     this.#carry = undefined
     this.#asks = 0
     if (spec.plan === undefined) return this.#run(NO_VALUES)
@@ -214,7 +217,7 @@ class Round<T> {
     if (pending.size === 0 && out.state === undefined) {
       throw new ConfigurationError(`${this.binding.target}: input_required needs inputRequests or state`)
     }
-    this.#pending = pending
+    this.#raw = pending
     this.#carry = out.state === undefined ? {} : { u: out.state }
     return this.#conclude()
   }
@@ -222,7 +225,7 @@ class Round<T> {
   /** Questions remain: answer `input_required` (modern), or ask through /requests and go round again (legacy). */
   #conclude(): MaybePromise<RunResult<T>> {
     const { ctx, svc } = this
-    const questions = new Map([...this.#pending!].map(([k, v]) => [k, isQuestion(v) ? v : questionFor(v)] as const))
+    const questions = this.#pending ?? questionsOf(this.#raw!)
     const carry = this.#carry ?? { o: this.#recorded }
     if (ctx.era !== 'legacy') return { kind: 'input_required', result: inputRequiredResult(svc.sealer, sealBinding(this.binding, ctx), questions, carry, ctx) }
     // Legacy era: nothing to seal; the answers come back through the store.
@@ -235,6 +238,13 @@ class Round<T> {
       return this.pass()
     })
   }
+}
+
+/** A hand-rolled handler's inputRequests as questions: a raw MCP request gets its digest here. */
+function questionsOf(raw: Map<string, Question<unknown> | InputRequest>): Map<string, Question<unknown>> {
+  const questions = new Map<string, Question<unknown>>()
+  for (const [k, v] of raw) questions.set(k, isQuestion(v) ? v : questionFor(v))
+  return questions
 }
 
 /** A resolver that saw a declined answer ends the call with that; anything else goes on up. */
