@@ -134,8 +134,8 @@ t.test('a store that hands out copies (not frozen records): every poll answers t
   // The memory store's records are frozen, so a served answer can be kept per record; a store's own
   // copies may change under it, so they are serialized each time.
   class Copying extends MemoryStore {
-    override async getTask(owner: string, taskId: string) {
-      const record = await super.getTask(owner, taskId)
+    override getTask(owner: string, taskId: string) {
+      const record = super.getTask(owner, taskId)
       return record === undefined ? undefined : { ...record }
     }
   }
@@ -406,5 +406,5 @@ t.test('tasks/get from the memory store is answered at once; from a store that w
   const waited = later.tasks.served(ctx(), 'polled')
   t.ok(isThenable(waited), 'a store that answers with a promise: a promise')
   t.equal((await waited).representation.body, (served as ServedTask).representation.body, 'with the same answer')
-  await t.rejects(Promise.resolve(later.tasks.served(ctx(), 'unknown')), { status: 404 })
+  await t.rejects(Promise.resolve(later.tasks.served(ctx(), 'unknown')), { status: 404, message: 'Unknown task: unknown' })
 })
