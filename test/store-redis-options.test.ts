@@ -10,6 +10,8 @@ import { RedisStore } from '../src/store/redis.js'
 import { redisFromConfig } from '../src/store/redis-config.js'
 import { connect } from '../src/store/redis-connect.js'
 import { startRedis } from './redis-server.js'
+import { until } from './redis-cluster.js'
+import { startRedisProxy } from '../bench/lib/redis-proxy.js'
 
 // The Redis settings and options of the store, against a real redis-server where they connect.
 const redis = await startRedis()
@@ -130,4 +132,29 @@ t.test('the configuration written into the scripts: any prefix, exactly as given
   await plain.setLogLevel('alice', 'error')
   for (const owner of ['b', 'c', 'd']) await plain.setLogLevel(owner, 'info')
   t.equal(await plain.getLogLevel('alice'), 'error')
+})
+
+// ioredis re-subscribes a reconnected subscriber itself (autoResubscribe) and leaves that promise
+// unhandled: a connection lost again before the answer, then a close, made an unhandled rejection
+// ("Connection is closed."), fatal by default in Node. The store re-subscribes itself, and handles it.
+t.test('a subscriber that loses its connection while it re-subscribes, then closes: no unhandled rejection', async (t) => {
+  const proxy = await startRedisProxy(redis.url, 300)
+  t.teardown(() => proxy.close())
+  const admin = new Redis(redis.url)
+  t.teardown(() => admin.quit())
+  const unhandled: unknown[] = []
+  const onUnhandled = (err: unknown) => void unhandled.push(err)
+  process.on('unhandledRejection', onUnhandled)
+  t.teardown(() => void process.off('unhandledRejection', onUnhandled))
+  const store = new RedisStore({ url: proxy.url, prefix: `r${randomUUID().slice(0, 8)}:` })
+  await store.ping()
+  const subscribes = () => proxy.counts().byName.SUBSCRIBE ?? 0
+  const before = subscribes()
+  await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub')
+  await until(() => subscribes() > before, 'the subscriber to subscribe again')
+  // Its SUBSCRIBE is 300 ms from Redis: the connection goes now, and the store closes.
+  await admin.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes')
+  await store.close()
+  await new Promise((resolve) => setTimeout(resolve, 1000))
+  t.same(unhandled.map(String), [], 'no rejection left unhandled')
 })

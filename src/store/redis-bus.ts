@@ -40,6 +40,9 @@ export class RedisBus {
     this.#sharded = sharded
     this.#prefix = prefix
     sub.on(sharded ? 'smessage' : 'message', (channel: string, message: string) => this.#heard(channel, message))
+    // A reconnected subscriber (one server, or Sentinel) listens again, before anyone looks: it is
+    // made with autoResubscribe off (see connect), since ioredis would leave a failed SUBSCRIBE unhandled.
+    if (!sharded) sub.on('ready', () => this.#resubscribe())
     // Wake-ups published while a subscriber was reconnecting are lost: look again for everything.
     for (const event of ['ready', '+subscriber']) sub.on(event, () => this.#heal())
     this.#busChannels = Array.from({ length: BUS_CHANNELS }, (_, n) => `${prefix}bus:{${n}}`)
@@ -57,6 +60,11 @@ export class RedisBus {
   #heal(): void {
     if (this.#sharded) for (const c of [...this.#busChannels, ...this.#listening.keys()]) this.#sub.ssubscribe(c).catch(() => undefined)
     this.recheck()
+  }
+
+  #resubscribe(): void {
+    if (this.#closing !== undefined) return
+    ;(this.#sub as Redis).subscribe(...this.#busChannels, ...this.#listening.keys()).catch(() => undefined)
   }
 
   #subscribe(channel: string): Promise<unknown> {

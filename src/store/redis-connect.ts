@@ -100,8 +100,10 @@ export function connect(target: RedisTarget): RedisConnections {
     ...target.redis
   }
   // The subscriber waits for its connection however long it takes: a SUBSCRIBE that timed out would
-  // leave the bus (and readiness) without its channels for good.
-  const subOptions = { ...withoutTimeout(base), maxRetriesPerRequest: null }
+  // leave the bus (and readiness) without its channels for good. It is re-subscribed by the bus on
+  // each 'ready' (RedisBus), not by ioredis, which leaves that promise unhandled: a connection lost
+  // again before the answer, then a close, made an unhandled rejection (fatal by default in Node).
+  const subOptions = { ...withoutTimeout(base), maxRetriesPerRequest: null, autoResubscribe: false }
   if (target.clusterNodes !== undefined) {
     const nodes = target.clusterNodes.map(hostPort)
     const { enableAutoPipelining, ...redisOptions } = base
