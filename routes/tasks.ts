@@ -1,10 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply } from 'fastify'
-import type { CallContext } from '../src/core/call-context.js'
-import { isThenable } from '../src/core/maybe-promise.js'
 import type { ServedTask } from '../src/tasks/task-methods.js'
 import { Type } from '@sinclair/typebox'
-import { sendRepresentation, sendResult } from '../src/http/representation.js'
+import { sendRepresentation, sendResult, sendWhenReady } from '../src/http/representation.js'
 import { contextOf, createContext, paramsFromHeaders, paramsFromPost } from '../src/http/request.js'
 import { CommonHeaders, GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
 import { AckSchema, CancelTaskBodySchema, DetailedTaskSchema, UpdateTaskBodySchema } from '../src/schema/tasks.js'
@@ -35,11 +33,9 @@ const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
     (request, reply) => {
       // The context settles the version from Mcp-Meta, as settleGet would: the header is decoded once.
       const made = contextOf(request, reply, paramsFromHeaders(request))
-      if (made instanceof Promise) return pollLater(made, request.params.taskId, reply)
-      const task = fastify.mcp.tasks.served(made, request.params.taskId)
-      if (isThenable(task)) return sendLater(task, reply)
-      sendTask(task, reply)
-      return undefined
+      const { taskId } = request.params
+      const task = made instanceof Promise ? made.then((ctx) => fastify.mcp.tasks.served(ctx, taskId)) : fastify.mcp.tasks.served(made, taskId)
+      return sendWhenReady(reply, task, sendTask)
     }
   )
 
@@ -93,18 +89,8 @@ const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
   )
 }
 
-// A promise handed to Fastify ends with the reply, whose then waits until the response is written.
-
-async function pollLater(made: Promise<CallContext>, taskId: string, reply: FastifyReply): Promise<void> {
-  return sendTask(await reply.server.mcp.tasks.served(await made, taskId), reply)
-}
-
-async function sendLater(task: Promise<ServedTask>, reply: FastifyReply): Promise<void> {
-  return sendTask(await task, reply)
-}
-
 /** tasks/get's answer: the task with its ETag, and Retry-After (its poll interval) while it runs. */
-function sendTask(task: ServedTask, reply: FastifyReply): FastifyReply {
+function sendTask(reply: FastifyReply, task: ServedTask): FastifyReply {
   if (!TERMINAL.has(task.status)) reply.header('retry-after', String(Math.max(1, Math.ceil(task.pollIntervalMs / 1000))))
   return sendRepresentation(reply.request, reply, task.representation, { ttlMs: 0, cacheScope: 'private' })
 }

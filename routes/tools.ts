@@ -1,14 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply } from 'fastify'
 import { Type } from '@sinclair/typebox'
-import { type ListRequest, sendResult, serveCached } from '../src/http/representation.js'
+import { type ListRequest, sendResult, sendWhenReady, serveCached } from '../src/http/representation.js'
 import { cancellableByClient, contextOf, paramsFromPost } from '../src/http/request.js'
 import { streamResult, wantsStream } from '../src/http/sse-result.js'
 import { CommonHeaders, CursorQuery, GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
 import { CallToolBodySchema, CallToolResponseSchema, ListToolsResultSchema, type CallToolBody, type CallToolResponse } from '../src/schema/tools.js'
 import { CreateTaskResultSchema, type CreateTaskResult } from '../src/schema/tasks.js'
 import type { CallContext } from '../src/core/call-context.js'
-import { isThenable } from '../src/core/maybe-promise.js'
 
 /** tools/list and tools/call. */
 const tools: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -61,22 +60,13 @@ function call(name: string, body: CallToolBody, made: CallContext, reply: Fastif
   const ctx = cancellableByClient(made, reply)
   const mcp = request.server.mcp
   if (wantsStream(request)) return streamResult(request, reply, ctx, (c) => mcp.callTool(name, body, c))
-  const result = mcp.callTool(name, body, ctx)
-  if (isThenable(result)) return answerLater(reply, result)
-  answer(reply, result)
-  return undefined
+  return sendWhenReady(reply, mcp.callTool(name, body, ctx), answer)
 }
 
-// The promises Fastify gets end with the reply, whose own then waits until the response is written
-// (an async onSend hook, idempotency's, may still run): ending with nothing would have Fastify send again.
-
+/** Legacy era: the call once its context is read; ends with the reply, as sendWhenReady's promise does. */
 async function callLater(name: string, body: CallToolBody, made: Promise<CallContext>, reply: FastifyReply): Promise<void> {
   await call(name, body, await made, reply)
   return reply
-}
-
-async function answerLater(reply: FastifyReply, result: PromiseLike<CallToolResponse | CreateTaskResult>): Promise<void> {
-  return answer(reply, await result)
 }
 
 function answer(reply: FastifyReply, result: CallToolResponse | CreateTaskResult): FastifyReply {

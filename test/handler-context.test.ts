@@ -1,12 +1,9 @@
 import t from 'tap'
 import { Type } from '@sinclair/typebox'
 import { McpServer } from '../src/core/mcp-server.js'
-import { build, call } from './helper.js'
-import { CallContext } from '../src/core/call-context.js'
-import { ANONYMOUS } from '../src/core/request-context.js'
+import { build, call, coreContext } from './helper.js'
 import { isThenable } from '../src/core/maybe-promise.js'
 import { resolver } from '../src/mrtr/resolvers.js'
-import { LATEST_VERSION } from '../src/protocol.js'
 
 // A handler's ctx is the call's one CallContext (src/core/call-context.ts): every member of the
 // request's context reads through to it.
@@ -97,12 +94,7 @@ t.test('a call answered at once is a value; one that waits is a promise, and eve
   mcp.tool({ name: 'throws', input: Type.Object({}) }, () => {
     throw new Error('at once, too')
   })
-  const silent = { debug() {}, info() {}, warn() {}, error() {} }
-  const ctx = () =>
-    new CallContext(
-      { requestId: 'r', protocolVersion: LATEST_VERSION, era: 'modern', meta: undefined, clientCapabilities: undefined, principal: ANONYMOUS, log: silent, deadline: Infinity },
-      mcp.queue
-    )
+  const ctx = () => coreContext(mcp)
   const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]!.text
 
   const now = mcp.callTool('now', { arguments: {} }, ctx())

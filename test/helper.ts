@@ -4,6 +4,19 @@ import { createDemoServer } from '../src/demo/catalogue.js'
 import type { McpServer } from '../src/core/mcp-server.js'
 import { buildServer, type BuildServerOptions } from '../src/server.js'
 import type { Store } from '../src/store/types.js'
+import { CallContext } from '../src/core/call-context.js'
+import { ANONYMOUS } from '../src/core/request-context.js'
+import { LATEST_VERSION } from '../src/protocol.js'
+
+const silent = { debug() {}, info() {}, warn() {}, error() {} }
+
+/** A 2026-07-28 call's context as a face hands it to the core: anonymous, silent, no deadline. */
+export function coreContext(mcp: McpServer, clientCapabilities?: Record<string, unknown>): CallContext {
+  return new CallContext(
+    { requestId: 'r', protocolVersion: LATEST_VERSION, era: 'modern', meta: undefined, clientCapabilities, principal: ANONYMOUS, log: silent, deadline: Infinity },
+    mcp.queue
+  )
+}
 
 export interface Built {
   app: FastifyInstance

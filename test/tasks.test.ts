@@ -11,12 +11,9 @@ import { elicit } from '../src/mrtr/questions.js'
 import { resolver } from '../src/mrtr/resolvers.js'
 import { inputRequired } from '../src/mrtr/rounds.js'
 import { encodeJsonHeader } from '../src/headers.js'
-import { build, call } from './helper.js'
+import { build, call, coreContext } from './helper.js'
 import { buildServer } from '../src/server.js'
-import { CallContext } from '../src/core/call-context.js'
-import { ANONYMOUS } from '../src/core/request-context.js'
 import { isThenable } from '../src/core/maybe-promise.js'
-import { LATEST_VERSION } from '../src/protocol.js'
 import type { ServedTask } from '../src/tasks/task-methods.js'
 
 const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } }
@@ -387,12 +384,7 @@ t.test('a running task does not keep the HTTP response of the call that started 
 // refused at once too. A store that answers later (Redis) gets the same answer through a promise.
 t.test('tasks/get from the memory store is answered at once; from a store that waits, through a promise', async (t) => {
   const mcp = new McpServer({ name: 'poll', version: '1.0.0' })
-  const silent = { debug() {}, info() {}, warn() {}, error() {} }
-  const ctx = () =>
-    new CallContext(
-      { requestId: 'r', protocolVersion: LATEST_VERSION, era: 'modern', meta: undefined, clientCapabilities: TASKS, principal: ANONYMOUS, log: silent, deadline: Infinity },
-      mcp.queue
-    )
+  const ctx = () => coreContext(mcp, TASKS)
   const now = new Date().toISOString()
   await mcp.store.createTask('anonymous', { taskId: 'polled', status: 'working', createdAt: now, lastUpdatedAt: now, ttlMs: 60_000, pollIntervalMs: 2000, notify: false })
   const served = mcp.tasks.served(ctx(), 'polled')

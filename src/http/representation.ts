@@ -6,6 +6,7 @@ import type { CacheHints } from '../core/results.js'
 import type { Era } from '../protocol.js'
 import type { CursorQuery } from '../schema/http.js'
 import { settleGet } from './meta.js'
+import { isThenable, type MaybePromise } from '../core/maybe-promise.js'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 
@@ -54,6 +55,22 @@ export function sendResult(
     return sendRepresentation(request, reply, { body, etag: etagOf(body) }, cacheable)
   }
   return reply.type(JSON_TYPE).send(body)
+}
+
+/**
+ * Send `value` with `send` now, or once it arrives. The promise Fastify then gets ends with the
+ * reply, whose own `then` waits until the response is written (an async onSend hook, idempotency's,
+ * may still run): ending with nothing would have Fastify send a second time.
+ */
+export function sendWhenReady<T>(reply: FastifyReply, value: MaybePromise<T>, send: (reply: FastifyReply, value: T) => unknown): Promise<void> | undefined {
+  if (isThenable(value)) return sendLater(reply, value as PromiseLike<T>, send)
+  send(reply, value as T)
+  return undefined
+}
+
+async function sendLater<T>(reply: FastifyReply, value: PromiseLike<T>, send: (reply: FastifyReply, value: T) => unknown): Promise<void> {
+  send(reply, await value)
+  return reply
 }
 
 /** An answer with a status and no body (202 Accepted, 204 No Content). */

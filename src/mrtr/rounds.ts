@@ -97,10 +97,8 @@ class Round<T> {
   // The round's answers, and what it records of them (carried in the sealed state).
   #answers: Readonly<InputResponses> = NO_VALUES as Readonly<InputResponses>
   #recorded: NonNullable<RoundState['o']> = NO_VALUES as never
-  // Questions still open after this pass (a hand-rolled handler's may be raw InputRequests), and
-  // what to carry with them (undefined: the record).
+  // Questions still open after this pass, and what to carry with them (undefined: the record).
   #pending: Map<string, Question<unknown>> | undefined = undefined
-  #raw: Map<string, Question<unknown> | InputRequest> | undefined = undefined
   #carry: RoundState | undefined = undefined
   #asks = 0
   #retried: boolean
@@ -134,7 +132,6 @@ class Round<T> {
     }
     this.#recorded = { ...state.o }
     this.#pending = undefined
-    this.#raw = undefined
     this.#carry = undefined
     this.#asks = 0
     if (spec.plan === undefined) return this.#run(NO_VALUES)
@@ -213,11 +210,11 @@ class Round<T> {
   #answered(out: T | HandRolledInputRequired): MaybePromise<RunResult<T>> {
     if (!isHandRolled(out)) return { kind: 'done', value: out as T }
     if (this.spec.plan !== undefined) throw new ConfigurationError(`${this.binding.target}: a handler with resolvers returned input_required`)
-    const pending = new Map(Object.entries(out.inputRequests ?? {}))
+    const pending = questionsOf(out.inputRequests ?? {})
     if (pending.size === 0 && out.state === undefined) {
       throw new ConfigurationError(`${this.binding.target}: input_required needs inputRequests or state`)
     }
-    this.#raw = pending
+    this.#pending = pending
     this.#carry = out.state === undefined ? {} : { u: out.state }
     return this.#conclude()
   }
@@ -225,7 +222,7 @@ class Round<T> {
   /** Questions remain: answer `input_required` (modern), or ask through /requests and go round again (legacy). */
   #conclude(): MaybePromise<RunResult<T>> {
     const { ctx, svc } = this
-    const questions = this.#pending ?? questionsOf(this.#raw!)
+    const questions = this.#pending!
     const carry = this.#carry ?? { o: this.#recorded }
     if (ctx.era !== 'legacy') return { kind: 'input_required', result: inputRequiredResult(svc.sealer, sealBinding(this.binding, ctx), questions, carry, ctx) }
     // Legacy era: nothing to seal; the answers come back through the store.
@@ -241,9 +238,9 @@ class Round<T> {
 }
 
 /** A hand-rolled handler's inputRequests as questions: a raw MCP request gets its digest here. */
-function questionsOf(raw: Map<string, Question<unknown> | InputRequest>): Map<string, Question<unknown>> {
+function questionsOf(raw: Record<string, Question<unknown> | InputRequest>): Map<string, Question<unknown>> {
   const questions = new Map<string, Question<unknown>>()
-  for (const [k, v] of raw) questions.set(k, isQuestion(v) ? v : questionFor(v))
+  for (const [k, v] of Object.entries(raw)) questions.set(k, isQuestion(v) ? v : questionFor(v))
   return questions
 }
 

@@ -42,7 +42,7 @@ export class RedisBus {
     sub.on(sharded ? 'smessage' : 'message', (channel: string, message: string) => this.#heard(channel, message))
     // A reconnected subscriber (one server, or Sentinel) listens again, before anyone looks: it is
     // made with autoResubscribe off (see connect), since ioredis would leave a failed SUBSCRIBE unhandled.
-    if (!sharded) sub.on('ready', () => this.#resubscribe())
+    if (!sharded) sub.on('ready', () => this.#subscribeAll())
     // Wake-ups published while a subscriber was reconnecting are lost: look again for everything.
     for (const event of ['ready', '+subscriber']) sub.on(event, () => this.#heal())
     this.#busChannels = Array.from({ length: BUS_CHANNELS }, (_, n) => `${prefix}bus:{${n}}`)
@@ -58,13 +58,16 @@ export class RedisBus {
    * for a while (from the old node, now a replica, and the new primary), which every listener bears.
    */
   #heal(): void {
-    if (this.#sharded) for (const c of [...this.#busChannels, ...this.#listening.keys()]) this.#sub.ssubscribe(c).catch(() => undefined)
+    if (this.#sharded) this.#subscribeAll()
     this.recheck()
   }
 
-  #resubscribe(): void {
+  /** Subscribe again to the bus channels and every channel waited on; a failure waits for the next try. */
+  #subscribeAll(): void {
     if (this.#closing !== undefined) return
-    ;(this.#sub as Redis).subscribe(...this.#busChannels, ...this.#listening.keys()).catch(() => undefined)
+    const channels = [...this.#busChannels, ...this.#listening.keys()]
+    if (this.#sharded) for (const c of channels) this.#sub.ssubscribe(c).catch(() => undefined)
+    else (this.#sub as Redis).subscribe(...channels).catch(() => undefined)
   }
 
   #subscribe(channel: string): Promise<unknown> {
