@@ -154,8 +154,13 @@ t.test('form schemas are compiled once each, with a bounded cache', async (t) =>
   const { checkResponse } = await import('../src/mrtr/responses.js')
   for (let i = 0; i < 502; i++) {
     const schema = { type: 'object', properties: { [`f${i}`]: { type: 'integer' } }, required: [`f${i}`] }
-    const asked = { m: 'elicitation/create', h: 'x', s: schema }
+    // A question's digest covers its schema; every other one is looked up by its text only.
+    const asked = { m: 'elicitation/create', h: i % 2 === 0 ? `d${i}` : '', s: schema }
     t.doesNotThrow(() => checkResponse('inputResponses["k"]', asked, { action: 'accept', content: { [`f${i}`]: i } }))
     if (i % 100 === 0) t.throws(() => checkResponse('inputResponses["k"]', asked, { action: 'accept', content: { [`f${i}`]: 'no' } }), /content\.f\d+ must be integer/)
   }
+  // Known by digest after its text left the bounded cache: still its own schema, not another's.
+  const first = { m: 'elicitation/create', h: 'd0', s: { type: 'object', properties: { f0: { type: 'integer' } }, required: ['f0'] } }
+  t.throws(() => checkResponse('inputResponses["k"]', first, { action: 'accept', content: { f0: 'no' } }), /content\.f0 must be integer/)
+  t.throws(() => checkResponse('inputResponses["k"]', first, { action: 'accept', content: { f2: 2 } }), /content\.f0 is required/)
 })

@@ -50,18 +50,31 @@ const shapes: Record<string, ValidateFunction> = {
   )
 }
 
-// requestedSchemas compiled once each; bounded, oldest dropped first.
+// requestedSchemas compiled once each, by their JSON text as sealed (the same question gives the same
+// text); bounded, oldest dropped first.
 const formValidators = new Map<string, ValidateFunction>()
 const MAX_FORMS = 500
+// The same validators by question digest, which covers the schema: a round's answer finds its
+// validator without writing the schema out again (JSON.stringify was ~3% of a round 2, issue 22's
+// profile). Questions whose message carries data have a digest each and share one compiled schema.
+const formsByDigest = new Map<string, ValidateFunction>()
+const MAX_DIGESTS = 4096
 
-function formValidator(schema: Record<string, unknown>): ValidateFunction {
-  // By its JSON text as sealed (the same question gives the same text): no digest per answer.
-  const key = JSON.stringify(schema)
+function formValidator(asked: Asked & { s: Record<string, unknown> }): ValidateFunction {
+  if (asked.h !== '') {
+    const known = formsByDigest.get(asked.h)
+    if (known !== undefined) return known
+  }
+  const key = JSON.stringify(asked.s)
   let v = formValidators.get(key)
   if (v === undefined) {
-    v = compile(ajv, schema, 'requestedSchema')
+    v = compile(ajv, asked.s, 'requestedSchema')
     if (formValidators.size >= MAX_FORMS) formValidators.delete(formValidators.keys().next().value!)
     formValidators.set(key, v)
+  }
+  if (asked.h !== '') {
+    if (formsByDigest.size >= MAX_DIGESTS) formsByDigest.delete(formsByDigest.keys().next().value!)
+    formsByDigest.set(asked.h, v)
   }
   return v
 }
@@ -82,7 +95,7 @@ export function responseProblem(asked: Asked, response: unknown): string | undef
   if (!shape(response)) return describeErrors(shape.errors).message
   const r = response as { action?: string; content?: unknown }
   if (asked.s !== undefined && r.action === 'accept') {
-    const form = formValidator(asked.s)
+    const form = formValidator(asked as Asked & { s: Record<string, unknown> })
     if (!form(r.content ?? {})) return `content.${describeErrors(form.errors).message}`
   }
   return undefined
