@@ -54,7 +54,8 @@ export function decodeJsonHeader(
   if (raw === undefined) return undefined
   if (Array.isArray(raw)) throw errors.invalidParams(`Invalid ${display(name)} header: sent more than once`)
   let text: string
-  const m = ENCODED.exec(raw)
+  // JSON text never starts with '=': most headers skip the pattern.
+  const m = raw.charCodeAt(0) === 61 ? ENCODED.exec(raw) : null
   if (m !== null) {
     const bytes = Buffer.from(m[1]!, m[1]!.includes('-') || m[1]!.includes('_') ? 'base64url' : 'base64')
     try {

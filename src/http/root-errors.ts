@@ -10,6 +10,8 @@ import { sendError, toMcpError } from './error-reply.js'
  * (kept-alive connections; Fastify closes them after it).
  */
 export function shapeRootErrors(app: FastifyInstance, version: string, notFound: boolean): void {
+  // Admission (a child context) need not set the same two headers again: see rootEchoes.
+  app.decorate(ECHOES, version)
   let closing = false
   app.addHook('preClose', async () => {
     closing = true
@@ -24,6 +26,24 @@ export function shapeRootErrors(app: FastifyInstance, version: string, notFound:
   app.setErrorHandler((err, request, reply) => sendError(reply, toMcpError(err, request)))
   // Under a prefix the MCP plugin answers only its own paths; at the root its 404 covers all.
   if (notFound) app.setNotFoundHandler((request, reply) => sendError(reply, notFoundError(request)))
+}
+
+const ECHOES = 'mcpRootEchoes'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Set by {@link shapeRootErrors}: the version its onRequest hook sets on every response. */
+    [ECHOES]?: string
+  }
+}
+
+/**
+ * Whether the root's onRequest hook (which runs first) already set `Mcp-Request-Id` to the request's
+ * id and `Mcp-Protocol-Version` to `version` on every reply of `fastify`: two header calls a
+ * request that admission then spares.
+ */
+export function rootEchoes(fastify: FastifyInstance, version: string): boolean {
+  return fastify[ECHOES] === version
 }
 
 /** 404 -32601 naming the method and path (at most 256 characters of it). */

@@ -8,6 +8,7 @@ import { ErrorCode, errors } from '../errors.js'
 import { Header, REQUEST_ID, newRequestId } from '../headers.js'
 import { era, negotiateVersion, type Era, type ProtocolVersion } from '../protocol.js'
 import { authFailureLimit, type RateLimitOptions } from './rate-limit.js'
+import { rootEchoes } from '../http/root-errors.js'
 
 /** What the MCP hooks learn about a request before its route runs. */
 export interface McpRequestState {
@@ -57,14 +58,15 @@ const admission: FastifyPluginAsync<AdmissionOptions> = async (fastify, opts) =>
   fastify.decorateRequest('mcpState', null as never)
   const hostOrigin = hostOriginCheck(opts, fastify.server)
   const admit: (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void = hostOrigin ?? ((_request, _reply, done) => done())
+  const echoed = rootEchoes(fastify, defaultVersion)
   fastify.addHook('onRequest', (request, reply, done) => {
     const h = request.headers
     const rawId = h[Header.requestId]
     const idOk = typeof rawId === 'string' && REQUEST_ID.test(rawId)
     // A malformed id is never echoed: the app's own id stands in (a fresh one if it copied the header).
     const requestId = idOk ? rawId : request.id === rawId ? newRequestId() : request.id
-    reply.header(Header.requestId, requestId)
-    reply.header(Header.protocolVersion, defaultVersion)
+    if (!echoed || requestId !== request.id) reply.header(Header.requestId, requestId)
+    if (!echoed) reply.header(Header.protocolVersion, defaultVersion)
     if (rawId !== undefined && !idOk) {
       return done(errors.invalidRequest('Mcp-Request-Id must be 1-128 visible ASCII characters'))
     }
