@@ -5,7 +5,7 @@ import { RedisBus } from './redis-bus.js'
 import { connect, type RedisTarget } from './redis-connect.js'
 import { SCRIPTS, type ScriptName } from './redis-scripts.js'
 import { configure, type ScriptConfig } from './redis-lua.js'
-import { evalScript, isNoScript, scripts, type Arg, type Script } from './redis-eval.js'
+import { isNoScript, scripts, type Arg, type Script } from './redis-eval.js'
 import type { StoreLimits } from './types.js'
 
 export const sha1 = (s: string): string => digest('sha1', s, 'hex')
@@ -76,9 +76,24 @@ export class RedisCore {
     return Object.fromEntries(Object.entries<Script>(this.#scripts).map(([name, s]) => [name, s.sha])) as Record<ScriptName, string>
   }
 
-  /** Run a script on the slot of `key`. */
+  /**
+   * Run a script on the slot of `key`: EVALSHA, then EVAL when the node does not have it yet (as
+   * {@link evalScript}, with the guard's checks). One promise and one handler a command: every store
+   * call of every request comes here.
+   */
   run(name: ScriptName, key: string, ...args: Arg[]): Promise<unknown> {
-    return this.guard(() => evalScript(this.client, this.#scripts[name], [key, ...args]))
+    if (Date.now() < this.#quietUntil) return Promise.reject(new StoreUnavailable())
+    const s = this.#scripts[name]
+    let sent: Promise<unknown>
+    try {
+      sent = this.client.evalsha(s.sha, s.keys, key, ...args)
+    } catch (err) {
+      return Promise.reject(this.#failure(err))
+    }
+    return sent.then(undefined, (err: unknown) => {
+      if (!isNoScript(err)) throw this.#failure(err)
+      return this.guard(() => this.client.eval(s.lua, s.keys, key, ...args))
+    })
   }
 
   /**
@@ -115,9 +130,12 @@ export class RedisCore {
    * until that many replicas have the write (WAIT on the same connection, in the same pipeline),
    * and a write they did not confirm in time is a 503: it may be lost in a failover.
    */
-  async write(name: ScriptName, key: string, ...args: Arg[]): Promise<unknown> {
-    if (this.#wait === undefined) return this.run(name, key, ...args)
-    const { replicas, timeoutMs } = this.#wait
+  write(name: ScriptName, key: string, ...args: Arg[]): Promise<unknown> {
+    // Not async: without WAIT, the script's own promise (an async function's would wrap it).
+    return this.#wait === undefined ? this.run(name, key, ...args) : this.#writeReplicated(this.#wait, name, key, args)
+  }
+
+  async #writeReplicated({ replicas, timeoutMs }: WaitOptions, name: ScriptName, key: string, args: Arg[]): Promise<unknown> {
     const s = this.#scripts[name]
     const argv = [key, ...args]
     const send = (loaded: boolean) => {

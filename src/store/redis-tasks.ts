@@ -18,6 +18,11 @@ type TaskPatch = Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>
 export const TASK_FLOOR = 512
 type Found = [string[], string[]] | null
 
+/** What mcpUpdateTask answered: nil (unknown or terminal), 1 (changed), or the task to notify with. */
+function updated(out: unknown): TaskRecord | true | undefined {
+  return out === null ? undefined : out === 1 ? true : toTask(out as [string[], string[]])
+}
+
 /**
  * A {@link RedisStore}'s tasks and idempotency records: each on its own slot (`P t:{h:<taskId>}`,
  * `P i:{h:<requestId>}`), counted in a registry index that bounds them over all owners.
@@ -34,15 +39,18 @@ export class RedisTasks {
    * two scripts). A refused reservation deletes the task written beside it before anyone knew its
    * id; a reservation whose write fails only holds a place until its ttl.
    */
-  async createTask(owner: string, task: TaskRecord): Promise<void> {
+  createTask(owner: string, task: TaskRecord): Promise<void> {
     const { key, member } = this.#r.record('t', owner, task.taskId)
     const args = createArgs(task)
-    const [indexed] = await Promise.all([
+    // Chained, not async (one frame less for every task): most reservations are 'ok'.
+    return Promise.all([
       this.#index(member, task.ttlMs, Math.max(RECORD_OVERHEAD + JSON.stringify(args).length, TASK_FLOOR), 'create'),
       this.#r.write('mcpCreateTask', key, task.ttlMs, ...args)
-    ])
-    const [verdict, ms, limit, what] = indexed as Verdict
-    if (verdict === 'ok') return
+    ]).then(([indexed]) => ((indexed as Verdict)[0] === 'ok' ? undefined : this.#refuseTask(key, indexed as Verdict)))
+  }
+
+  /** Delete a task whose reservation was refused, and say why. */
+  async #refuseTask(key: string, [verdict, ms, limit, what]: Verdict): Promise<never> {
     await this.#r.guard(() => this.#r.client.del(key, `${key}:in`))
     if (verdict === 'quota') throw new QuotaExceeded(what!, Number(limit), ms!)
     if (verdict === 'running') throw new TooManyTasks(Number(limit), ms!)
@@ -72,23 +80,23 @@ export class RedisTasks {
    * A task that finishes leaves the running ones and counts its outcome's bytes (the index first);
    * an outcome that does not fit is not kept: the task fails, saying why.
    */
-  async updateTask(owner: string, taskId: string, patch: TaskPatch): Promise<TaskRecord | true | undefined> {
+  updateTask(owner: string, taskId: string, patch: TaskPatch): Promise<TaskRecord | true | undefined> {
     const stamp = JSON.stringify(new Date().toISOString())
     const { key, member } = this.#r.record('t', owner, taskId)
-    let args = patchArgs(patch)
-    let counted: Promise<unknown> | undefined
-    if (patch.status !== undefined && TERMINAL.has(patch.status)) {
-      const bytes = RECORD_OVERHEAD + JSON.stringify(args).length
-      counted = this.#index(member, 0, bytes, 'finish')
-      // No bigger than what the task already counts, the ledger cannot refuse it: the count and the
-      // outcome leave in one write. A bigger outcome waits for the verdict.
-      if (bytes > TASK_FLOOR) {
-        const [verdict] = (await counted) as Verdict
-        if (verdict === 'large') args = patchArgs({ ...patch, status: 'failed', result: undefined, error: { ...TOO_LARGE } })
-      }
-    }
-    const [out] = (await Promise.all([this.#r.write('mcpUpdateTask', key, stamp, ...args), counted])) as [Found | 1, unknown]
-    return out === null ? undefined : out === 1 ? true : toTask(out)
+    const args = patchArgs(patch)
+    if (patch.status === undefined || !TERMINAL.has(patch.status)) return this.#r.write('mcpUpdateTask', key, stamp, ...args).then(updated)
+    const bytes = RECORD_OVERHEAD + JSON.stringify(args).length
+    const counted = this.#index(member, 0, bytes, 'finish')
+    // No bigger than what the task already counts, the ledger cannot refuse it: the count and the
+    // outcome leave in one write. A bigger outcome waits for the verdict.
+    if (bytes > TASK_FLOOR) return this.#finishLarge(key, stamp, patch, args, counted)
+    return Promise.all([this.#r.write('mcpUpdateTask', key, stamp, ...args), counted]).then(([out]) => updated(out))
+  }
+
+  async #finishLarge(key: string, stamp: string, patch: TaskPatch, args: (string | number)[], counted: Promise<unknown>): Promise<TaskRecord | true | undefined> {
+    const [verdict] = (await counted) as Verdict
+    const kept = verdict === 'large' ? patchArgs({ ...patch, status: 'failed', result: undefined, error: { ...TOO_LARGE } }) : args
+    return updated(await this.#r.write('mcpUpdateTask', key, stamp, ...kept))
   }
 
   async answerTask(owner: string, taskId: string, responses: Record<string, Record<string, unknown>>): Promise<string[] | undefined> {

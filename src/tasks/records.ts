@@ -64,12 +64,15 @@ export function detailedTask(t: TaskRecord): Record<string, unknown> {
  * for them (`notify`), queue notifications/tasks with the task as it now is. Every status change
  * goes through here: the runner's, and tasks/cancel's.
  */
-export async function changeTask(
+export function changeTask(
   store: TaskStore & Mailbox,
   owner: string,
   taskId: string,
   patch: Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>
 ): Promise<void> {
-  const t = await store.updateTask(owner, taskId, patch)
-  if (t !== undefined && t !== true && t.notify === true) await store.pushNotification(owner, { method: 'notifications/tasks', params: detailedTask(t) })
+  // Chained, not async: every task changes status at least twice (an async frame each).
+  return store.updateTask(owner, taskId, patch).then((t) => {
+    if (t !== undefined && t !== true && t.notify === true) return store.pushNotification(owner, { method: 'notifications/tasks', params: detailedTask(t) })
+    return undefined
+  })
 }

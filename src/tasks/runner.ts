@@ -29,7 +29,9 @@ class TaskCallContext extends CallContext implements TaskContext {
   readonly task: TaskContext['task']
 
   constructor(from: CallContext, taskId: string, readonly update: Update) {
-    super({ ...from, deadline: Number.POSITIVE_INFINITY }, from.outlet)
+    // The request's own fields, not its transport watch: the task outlives the HTTP response.
+    const { requestId, protocolVersion, era, meta, clientCapabilities, principal, log } = from
+    super({ requestId, protocolVersion, era, meta, clientCapabilities, principal, log, deadline: Number.POSITIVE_INFINITY }, from.outlet)
     this.resolved = from.resolved
     this.resumed = from.resumed
     this.task = { id: taskId, status: (message: string) => update({ statusMessage: message }) }
@@ -51,16 +53,16 @@ class TaskCallContext extends CallContext implements TaskContext {
  *
  * Nothing that outlives this call refers to `ctx`, the HTTP request's context: it reaches the
  * request and its response (the abort watch), which a task running for an hour would otherwise keep.
- * The run and `finish` use the task's own context instead.
+ * The run and `finish` use the task's own context instead. A promise chained, not an async function:
+ * every task of every instance is created here (an async frame is one more object alive per call).
  */
-export async function startTask<T>(
+export function startTask<T>(
   svc: TaskServices,
   ctx: CallContext,
   options: TaskOptions,
   work: (ctx: CallContext & TaskContext) => T | Promise<T>,
   finish: (value: T, ctx: CallContext & TaskContext) => Record<string, unknown>
 ): Promise<TaskRecord> {
-  const { store } = svc
   const now = new Date().toISOString()
   const owner = ctx.principal.id
   const task: TaskRecord = {
@@ -72,9 +74,33 @@ export async function startTask<T>(
     pollIntervalMs: options.pollIntervalMs,
     notify: options.notify
   }
-  await store.createTask(owner, task)
+  let created: Promise<void>
+  try {
+    created = svc.store.createTask(owner, task)
+  } catch (err) {
+    return Promise.reject(err)
+  }
+  return created.then(() => {
+    runTask(svc, ctx, owner, task, work, finish)
+    return task
+  })
+}
+
+/**
+ * Run a created task's work in the background, with its own context, to its terminal status. `from`
+ * is read once, for the task's context: no closure here refers to it (their context is this call's).
+ */
+function runTask<T>(
+  svc: TaskServices,
+  from: CallContext,
+  owner: string,
+  task: TaskRecord,
+  work: (ctx: CallContext & TaskContext) => T | Promise<T>,
+  finish: (value: T, ctx: CallContext & TaskContext) => Record<string, unknown>
+): void {
+  const { store } = svc
   const update: Update = (patch) => changeTask(store, owner, task.taskId, patch)
-  const taskCtx = new TaskCallContext(ctx, task.taskId, update)
+  const taskCtx = new TaskCallContext(from, task.taskId, update)
   const release = svc.cancellations.track(owner, `task:${task.taskId}`, taskCtx, 'The task was cancelled')
   let rounds = 0
   const ask = async (questions: Map<string, Question<unknown>>): Promise<Record<string, Record<string, unknown>>> => {
@@ -90,14 +116,14 @@ export async function startTask<T>(
   }
   // A handler called again (after a hand-rolled input_required) replays its earlier asks: the same
   // question at the same position gets the answer it got before instead of being asked again.
-  const answered = new Map<number, { digest: string; answer: Record<string, unknown> }>()
+  let answered: Map<number, { digest: string; answer: Record<string, unknown> }> | undefined
   let position = 0
   taskCtx.ask = async (q) => {
     const at = position++
-    const known = answered.get(at)
+    const known = answered?.get(at)
     if (known !== undefined && known.digest === q.digest) return toOutcome(q, known.answer)
     const answer = (await ask(new Map([['q', q]]))).q!
-    answered.set(at, { digest: q.digest, answer })
+    ;(answered ??= new Map()).set(at, { digest: q.digest, answer })
     return toOutcome(q, answer)
   }
 
@@ -133,5 +159,4 @@ export async function startTask<T>(
       release()
     }
   })().catch((err: unknown) => taskCtx.log.error({ err, task: task.taskId }, 'could not record the end of a task'))
-  return task
 }
