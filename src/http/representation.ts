@@ -33,11 +33,8 @@ export type ListRequest = FastifyRequest<{ Querystring: Static<typeof CursorQuer
 export function serveCached<R extends FastifyRequest>(hints: CacheHints, pick: (request: R, era: Era) => Representation) {
   return (request: R, reply: FastifyReply): Promise<void> | undefined => {
     const era = settleGet(request, reply)
-    if (era instanceof Promise) {
-      return era.then((settled) => {
-        sendRepresentation(request, reply, pick(request, settled), hints)
-      })
-    }
+    // The legacy era reads the connection's version first: its promise ends with the reply (sendWhenReady).
+    if (era instanceof Promise) return sendWhenReady(reply, era, (r, settled) => sendRepresentation(request, r, pick(request, settled), hints))
     sendRepresentation(request, reply, pick(request, era), hints)
     return undefined
   }
