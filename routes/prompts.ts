@@ -7,6 +7,7 @@ import { type ListRequest, sendResult, serveCached } from '../src/http/represent
 import { cancellableByClient, createContext, paramsFromHeaders, paramsFromPost } from '../src/http/request.js'
 import { CommonHeaders, CursorQuery, GetHeaders, NotModified, RetryGetHeaders, errorResponses } from '../src/schema/http.js'
 import { GetPromptBodySchema, GetPromptResponseSchema, ListPromptsResultSchema, type GetPromptBody } from '../src/schema/prompts.js'
+import { copyOf } from '../src/core/results.js'
 
 const NameParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 128 }) })
 
@@ -79,7 +80,9 @@ const prompts: FastifyPluginAsyncTypebox = async (fastify) => {
       if (body.arguments !== undefined) {
         throw errors.invalidParams('Send the arguments in the body or in the Mcp-Arguments header, not both')
       }
-      return get(request, reply, request.params.name, { ...body, arguments: args })
+      const withArgs = copyOf(body)
+      withArgs.arguments = args
+      return get(request, reply, request.params.name, withArgs)
     }
   )
 }

@@ -5,6 +5,9 @@ import { decodeJsonHeader, encodeJsonHeader } from '../src/headers.js'
 import { loadConfig, loggerFromConfig } from '../src/config.js'
 import { MemoryStore } from '../src/store/memory.js'
 import { rejectsWithLimit } from './store-contract.js'
+import { copyOf } from '../src/core/results.js'
+import { McpServer } from '../src/core/mcp-server.js'
+import { coreContext } from './helper.js'
 
 t.test('JSON headers: plain, base64, and every way to get them wrong', async (t) => {
   t.equal(decodeJsonHeader('mcp-meta', undefined, 'object'), undefined)
@@ -202,4 +205,31 @@ t.test('configure(): the store configuration as Lua literals; any prefix is one 
   t.match(text, /local PUB = '\\83\\80\\85\\66\\76\\73\\83\\72'/)
   t.notMatch(text, /__[A-Z_]+__/, 'no placeholder left')
   t.throws(() => configure(lua('return MAX_CONNS'), { prefix: 'p:', connectionTtlMs: 1.5, maxConnections: 7, publish: 'PUBLISH' }), /connectionTtlMs must be an integer/)
+})
+
+t.test('copyOf: a shallow copy as a spread makes it, own __proto__ keys included', async (t) => {
+  const tag = Symbol('tag')
+  const original: Record<string | symbol, unknown> = { a: 1, nested: { b: 2 }, [tag]: 'kept' }
+  const copy = copyOf(original)
+  copy.c = 3
+  t.not(copy, original)
+  t.same(original, { a: 1, nested: { b: 2 }, [tag]: 'kept' }, 'the original is untouched')
+  t.equal(copy.nested, original.nested, 'shallow')
+  t.equal(copy[tag], 'kept', 'own symbol keys, as a spread copies them')
+  // JSON from a client or an upstream may carry an own "__proto__" key: it stays a key, never a prototype.
+  const hostile = JSON.parse('{"__proto__":{"polluted":true},"a":1}') as Record<string, unknown>
+  const safe = copyOf(hostile)
+  t.equal(Object.getPrototypeOf(safe), Object.prototype)
+  t.equal((safe as { polluted?: boolean }).polluted, undefined)
+  t.ok(Object.hasOwn(safe, '__proto__'), 'kept as an own key')
+  t.same(JSON.parse(JSON.stringify(safe)), { ['__proto__']: { polluted: true }, a: 1 })
+})
+
+t.test('a tool result returned as an object with an own __proto__ key (an upstream\'s JSON) stays data', async (t) => {
+  const mcp = new McpServer({ name: 't', version: '1' })
+  mcp.tool({ name: 'relay' }, () => JSON.parse('{"content":[{"type":"text","text":"hi"}],"__proto__":{"isError":true}}') as never)
+  const out = (await mcp.callTool('relay', { arguments: {} }, coreContext(mcp))) as Record<string, unknown>
+  t.equal(out.isError, undefined, 'no isError through a prototype')
+  t.equal(out.resultType, 'complete')
+  t.same(out.content, [{ type: 'text', text: 'hi' }])
 })

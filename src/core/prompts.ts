@@ -5,7 +5,7 @@ import type { GetPromptBody } from '../schema/prompts.js'
 import type { CallContext } from './call-context.js'
 import type { RequestContext } from './request-context.js'
 import type { McpServer } from './mcp-server.js'
-import { finish } from './results.js'
+import { copyOf, finish } from './results.js'
 import { describeErrors } from './validation.js'
 
 /** `prompts/get`: required arguments are checked before the handler runs (400 -32602 naming them). */
@@ -48,7 +48,7 @@ export async function getPrompt(
       ? { messages: [{ role: 'user', content: { type: 'text', text: out } }] }
       : Array.isArray(out)
         ? { messages: out }
-        : { ...out }
+        : copyOf(out as Record<string, unknown>)
   if (result.description === undefined && entry.definition.description !== undefined) {
     result.description = entry.definition.description
   }

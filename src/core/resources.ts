@@ -5,7 +5,7 @@ import { RESUME, finishResumable, isResumable } from '../mrtr/resume.js'
 import { openResume } from '../mrtr/resume.js'
 import type { McpServer } from './mcp-server.js'
 import { handlerFailure } from './prompts.js'
-import { finishCacheable } from './results.js'
+import { copyOf, finishCacheable } from './results.js'
 
 /**
  * `resources/read`: a registered resource by exact URI, else the first template that matches.
@@ -52,7 +52,7 @@ export async function readResource(
       ? { contents: [withMime({ uri, text: out }, mimeType)] }
       : out instanceof Uint8Array
         ? { contents: [withMime({ uri, blob: Buffer.from(out).toString('base64') }, mimeType)] }
-        : { ...out }
+        : copyOf(out as Record<string, unknown>)
   return finishCacheable(ctx.era, isResumable(out) ? finishResumable(server.sealer, binding, ctx, result, out[RESUME]) : result, server.cacheHints)
 }
 
@@ -65,6 +65,8 @@ export function resourceNotFound(uri: string, ctx: { era: 'legacy' | 'modern' })
   )
 }
 
+/** `c` (a content block made just before) with the resource's mimeType, when it has one. */
 function withMime<T extends object>(c: T, mimeType: string | undefined): T & { mimeType?: string } {
-  return mimeType === undefined ? c : { ...c, mimeType }
+  if (mimeType !== undefined) (c as T & { mimeType?: string }).mimeType = mimeType
+  return c
 }

@@ -30,3 +30,15 @@ export function finishCacheable<T extends Result>(era: Era, result: T, hints: Ca
   }
   return result
 }
+
+/**
+ * A shallow copy of `o` that takes more properties at full speed. On Node 20 (V8 11.3) an object made
+ * by spread (`{ ...o }`, or `{ ...o, k: v }`) takes a slow path for every property added to it or
+ * after the spread: ~650 ns against ~50 for `Object.assign` (issue 22's MRTR round 1 profile: 3 µs a
+ * round in one `{ ...carry, q }`). `Object.assign` would make an own `__proto__` key (JSON from a
+ * client or an upstream) the copy's prototype: such an object is spread instead.
+ * @example const result = copyOf(out); result.resultType = 'complete'
+ */
+export function copyOf<T extends object>(o: T): T {
+  return Object.hasOwn(o, '__proto__') ? { ...o } : Object.assign({}, o)
+}

@@ -12,7 +12,7 @@ import type { ToolReturn } from './definitions.js'
 import type { ToolEntry } from './registry.js'
 import type { TaskRecord } from '../store/types.js'
 import { TASKS_CAPABILITY, TASKS_EXTENSION, clientTakesTasks, createTaskResult, startTask } from '../tasks/runner.js'
-import { finish } from './results.js'
+import { copyOf, finish } from './results.js'
 import { describeErrors } from './validation.js'
 
 /**
@@ -143,7 +143,7 @@ export function taskStarted(task: TaskRecord): ToolReturn<unknown> {
  */
 function toolResult(entry: ToolEntry, name: string, out: ToolReturn<unknown>, ctx: RequestContext): Record<string, unknown> {
   const result: Record<string, unknown> =
-    typeof out === 'string' ? { content: [{ type: 'text', text: out }] } : { ...out }
+    typeof out === 'string' ? { content: [{ type: 'text', text: out }] } : copyOf(out as Record<string, unknown>)
   if (result.structuredContent !== undefined && result.content === undefined) {
     result.content = [{ type: 'text', text: JSON.stringify(result.structuredContent) }] satisfies ContentBlock[]
   }

@@ -6,6 +6,7 @@ import { MetaKey, era as eraOf, isSupportedVersion, SUPPORTED_VERSIONS, type Era
 import type { Meta } from '../schema/common.js'
 import type { InputResponses } from '../schema/mrtr.js'
 import { wantsStream } from './sse-result.js'
+import { copyOf } from '../core/results.js'
 
 /** Parameters of a request that may be a retry (tools/call, prompts/get, resources/read). */
 export interface RetryParams {
@@ -52,7 +53,7 @@ export function paramsFromPost<B extends RetryParams>(request: FastifyRequest, b
   const h = request.headers
   if (h[Header.meta] === undefined && h[Header.inputResponses] === undefined && h[Header.requestState] === undefined) return body
   const fromHeaders = paramsFromHeaders(request)
-  const merged: B = { ...body }
+  const merged: B = copyOf(body)
   for (const [key, header] of [['_meta', 'Mcp-Meta'], ['inputResponses', 'Mcp-Input-Responses'], ['requestState', 'Mcp-Request-State']] as const) {
     if (fromHeaders[key] === undefined) continue
     if (body[key] !== undefined) throw errors.invalidParams(`Send ${key} in the body or in the ${header} header, not both`)

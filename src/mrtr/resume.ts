@@ -1,6 +1,7 @@
 import type { RequestContext } from '../core/request-context.js'
 import { errors } from '../errors.js'
 import type { SealBinding, SealTarget, StateSealer } from './seal.js'
+import { copyOf } from '../core/results.js'
 
 const RESUME = Symbol.for('mcp-pure-http.resume')
 
@@ -58,7 +59,11 @@ export function finishResumable(
 ): Record<string, unknown> {
   if (result.isError === true) return result
   const token = sealer.seal(purpose(binding, ctx.principal.id), { r: next })
-  return { ...result, _meta: { ...(result._meta as object | undefined), nextResumeToken: token } }
+  const meta = copyOf((result._meta ?? {}) as Record<string, unknown>)
+  meta.nextResumeToken = token
+  const out = copyOf(result)
+  out._meta = meta
+  return out
 }
 
 export { RESUME }

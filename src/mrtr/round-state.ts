@@ -7,6 +7,7 @@ import type { Outcome, Question } from './questions.js'
 import { askedOf, checkResponse, type Asked } from './responses.js'
 import type { SealBinding, StateSealer } from './seal.js'
 import { ownValue } from '../core/json-limits.js'
+import { copyOf } from '../core/results.js'
 
 /** What a handler returns to ask for input itself (see {@link inputRequired}). */
 export interface HandRolledInputRequired<S = unknown> {
@@ -69,6 +70,13 @@ export function inputRequiredResult(
   for (const [key, q] of questions) inputRequests[key] = q.request
   const result: Record<string, unknown> = { resultType: 'input_required' }
   if (questions.size > 0) result.inputRequests = inputRequests
-  result.requestState = sealer.seal(binding, { ...carry, q: askedOfAll(questions) } satisfies RoundState)
+  result.requestState = sealer.seal(binding, withQuestions(carry, questions))
   return result
+}
+
+/** The state to seal: what `carry` keeps, and the questions asked now (not a spread: see copyOf). */
+export function withQuestions(carry: RoundState, questions: ReadonlyMap<string, Question<unknown>>): RoundState {
+  const state = copyOf(carry)
+  state.q = askedOfAll(questions)
+  return state
 }

@@ -9,10 +9,11 @@ import { isQuestion, questionFor, type Outcome, type Question } from './question
 import { Declined, runPlan, type Plan, type Resolution } from './resolvers.js'
 import { askedOf, responseProblem } from './responses.js'
 import { toOutcome } from './outcome.js'
-import { askedOfAll, checkAnswers, inputRequiredResult, isHandRolled, type HandRolledInputRequired, type RoundState } from './round-state.js'
+import { checkAnswers, inputRequiredResult, isHandRolled, withQuestions, type HandRolledInputRequired, type RoundState } from './round-state.js'
 import type { SealBinding, SealTarget, StateSealer } from './seal.js'
 import { ownValue } from '../core/json-limits.js'
 import { isThenable, type MaybePromise } from '../core/maybe-promise.js'
+import { copyOf } from '../core/results.js'
 
 export type { HandRolledInputRequired }
 
@@ -130,7 +131,7 @@ class Round<T> {
       this.ctx.log.warn({ target: this.binding.target }, 'requestState does not match the state schema (another version of the code?)')
       throw errors.invalidParams('Invalid or expired requestState')
     }
-    this.#recorded = { ...state.o }
+    this.#recorded = copyOf(state.o ?? {})
     this.#pending = undefined
     this.#carry = undefined
     this.#asks = 0
@@ -229,7 +230,7 @@ class Round<T> {
     const asked = questions.size === 0 ? Promise.resolve({}) : askThroughQueue(svc.store, ctx, questions, svc.answerTimeoutMs)
     return asked.then((responses) => {
       this.#responses = responses
-      this.state = { ...carry, q: askedOfAll(questions) }
+      this.state = withQuestions(carry, questions)
       this.#retried = true
       this.#presupplied = undefined
       return this.pass()

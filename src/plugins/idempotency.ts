@@ -4,6 +4,7 @@ import { Header } from '../headers.js'
 import { digestArguments } from '../mrtr/seal.js'
 import type { IdempotencyStore } from '../store/types.js'
 import fp from 'fastify-plugin'
+import { copyOf } from '../core/results.js'
 
 /** A claimed run of an idempotent tool call, kept on the request until its answer is sent. */
 interface Claim {
@@ -68,7 +69,9 @@ const idempotentToolCalls: FastifyPluginAsync<IdempotencyOptions & { store: Idem
       }
       case 'done': {
         const saved = JSON.parse(start.response) as { status: number; headers: Record<string, string>; body: string }
-        reply.code(saved.status).headers({ ...saved.headers, 'idempotent-replayed': 'true' }).send(saved.body)
+        const headers = copyOf(saved.headers)
+        headers['idempotent-replayed'] = 'true'
+        reply.code(saved.status).headers(headers).send(saved.body)
         return
       }
       case 'in_progress':

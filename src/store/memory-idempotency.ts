@@ -2,6 +2,7 @@ import { QuotaExceeded, StoreFull } from './store-errors.js'
 import { RECORD_OVERHEAD, msUntil } from './limits.js'
 import type { IdempotencyStore, IdempotentStart, StoreLimits } from './types.js'
 import { ExpiryHeap } from './expiry-heap.js'
+import { copyOf } from '../core/results.js'
 
 type Limits = Pick<StoreLimits, 'maxIdempotencyRecords' | 'maxIdempotencyBytes' | 'maxIdempotencyRecordsPerPrincipal' | 'maxIdempotencyBytesPerPrincipal'>
 
@@ -76,7 +77,7 @@ export class MemoryIdempotency implements IdempotencyStore {
     const bytes = RECORD_OVERHEAD + requestId.length + r.digest.length + response.length
     this.#drop(key, r)
     if (this.#refusal(owner, 1, bytes, now) !== undefined) return
-    this.#put(key, { ...r, response, expiresAt: now + ttlMs, bytes })
+    this.#put(key, Object.assign(copyOf(r), { response, expiresAt: now + ttlMs, bytes }))
   }
 
   async abandonIdempotent(owner: string, requestId: string): Promise<void> {

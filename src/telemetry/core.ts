@@ -4,6 +4,7 @@ import { isPlainObject } from '../headers.js'
 import { SERVED, type Served } from './hooks.js'
 import { spanContextOf, traceparentOf, type TaskLinks } from './links.js'
 import { PREFIX } from './metrics.js'
+import { copyOf } from '../core/results.js'
 
 // Keys of the sealed state between MRTR rounds: the first round's span and the round's number.
 const ORIGIN = 'otel.tp'
@@ -53,7 +54,10 @@ export function observeCore(mcp: McpServer, propagator: TextMapPropagator, tasks
     const s = served()
     const sc = s?.span?.spanContext()
     if (s === undefined || sc === undefined || !isPlainObject(data)) return seal(binding, data, ttlMs)
-    return seal(binding, { ...data, [ORIGIN]: s.origin ?? traceparentOf(sc), [ROUND]: (s.round ?? 1) + 1 }, ttlMs)
+    const traced = copyOf(data)
+    traced[ORIGIN] = s.origin ?? traceparentOf(sc)
+    traced[ROUND] = (s.round ?? 1) + 1
+    return seal(binding, traced, ttlMs)
   }
   const open = sealer.open.bind(sealer)
   sealer.open = (token, binding, log) => {

@@ -54,7 +54,7 @@ export function observedStore<S extends object>(store: S, tracer: Tracer | undef
       const started = performance.now()
       const parent = context.active()
       const span = tracer !== undefined && trace.getSpan(parent) !== undefined
-        ? tracer.startSpan(`store ${name}`, { kind, attributes: { ...system, [OPERATION]: name } }, parent)
+        ? tracer.startSpan(`store ${name}`, { kind, attributes: { [OPERATION]: name, ...system } }, parent)
         : undefined
       const done = (err: unknown, value?: unknown): void => {
         const attributes: Attributes = { [OPERATION]: name }
