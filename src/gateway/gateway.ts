@@ -17,6 +17,7 @@ import { paramHeadersFor } from '../jsonrpc/standard-headers.js'
 import { inputRequired } from '../mrtr/rounds.js'
 import type { InputRequest } from '../schema/mrtr.js'
 import { Upstream, type UpstreamOptions, type UpstreamSpec } from './upstream.js'
+import { copyOf } from '../core/results.js'
 
 export interface GatewayOptions extends Omit<UpstreamOptions, 'log'> {
   spec: UpstreamSpec
@@ -141,7 +142,7 @@ export class Gateway implements Forwarder {
    */
   async #passThrough(target: ModernTarget, ctx: RetryableContext, method: string, params: Record<string, unknown>): Promise<unknown> {
     const state = ctx.requestState as { m?: unknown } | undefined
-    const sent: Record<string, unknown> = { ...params }
+    const sent = copyOf(params)
     if (ctx.inputResponses !== undefined) sent.inputResponses = ctx.inputResponses
     if (state?.m !== undefined) sent.requestState = state.m
     const tool = method === 'tools/call' ? this.mcp.tools.get(params.name as string) : undefined

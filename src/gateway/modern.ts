@@ -5,6 +5,7 @@ import { isPlainObject } from '../headers.js'
 import { MetaKey } from '../protocol.js'
 import { forwarding, type UpstreamSpec } from './connection.js'
 import { upstreamError } from './errors.js'
+import { copyOf } from '../core/results.js'
 
 /** The era whose calls answer `input_required` (SEP-2322) instead of asking on a stream. */
 export const MODERN = '2026-07-28'
@@ -84,15 +85,16 @@ async function post(
   const level = ctx === undefined ? undefined : ctx.era === 'modern' ? ctx.meta?.[MetaKey.logLevel] : 'debug'
   if (level !== undefined) meta[MetaKey.logLevel] = level
   const id = 1
-  const body = JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } })
-  const headers: Record<string, string> = {
-    ...target.headers,
-    ...extraHeaders,
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-    'mcp-protocol-version': MODERN,
-    'mcp-method': method
-  }
+  // Copies, then the fixed members (not a spread followed by members: see copyOf).
+  const withMeta = copyOf(params)
+  withMeta._meta = meta
+  const body = JSON.stringify({ jsonrpc: '2.0', id, method, params: withMeta })
+  // Header values are strings: an own __proto__ key among them cannot become a prototype.
+  const headers: Record<string, string> = Object.assign({}, target.headers, extraHeaders)
+  headers['content-type'] = 'application/json'
+  headers.accept = 'application/json, text/event-stream'
+  headers['mcp-protocol-version'] = MODERN
+  headers['mcp-method'] = method
   const named = method === 'resources/read' ? params.uri : method === 'server/discover' ? undefined : params.name
   if (typeof named === 'string') headers['mcp-name'] = headerText(named)
   const send = target.forwardAuthorization ? forwarding : fetch
