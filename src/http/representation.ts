@@ -33,7 +33,7 @@ export type ListRequest = FastifyRequest<{ Querystring: Static<typeof CursorQuer
 export function serveCached<R extends FastifyRequest>(hints: CacheHints, pick: (request: R, era: Era) => Representation) {
   return (request: R, reply: FastifyReply): Promise<void> | undefined => {
     const era = settleGet(request, reply)
-    // The legacy era reads the connection's version first: its promise ends with the reply (sendWhenReady).
+    // Mcp-Meta is settled through the request's context first: that promise ends with the reply (sendWhenReady).
     if (era instanceof Promise) return sendWhenReady(reply, era, (r, settled) => sendRepresentation(request, r, pick(request, settled), hints))
     sendRepresentation(request, reply, pick(request, era), hints)
     return undefined

@@ -48,7 +48,7 @@ export function isHandRolled(v: unknown): v is HandRolledInputRequired {
 }
 
 /** What the sealed state remembers of each question: method, digest and a form's schema. */
-export function askedOfAll(questions: ReadonlyMap<string, Question<unknown>>): Record<string, Asked> {
+function askedOfAll(questions: ReadonlyMap<string, Question<unknown>>): Record<string, Asked> {
   const asked: Record<string, Asked> = {}
   for (const [key, q] of questions) asked[key] = askedOf(q.request, q.digest)
   return asked

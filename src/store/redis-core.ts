@@ -5,7 +5,7 @@ import { RedisBus } from './redis-bus.js'
 import { connect, type RedisTarget } from './redis-connect.js'
 import { SCRIPTS, type ScriptName } from './redis-scripts.js'
 import { configure, type ScriptConfig } from './redis-lua.js'
-import { isNoScript, scripts, type Arg, type Script } from './redis-eval.js'
+import { evalScript, isNoScript, scripts, type Arg, type Script } from './redis-eval.js'
 import type { StoreLimits } from './types.js'
 
 export const sha1 = (s: string): string => digest('sha1', s, 'hex')
@@ -49,6 +49,8 @@ export class RedisCore {
   readonly #wait: WaitOptions | undefined
   /** After a command timed out (Redis hangs), others fail at once until then rather than each wait. */
   #quietUntil = 0
+  /** {@link RedisCore.guard}'s error mapping, for {@link evalScript}. */
+  readonly #fail = (err: unknown): unknown => this.#failure(err)
 
   constructor(target: RedisTarget, prefix: string, limits: StoreLimits, o: { connectionTtlMs: number; answerTtlMs: number; sweepMs: number; wait?: WaitOptions }) {
     // A brace in the prefix would become the hash tag of every key: one slot for everything.
@@ -76,24 +78,10 @@ export class RedisCore {
     return Object.fromEntries(Object.entries<Script>(this.#scripts).map(([name, s]) => [name, s.sha])) as Record<ScriptName, string>
   }
 
-  /**
-   * Run a script on the slot of `key`: EVALSHA, then EVAL when the node does not have it yet (as
-   * {@link evalScript}, with the guard's checks). One promise and one handler a command: every store
-   * call of every request comes here.
-   */
+  /** Run a script on the slot of `key` ({@link evalScript}), with the guard's checks and errors. */
   run(name: ScriptName, key: string, ...args: Arg[]): Promise<unknown> {
     if (Date.now() < this.#quietUntil) return Promise.reject(new StoreUnavailable())
-    const s = this.#scripts[name]
-    let sent: Promise<unknown>
-    try {
-      sent = this.client.evalsha(s.sha, s.keys, key, ...args)
-    } catch (err) {
-      return Promise.reject(this.#failure(err))
-    }
-    return sent.then(undefined, (err: unknown) => {
-      if (!isNoScript(err)) throw this.#failure(err)
-      return this.guard(() => this.client.eval(s.lua, s.keys, key, ...args))
-    })
+    return evalScript(this.client, this.#scripts[name], [key, ...args], this.#fail)
   }
 
   /**

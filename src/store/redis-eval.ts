@@ -27,11 +27,25 @@ export const isNoScript = (err: unknown): boolean => err instanceof Error && err
  * Run `s` on the node of its keys' slot: EVALSHA, and EVAL (which caches it there) when the node
  * does not have it yet. Not ioredis' defineCommand: that copies every defined script onto each
  * pipeline it makes, and auto-pipelining makes one per batch of commands, about a microsecond per
- * request with this project's thirty-odd scripts, for nothing.
+ * request with this project's thirty-odd scripts, for nothing. What the driver throws or rejects
+ * with passes through `fail` (a store's own errors, for instance).
  */
-export function evalScript(client: Redis | Cluster, s: Script, args: readonly Arg[]): Promise<unknown> {
-  return client.evalsha(s.sha, s.keys, ...args).catch((err: unknown) => {
-    if (!isNoScript(err)) throw err
-    return client.eval(s.lua, s.keys, ...args)
+export function evalScript(client: Redis | Cluster, s: Script, args: readonly Arg[], fail: (err: unknown) => unknown = (err) => err): Promise<unknown> {
+  let sent: Promise<unknown>
+  try {
+    sent = client.evalsha(s.sha, s.keys, ...args)
+  } catch (err) {
+    return Promise.reject(fail(err))
+  }
+  // One handler on the EVALSHA, which a store sends for every call of every request.
+  return sent.then(undefined, (err: unknown) => {
+    if (!isNoScript(err)) throw fail(err)
+    try {
+      return client.eval(s.lua, s.keys, ...args).then(undefined, (again: unknown) => {
+        throw fail(again)
+      })
+    } catch (again) {
+      throw fail(again)
+    }
   })
 }
