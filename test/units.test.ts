@@ -192,6 +192,18 @@ t.test('lua(): a script carries the prelude definitions it uses, with theirs, an
   t.match(waking, /local P = __PREFIX__[\s\S]*local PUB = __PUB__[\s\S]*local K = KEYS\[1\][\s\S]*local function A\([\s\S]*local TAG = [\s\S]*local function wake\(/, 'wake brings P, PUB, K and TAG, in order; A(i) keeps A')
   t.notMatch(waking, /nowms|CONN_TTL|MAX_CONNS/)
   t.notMatch(lua('-- A stamp\nreturn 1'), /local function A\(/, 'a comment is not a call')
+  const own = [
+    ['q|qb', "local q, qb = K .. ':nq', K .. ':nqb'"],
+    ['pop', "local function pop() return redis.call('LPOP', q) end"],
+    ['unused', 'local function unused() return 1 end']
+  ] as const
+  const popping = lua('return pop()', own)
+  t.match(popping, /^local K = KEYS\[1\]\nlocal q, qb = [^\n]*\nlocal function pop\(/, "a family's own definitions come after the prelude's they use")
+  t.notMatch(popping, /unused/, 'and only those the script names')
+  t.match(lua('return qb', own), /local q, qb = /, 'a definition of several names is kept for any of them')
+  const { SCRIPTS } = await import('../src/store/redis-scripts.js')
+  t.notMatch(SCRIPTS.mcpIndexTask, /local function (stamp|drop)\(/, 'the task ledger defines neither the use stamp nor drop, which it never calls')
+  t.match(SCRIPTS.mcpIndexIdempotent, /local function drop\(/, 'the idempotency ledger, which calls drop, defines it')
 })
 
 t.test('configure(): the store configuration as Lua literals; any prefix is one safe string', async (t) => {

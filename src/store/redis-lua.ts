@@ -1,10 +1,14 @@
+/** Definitions a script may start with, by the name(s) they define: dependencies first. */
+export type Definitions = readonly (readonly [name: string, lua: string])[]
+
 /**
- * What a script may start with (see `redis-scripts.ts`): the store's configuration (written into
- * the script by {@link configure}), Redis' clock, and the names derived from `KEYS[1]`,
- * dependencies first. Redis runs a script's definitions on every call (a closure made, a string
- * cut), so {@link lua} keeps only those the script names.
+ * What every script may start with (see `redis-scripts.ts`): the store's configuration (written into
+ * the script by {@link configure}), Redis' clock, and the names derived from `KEYS[1]`. Redis runs a
+ * script's definitions on every call (a closure made, a string cut: about 35 ns each), so {@link lua}
+ * keeps only those the script names. Only Redis Functions (7.0) keep definitions between calls:
+ * see bench/README.md on why scripts stay EVALSHA.
  */
-const PRELUDE: readonly (readonly [name: string, lua: string])[] = [
+const PRELUDE: Definitions = [
   ['P', 'local P = __PREFIX__'],
   ['CONN_TTL', 'local CONN_TTL = __CONN_TTL__'],
   ['MAX_CONNS', 'local MAX_CONNS = __MAX_CONNS__'],
@@ -20,37 +24,39 @@ end`
   ],
   // The hash tag of K with its braces ("{h}" of "P c:{h}"): names built on it share K's slot.
   ['TAG', 'local TAG = string.sub(K, #P + 3)'],
-  // Wake whoever waits for `name` on the tag's shard channel, on any instance.
-  ['wake', "local function wake(name) redis.call(PUB, P .. 'w:' .. TAG, name) end"]
+  // Wake whoever waits for \`name\` on the tag's shard channel, on any instance.
+  ['wake', "local function wake(name) redis.call(PUB, P .. 'w:' .. TAG, name) end"],
+  // A connection's keys other than its notification queue (which has its own TTL) live CONN_TTL
+  // past its last use. For scripts whose K is a connection's hash \`P c:{h}\`.
+  [
+    'keepalive',
+    `local function keepalive()
+  for _, k in ipairs({ K, K .. ':subs', K .. ':rq', K .. ':rm', K .. ':rs' }) do redis.call('PEXPIRE', k, CONN_TTL) end
+end`
+  ]
 ]
 
 /**
- * A script: the prelude definitions `body` uses (and theirs), then `body`. `A(n)` with a literal n
- * (the script's n-th argument) is written as `ARGV[n]`: no call per argument read.
+ * A script: the definitions `body` uses (and theirs), from the prelude and then `own` (a family of
+ * scripts' shared helpers, which may use the prelude's), then `body`. A name may be several
+ * (\`q|qb\`: one definition of both). \`A(n)\` with a literal n (the script's n-th argument) is
+ * written as \`ARGV[n]\`: no call per argument read.
  */
-export const lua = (body: string): string => {
+export const lua = (body: string, own: Definitions = []): string => {
   const text = body.replace(/\bA\((\d+)\)/g, (_, n: string) => `ARGV[${n}]`)
+  const all = [...PRELUDE, ...own]
   let scanned = text
   const kept: string[] = []
-  for (let i = PRELUDE.length - 1; i >= 0; i--) {
-    const [name, definition] = PRELUDE[i]!
+  for (let i = all.length - 1; i >= 0; i--) {
+    const [name, definition] = all[i]!
     // A function is used where it is called (a comment may say "A ..."), a value wherever it is named.
-    if (!new RegExp(definition.startsWith('local function') ? `\\b${name}\\(` : `\\b${name}\\b`).test(scanned)) continue
+    const used = definition.startsWith('local function') ? `\\b(?:${name})\\(` : `\\b(?:${name})\\b`
+    if (!new RegExp(used).test(scanned)) continue
     kept.unshift(definition)
     scanned += definition
   }
   return `${kept.join('\n')}\n${text}`
 }
-
-/**
- * A connection's keys other than its notification queue (which has its own TTL) live `CONN_TTL`
- * past its last use. For scripts whose K is a connection's hash `P c:{h}`.
- */
-export const KEEPALIVE = `
-local function keepalive()
-  for _, k in ipairs({ K, K .. ':subs', K .. ':rq', K .. ':rm', K .. ':rs' }) do redis.call('PEXPIRE', k, CONN_TTL) end
-end
-`
 
 /** What a store writes into its scripts instead of sending it with every call. */
 export interface ScriptConfig {

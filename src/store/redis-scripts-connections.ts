@@ -1,4 +1,4 @@
-import { KEEPALIVE, lua } from './redis-lua.js'
+import { lua } from './redis-lua.js'
 
 /**
  * Scripts on one logical connection's slot (K is its hash `P c:{h}`): its fields and its resource
@@ -13,13 +13,13 @@ return subs
 `),
 
   /** K connection, A(1) field, A(2) value: set a connection field (log level, legacy client). */
-  mcpSetField: lua(`${KEEPALIVE}
+  mcpSetField: lua(`
 redis.call('HSET', K, A(1), A(2))
 keepalive()
 `),
 
   /** K connection, A(1) uri, A(2) max subscriptions: 1 added, 0 already, -1 full. */
-  mcpSubscribe: lua(`${KEEPALIVE}
+  mcpSubscribe: lua(`
 keepalive()
 local s = K .. ':subs'
 if redis.call('SISMEMBER', s, A(1)) == 1 then return 0 end

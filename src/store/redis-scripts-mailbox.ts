@@ -1,30 +1,37 @@
-import { KEEPALIVE, lua } from './redis-lua.js'
+import { lua, type Definitions } from './redis-lua.js'
 
-/** The key of the answer to request `id` (on the connection's slot). */
-const ANSWER = 'local function answerKey(id) return P .. \'a:\' .. TAG .. \':\' .. id end'
-
-/** The notification queue `q` and its byte count `qb`; `pop()` drops the oldest and answers the bytes left. */
-const QUEUE = `
-local q, qb = K .. ':nq', K .. ':nqb'
-local function pop()
+/**
+ * What the scripts on a connection's slot share (each takes only what it names, see {@link lua}):
+ * - `answerKey(id)`, the key of the answer to request `id` (on the connection's slot);
+ * - the notification queue `q` and its byte count `qb`; `pop()` drops the oldest and answers the bytes left;
+ * - the request queue (`rq` order, `rm` messages, `rs` states); `withdraw(id)` takes one off, false when absent.
+ */
+const SHARED: Definitions = [
+  ['answerKey', "local function answerKey(id) return P .. 'a:' .. TAG .. ':' .. id end"],
+  ['q|qb', "local q, qb = K .. ':nq', K .. ':nqb'"],
+  [
+    'pop',
+    `local function pop()
   local item = redis.call('LPOP', q)
   if not item then redis.call('DEL', qb) return 0 end
   return redis.call('DECRBY', qb, #item)
-end
-`
-
-/** The request queue (`rq` order, `rm` messages, `rs` states); `withdraw(id)` takes one off, false when absent. */
-const REQUESTS = `
-local rq, rm, rs = K .. ':rq', K .. ':rm', K .. ':rs'
-local function withdraw(id)
+end`
+  ],
+  ['rq|rm|rs', "local rq, rm, rs = K .. ':rq', K .. ':rm', K .. ':rs'"],
+  [
+    'withdraw',
+    `local function withdraw(id)
   local size = redis.call('HSTRLEN', rm, id)
   if redis.call('HDEL', rm, id) == 0 then return false end
   redis.call('HINCRBY', K, 'rqb', -size)
   redis.call('HDEL', rs, id)
   redis.call('LREM', rq, 1, id)
   return true
-end
-`
+end`
+  ]
+]
+
+const script = (body: string): string => lua(body, SHARED)
 
 /**
  * Scripts on one logical connection's slot (K is its hash `P c:{h}`): its notification queue and
@@ -36,7 +43,7 @@ export const MAILBOX_SCRIPTS = {
    * connection (0 for a broadcast), A(5) max bytes queued. Stored as "<ms> <json>": never decoded
    * here, so it comes back verbatim; `:nqb` counts the queue's bytes (and expires with it).
    */
-  mcpPush: lua(`${KEEPALIVE}${QUEUE}
+  mcpPush: script(`
 local now = nowms()
 local item = now .. ' ' .. A(1)
 redis.call('RPUSH', q, item)
@@ -48,7 +55,7 @@ if A(4) == '1' then keepalive() end
 `),
 
   /** K connection, A(1) id for a new group, A(2) batch size, A(3) notification TTL: the group's JSON or nil. */
-  mcpTake: lua(`${QUEUE}
+  mcpTake: script(`
 local g = redis.call('HGET', K, 'group')
 if g then return g end
 -- Nothing queued (the usual poll): one command, no clock read.
@@ -75,7 +82,7 @@ return g
 `),
 
   /** K connection, A(1) group id: 1 when it was the current group (or the one acknowledged last). */
-  mcpAck: lua(`
+  mcpAck: script(`
 if redis.call('HGET', K, 'gid') == A(1) then
   redis.call('HDEL', K, 'group', 'gid')
   redis.call('HSET', K, 'acked', A(1))
@@ -90,7 +97,7 @@ return 0
    * one when full, A(5) answer TTL, A(6) the discarded one's answer, A(7) max bytes: 'OK', or
    * 'FULL' (by count) or 'FULLB' (by bytes: field `rqb` of K counts the queue's bytes).
    */
-  mcpEnqueue: lua(`${KEEPALIVE}${ANSWER}${REQUESTS}
+  mcpEnqueue: script(`
 local now = nowms()
 local size, maxb = #A(2), tonumber(A(7))
 if size > maxb then return 'FULLB' end
@@ -115,22 +122,21 @@ return 'OK'
 `),
 
   /** K connection, A(1) redelivery ms: {id, JSON, createdAt, deliveredAt, deliveries} of the oldest active one, or nil. */
-  mcpClaim: lua(`
+  mcpClaim: script(`
 local now = nowms()
-local rs = K .. ':rs'
-for _, id in ipairs(redis.call('LRANGE', K .. ':rq', 0, -1)) do
+for _, id in ipairs(redis.call('LRANGE', rq, 0, -1)) do
   local created, delivered, n = string.match(redis.call('HGET', rs, id) or '', '^(%d+) (%S+) (%d+)$')
   if created and (delivered == '-' or now - tonumber(delivered) >= tonumber(A(1))) then
     n = tonumber(n) + 1
     redis.call('HSET', rs, id, created .. ' ' .. now .. ' ' .. n)
-    return { id, redis.call('HGET', K .. ':rm', id), created, tostring(now), tostring(n) }
+    return { id, redis.call('HGET', rm, id), created, tostring(now), tostring(n) }
   end
 end
 return nil
 `),
 
   /** K connection, A(1) id, A(2) answer JSON, A(3) answer TTL: 1 once, 0 when unknown or already complete. */
-  mcpComplete: lua(`${ANSWER}${REQUESTS}
+  mcpComplete: script(`
 if not withdraw(A(1)) then return 0 end
 redis.call('SET', answerKey(A(1)), A(2), 'PX', tonumber(A(3)))
 wake(answerKey(A(1)))
@@ -138,7 +144,7 @@ return 1
 `),
 
   /** K connection, A(1) id: withdraw a request nobody waits for any more (and a late answer). */
-  mcpWithdraw: lua(`${ANSWER}${REQUESTS}
+  mcpWithdraw: script(`
 withdraw(A(1))
 redis.call('DEL', answerKey(A(1)))
 `)

@@ -1,35 +1,37 @@
-import { lua } from './redis-lua.js'
+import { lua, type Definitions } from './redis-lua.js'
 
 /**
  * Scripts on the registry slot (`P {g}:...`, one slot for the whole deployment): which connections
  * exist and in what order they were used, sessions, and the indexes that bound tasks and idempotency
  * records over all owners. Each is one small sorted-set step; the owners' own state is elsewhere.
- */
-const registry = (body: string) =>
-  lua(`
-local G = P .. '{g}:'
--- A strictly increasing use stamp (ms, with sub-ms steps), so that least-recently-used order is exact.
-local function stamp(now)
-  local s = math.max(now, tonumber(redis.call('GET', G .. 'clock') or 0) + 0.001)
-  redis.call('SET', G .. 'clock', string.format('%.3f', s))
-  return s
-end
-${body}`)
-
-/**
- * A ledger on the registry slot: records `N` (`P {g}:<N>`, member -> expiry), their bytes
- * (`:b`, member -> bytes), the bytes in all and per owner (`:u`, '*' and <h> -> bytes, and '~' the
- * time of the last sweep), and each owner's records (`:o:<h>`, member -> expiry). A member is
- * `<h>:<id>`, h the owner's SHA-1. Tasks also keep the running ones (`:r`, and per owner `:r:<h>`).
+ *
+ * Their shared definitions (each script takes only those it names, see {@link lua}): `G` the
+ * registry's key prefix, `stamp(now)` a use stamp, and a ledger. The ledger keeps records `N`
+ * (`P {g}:<N>`, member -> expiry), their bytes (`:b`, member -> bytes), the bytes in all and per
+ * owner (`:u`, '*' and <h> -> bytes, and '~' the time of the last sweep), and each owner's records
+ * (`:o:<h>`, member -> expiry). A member is `<h>:<id>`, h the owner's SHA-1. Tasks also keep the
+ * running ones (`:r`, and per owner `:r:<h>`).
  *
  * Every `redis.call` costs about a microsecond of Redis' one thread, so the steps are counted: what
  * expired is dropped in batches (a sweep at most every 100 ms, or at once when a bound would refuse),
  * one command per set for the whole batch rather than eight per record.
  */
-const LEDGER = `
-local function owner(m) return string.match(m, '^([^:]+):') end
--- Drop the members ms of N: their bytes, their place in every set, their owners' totals.
-local function dropAll(N, ms)
+const SHARED: Definitions = [
+  ['G', "local G = P .. '{g}:'"],
+  // A strictly increasing use stamp (ms, with sub-ms steps), so that least-recently-used order is exact.
+  [
+    'stamp',
+    `local function stamp(now)
+  local s = math.max(now, tonumber(redis.call('GET', G .. 'clock') or 0) + 0.001)
+  redis.call('SET', G .. 'clock', string.format('%.3f', s))
+  return s
+end`
+  ],
+  ['owner', "local function owner(m) return string.match(m, '^([^:]+):') end"],
+  // Drop the members ms of N: their bytes, their place in every set, their owners' totals.
+  [
+    'dropAll',
+    `local function dropAll(N, ms)
   if #ms == 0 then return end
   local Z = G .. N
   local U = Z .. ':u'
@@ -52,28 +54,37 @@ local function dropAll(N, ms)
     if redis.call('HINCRBY', U, oh, -o[2]) <= 0 then redis.call('HDEL', U, oh) end
   end
   redis.call('HINCRBY', U, '*', -total)
-end
-local function drop(N, m) dropAll(N, { m }) end
--- A record's bytes are now b (old before it: 0 for a new one).
-local function recount(N, m, b, old)
+end`
+  ],
+  ['drop', 'local function drop(N, m) dropAll(N, { m }) end'],
+  // A record's bytes are now b (old before it: 0 for a new one).
+  [
+    'recount',
+    `local function recount(N, m, b, old)
   local Z = G .. N
   redis.call('HSET', Z .. ':b', m, b)
   if b ~= old then
     redis.call('HINCRBY', Z .. ':u', '*', b - old)
     redis.call('HINCRBY', Z .. ':u', owner(m), b - old)
   end
-end
--- A record of b bytes (old before it: 0 for a new one), expiring at the time at.
-local function put(N, m, at, b, old)
+end`
+  ],
+  // A record of b bytes (old before it: 0 for a new one), expiring at the time at.
+  [
+    'put',
+    `local function put(N, m, at, b, old)
   local Z = G .. N
   redis.call('ZADD', Z, at, m)
   redis.call('ZADD', Z .. ':o:' .. owner(m), at, m)
   recount(N, m, b, old)
-end
--- Drop what expired, when a sweep is due (100 ms after the last) or forced (a bound would refuse:
--- bounds count only the living). Between sweeps, records expired since count for at most 100 ms.
--- last: the '~' field when the caller read it with the totals (else it is read here).
-local function sweep(N, now, force, last)
+end`
+  ],
+  // Drop what expired, when a sweep is due (100 ms after the last) or forced (a bound would refuse:
+  // bounds count only the living). Between sweeps, records expired since count for at most 100 ms.
+  // last: the '~' field when the caller read it with the totals (else it is read here).
+  [
+    'sweep',
+    `local function sweep(N, now, force, last)
   local Z = G .. N
   if not force and now - tonumber(last or redis.call('HGET', Z .. ':u', '~') or 0) < 100 then return false end
   redis.call('HSET', Z .. ':u', '~', now)
@@ -83,14 +94,20 @@ local function sweep(N, now, force, last)
     dropAll(N, ms)
   until #ms < 500
   return true
-end
--- Ms until the first member of z expires (at least 1): when space is certain to free.
-local function first(z, now)
+end`
+  ],
+  // Ms until the first member of z expires (at least 1): when space is certain to free.
+  [
+    'first',
+    `local function first(z, now)
   local f = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
   if #f == 0 then return 1000 end
   return math.max(1, math.ceil(tonumber(f[2]) - now))
-end
-`
+end`
+  ]
+]
+
+const registry = (body: string): string => lua(body, SHARED)
 
 export const REGISTRY_SCRIPTS = {
   /**
@@ -149,7 +166,7 @@ return 0
    * store's) with the ms until its first record expires, the limit (and for a quota, of what). finish: the task leaves the
    * running ones and counts its new bytes; {'large'} when they do not fit (the caller keeps it small).
    */
-  mcpIndexTask: registry(`${LEDGER}
+  mcpIndexTask: registry(`
 local N, m = 'tasks', A(1)
 local oh = owner(m)
 local R, RO, U = K .. ':r', K .. ':r:' .. oh, K .. ':u'
@@ -205,7 +222,7 @@ return out
    * does not fit is refused, {'quota' | 'full', ms until the first record expires, the limit}
    * (a refused outcome also leaves the index: the caller deletes the record). Else {'ok'}.
    */
-  mcpIndexIdempotent: registry(`${LEDGER}
+  mcpIndexIdempotent: registry(`
 local now = nowms()
 local N, m, mode = 'idem', A(1), A(4)
 local oh = owner(m)

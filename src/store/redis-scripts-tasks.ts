@@ -1,6 +1,8 @@
 import { lua } from './redis-lua.js'
 
-const TERMINAL = 'local TERMINAL = { [\'"completed"\'] = true, [\'"failed"\'] = true, [\'"cancelled"\'] = true }'
+/** The terminal statuses (as stored: JSON strings), for the scripts that name TERMINAL. */
+const script = (body: string): string =>
+  lua(body, [['TERMINAL', 'local TERMINAL = { [\'"completed"\'] = true, [\'"failed"\'] = true, [\'"cancelled"\'] = true }']])
 
 /**
  * Scripts on one task's slot (K is its hash `P t:{h:<taskId>}`, with `:in` its outstanding input
@@ -12,7 +14,7 @@ export const TASK_SCRIPTS = {
    * K task, A(1) ttl ms, A(2) 1 when inputRequests is set, A(3) number of field/value pairs, then
    * the pairs, then the inputRequests pairs. The task id is new (127 random bits): nothing to clear.
    */
-  mcpCreateTask: lua(`
+  mcpCreateTask: script(`
 local ttl, n = tonumber(A(1)), tonumber(A(3))
 if A(2) == '1' then
   redis.call('HSET', K, 'inputRequests', '1', unpack(ARGV, 4, 3 + 2 * n))
@@ -25,7 +27,7 @@ redis.call('PEXPIRE', K, ttl)
 `),
 
   /** K task: {fields, inputRequests} or nil. */
-  mcpGetTask: lua(`
+  mcpGetTask: script(`
 local fields = redis.call('HGETALL', K)
 if #fields == 0 then return nil end
 return { fields, redis.call('HGETALL', K .. ':in') }
@@ -37,7 +39,7 @@ return { fields, redis.call('HGETALL', K .. ':in') }
    * pairs: nil when unknown or terminal, else the task as {fields, inputRequests} when its creator
    * asked for notifications (the notification carries it), else 1.
    */
-  mcpUpdateTask: lua(`${TERMINAL}
+  mcpUpdateTask: script(`
 local status = redis.call('HGET', K, 'status')
 if not status or TERMINAL[status] then return nil end
 local n = tonumber(A(3))
@@ -60,7 +62,7 @@ return { redis.call('HGETALL', K), redis.call('HGETALL', ir) }
    * K task, A(1) lastUpdatedAt JSON, then key/answer pairs: the keys taken (outstanding ones only),
    * or nil when the task is unknown. Wakes the task's runner (waiting on the name K).
    */
-  mcpAnswerTask: lua(`${TERMINAL}
+  mcpAnswerTask: script(`
 if redis.call('EXISTS', K) == 0 then return nil end
 local ir, ans = K .. ':in', K .. ':ans'
 local taken = {}
@@ -84,7 +86,7 @@ return taken
 `),
 
   /** K task, then the keys: their answers (taken), 0 while some are missing, -1 when the task is gone. */
-  mcpTakeTaskAnswers: lua(`
+  mcpTakeTaskAnswers: script(`
 if redis.call('EXISTS', K) == 0 then return -1 end
 local ans = K .. ':ans'
 local keys = {}
@@ -98,7 +100,7 @@ return values
 `),
 
   /** K record, A(1) digest, A(2) lease ms: {'new'} (claimed), {'in_progress'}, {'done', response} or {'conflict'}. */
-  mcpBeginIdempotent: lua(`
+  mcpBeginIdempotent: script(`
 local digest, state, response = unpack(redis.call('HMGET', K, 'd', 's', 'r'))
 if digest then
   if digest ~= A(1) then return { 'conflict' } end
@@ -111,17 +113,17 @@ return { 'new' }
 `),
 
   /** K any key: delete it (through the scripts, so that a store outage fails the same way everywhere). */
-  mcpDel: lua('redis.call("DEL", K)'),
+  mcpDel: script('redis.call("DEL", K)'),
 
   /** K record, A(1) ms: extend a running claim; 1 when it still was one. */
-  mcpRenewIdempotent: lua(`
+  mcpRenewIdempotent: script(`
 if redis.call('HGET', K, 's') ~= 'running' then return 0 end
 redis.call('PEXPIRE', K, tonumber(A(1)))
 return 1
 `),
 
   /** K record, A(1) response, A(2) retention ms: the outcome, kept for replays; 1 when there was a claim. */
-  mcpFinishIdempotent: lua(`
+  mcpFinishIdempotent: script(`
 if not redis.call('HGET', K, 'd') then return 0 end
 redis.call('HSET', K, 's', 'done', 'r', A(1))
 redis.call('PEXPIRE', K, tonumber(A(2)))
