@@ -20,13 +20,18 @@ export interface Measurement {
   p99Ms: number
   /** Server CPU time per request (all its threads), the lowest of the runs, in µs. */
   cpuUsPerRequest: number
+  /**
+   * CPU time of the phase's one redis-server per request, the lowest of the runs, in µs: what one
+   * Redis core can feed (1e6 / this requests a second) however many instances stand in front of it.
+   */
+  redisUsPerRequest?: number
   bytesPerResponse: number
   /** Resident memory right after the workload, and the process's peak so far (VmHWM), in MB. */
   rssMb: number
   peakMb: number
   runs: { rps: number; p50Ms: number; p99Ms: number; cpuUsPerRequest: number }[]
   /** One entry per fresh launch of the servers (absent in results from before launches were counted). */
-  launches?: { rps: number; p50Ms: number; p99Ms: number; cpuUsPerRequest: number }[]
+  launches?: { rps: number; p50Ms: number; p99Ms: number; cpuUsPerRequest: number; redisUsPerRequest?: number }[]
 }
 
 export interface Results {
@@ -213,8 +218,8 @@ export const ratio = (n: number) => (!Number.isFinite(n) ? '-' : n >= 10 ? `${n.
 /** The results as a Markdown table (also readable as plain text), one row per workload and target. */
 export function table(r: Results): string {
   const rows = [
-    '| workload | server | req/s | p50 ms | p99 ms | CPU µs/req | peak RSS MB | vs bare Fastify | mcp-pure-http vs this |',
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |'
+    '| workload | server | req/s | p50 ms | p99 ms | CPU µs/req | Redis CPU µs/req | peak RSS MB | vs bare Fastify | mcp-pure-http vs this |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |'
   ]
   for (const workload of workloads(r)) {
     const ours = find(r, workload, 'ours')
@@ -225,7 +230,7 @@ export function table(r: Results): string {
       const vsBare = bare === undefined || target === 'bare' ? '' : percentWithSpread(pairedRatios(m, bare, (x) => x.rps))
       const oursVs = ours === undefined || target === 'ours' ? '' : ratio(ours.rps / m.rps)
       rows.push(
-        `| ${workload} | ${TARGETS[target]} | ${fmt(m.rps)} | ${fmt(m.p50Ms, 2)} | ${fmt(m.p99Ms, 2)} | ${fmt(m.cpuUsPerRequest, 1)} | ${fmt(m.peakMb)} | ${vsBare} | ${oursVs} |`
+        `| ${workload} | ${TARGETS[target]} | ${fmt(m.rps)} | ${fmt(m.p50Ms, 2)} | ${fmt(m.p99Ms, 2)} | ${fmt(m.cpuUsPerRequest, 1)} | ${m.redisUsPerRequest === undefined ? '' : fmt(m.redisUsPerRequest, 1)} | ${fmt(m.peakMb)} | ${vsBare} | ${oursVs} |`
       )
     }
   }

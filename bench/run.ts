@@ -225,7 +225,7 @@ async function launchPhase(phase: Phase, results: Results, record: (workload: st
     const pids = [...[...running.values()].map((s) => s.pid), ...redisPids]
     for (const workload of phase.workloads) {
       if (!selected(phase, workload)) continue
-      for (const [target, runs] of await measure(phase, workload, running, pids, results)) record(workload.id, target, runs)
+      for (const [target, runs] of await measure(phase, workload, running, pids, results, redis?.pid)) record(workload.id, target, runs)
     }
     for (const [id, server] of running) {
       const key = `${id}@${phase.id}`
@@ -242,9 +242,10 @@ async function launchPhase(phase: Phase, results: Results, record: (workload: st
 /**
  * One workload: warm every target up, then `reps` rounds that each visit every target in turn
  * (starting one further along each round, every other round in reverse order, each run once the
- * servers are idle), and keep each target's best run.
+ * servers are idle), and keep each target's best run. With the phase's one redis-server (`redisPid`),
+ * its CPU per request too: only one target runs at a time, so what Redis spent was for that target.
  */
-async function measure(phase: Phase, workload: Workload, running: Map<string, Running>, pids: number[], results: Results): Promise<Map<string, Run[]>> {
+async function measure(phase: Phase, workload: Workload, running: Map<string, Running>, pids: number[], results: Results, redisPid?: number): Promise<Map<string, Run[]>> {
   const targets = Object.keys(workload.requests)
   const serverOf = (target: string) => running.get(processOf(target))!
   const specs = new Map<string, RequestSpec>()
@@ -254,14 +255,17 @@ async function measure(phase: Phase, workload: Workload, running: Map<string, Ru
   }
   const drive = (target: string, seconds: number, logFile?: string) =>
     h2load(serverOf(target).base, specs.get(target)!, { connections: settings.connections, seconds, ...(logFile === undefined ? {} : { logFile }) })
-  const driveTimed = async (target: string, seconds: number, logFile: string) => {
+  const driveTimed = async (target: string, seconds: number, logFile: string): Promise<Run> => {
     // Every server of the phase idle first: the previous target may still be working off its backlog.
     const waited = await settle(pids)
     if (waited > 1000) console.log(`  (waited ${(waited / 1000).toFixed(1)} s for the servers to go idle)`)
     const pid = serverOf(target).pid
     const before = cpuSeconds(pid)
+    const redisBefore = redisPid === undefined ? 0 : cpuSeconds(redisPid)
     const run = await drive(target, seconds, logFile)
-    return { ...run, cpuUsPerRequest: ((cpuSeconds(pid) - before) * 1e6) / run.requests }
+    const cpuUsPerRequest = ((cpuSeconds(pid) - before) * 1e6) / run.requests
+    if (redisPid === undefined) return { ...run, cpuUsPerRequest }
+    return { ...run, cpuUsPerRequest, redisUsPerRequest: ((cpuSeconds(redisPid) - redisBefore) * 1e6) / run.requests }
   }
 
   // Warm-up answers are not counted; a server too slow to finish one in time is fine here.
@@ -278,8 +282,9 @@ async function measure(phase: Phase, workload: Workload, running: Map<string, Ru
       try {
         const run = await driveTimed(target, seconds, join(scratch, 'h2load.log'))
         runs.get(target)!.push(run)
+        const redisCpu = run.redisUsPerRequest === undefined ? '' : `, Redis ${run.redisUsPerRequest.toFixed(1)} µs CPU/req`
         console.log(
-          `  ${label}: ${run.rps.toFixed(0)} req/s, p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms, ${run.cpuUsPerRequest.toFixed(1)} µs CPU/req`
+          `  ${label}: ${run.rps.toFixed(0)} req/s, p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms, ${run.cpuUsPerRequest.toFixed(1)} µs CPU/req${redisCpu}`
         )
       } catch (err) {
         results.notes.push(`${label}: ${(err as Error).message.split('\n')[0]}`)
@@ -302,13 +307,13 @@ async function measure(phase: Phase, workload: Workload, running: Map<string, Ru
 function combine(workload: string, target: string, launches: Run[][]): Measurement | undefined {
   const bests = launches.filter((l) => l.length > 0).map((all) => ({ best: all.reduce((a, b) => (b.rps > a.rps ? b : a)), all }))
   if (bests.length === 0) return undefined
-  const perLaunch = bests.map(({ best, all }) => ({
-    rps: best.rps,
-    p50Ms: best.p50Ms,
-    p99Ms: best.p99Ms,
+  const perLaunch = bests.map(({ best, all }): NonNullable<Measurement['launches']>[number] => {
     // The least CPU a run spent per request: the run least disturbed by other work.
-    cpuUsPerRequest: round(Math.min(...all.map((r) => r.cpuUsPerRequest)))
-  }))
+    const launch = { rps: best.rps, p50Ms: best.p50Ms, p99Ms: best.p99Ms, cpuUsPerRequest: round(Math.min(...all.map((r) => r.cpuUsPerRequest))) }
+    const redis = all.flatMap((r) => (r.redisUsPerRequest === undefined ? [] : [r.redisUsPerRequest]))
+    return redis.length === 0 ? launch : { ...launch, redisUsPerRequest: round(Math.min(...redis)) }
+  })
+  const redis = perLaunch.flatMap((l) => (l.redisUsPerRequest === undefined ? [] : [l.redisUsPerRequest]))
   const last = bests.at(-1)!.best
   return {
     workload,
@@ -317,6 +322,7 @@ function combine(workload: string, target: string, launches: Run[][]): Measureme
     p50Ms: median(perLaunch.map((l) => l.p50Ms)),
     p99Ms: median(perLaunch.map((l) => l.p99Ms)),
     cpuUsPerRequest: median(perLaunch.map((l) => l.cpuUsPerRequest)),
+    ...(redis.length === 0 ? {} : { redisUsPerRequest: median(redis) }),
     bytesPerResponse: Math.round(last.bytesPerResponse),
     rssMb: last.rssMb ?? NaN,
     peakMb: Math.max(...bests.map((b) => b.best.peakMb ?? NaN)),
@@ -325,7 +331,7 @@ function combine(workload: string, target: string, launches: Run[][]): Measureme
   }
 }
 
-type Run = LoadResult & { cpuUsPerRequest: number; rssMb?: number; peakMb?: number }
+type Run = LoadResult & { cpuUsPerRequest: number; redisUsPerRequest?: number; rssMb?: number; peakMb?: number }
 
 function isSdk(target: string): boolean {
   return target.startsWith('sdk')

@@ -68,6 +68,8 @@ export function phases(dist: string): Phase[] {
     servers: servers(1, 'demo', true, dist),
     workloads: [
       { id: 'tools/call echo', requests: callTool('echo', { text: TEXT }, SDK_TARGETS) },
+      // A tool that returns an object (no target): what copying a result costs stays visible.
+      { id: 'tools/call add (object result)', requests: callTool('add', { a: 2, b: 3 }, ['ours', 'bare']) },
       { id: 'MRTR round 1 (seal)', requests: { ours: mrtrRound1, bare: mrtrRound1 } },
       { id: 'MRTR round 2 (open)', requests: { ours: mrtrRound2, bare: mrtrRound2 } }
     ]

@@ -84,11 +84,14 @@ t.test('table: one row per workload and server, with the ratios', async (t) => {
   const text = table(fixture())
   const lines = text.split('\n')
   t.equal(lines.length, 2 + fixture().measurements.length)
-  t.match(text, '| tools/call echo | mcp-pure-http | 45000 | 0.30 | 1.20 | 11.1 | 90 | 90.0% |  |')
-  t.match(text, '| tools/call echo | bare Fastify | 50000 | 0.25 | 1.00 | 10.0 | 90 |  | 0.90x |')
-  t.match(text, '| tools/call echo | SDK v1 (Express) | 1000 | 10.00 | 40.00 | 500.0 | 90 | 2.0% | 45x |')
-  t.match(text, '| only bare | bare Fastify | 10 | - | - | 50000.0 | 90 |  |  |', 'missing numbers are dashes')
-  t.match(text, '| tools/list (200 tools) | SDK v2 createMcpHandler | 10 | 225.00 | 900.00 | 50000.0 | 90 |  | 900x |')
+  t.match(text, '| tools/call echo | mcp-pure-http | 45000 | 0.30 | 1.20 | 11.1 |  | 90 | 90.0% |  |')
+  t.match(text, '| tools/call echo | bare Fastify | 50000 | 0.25 | 1.00 | 10.0 |  | 90 |  | 0.90x |')
+  t.match(text, '| tools/call echo | SDK v1 (Express) | 1000 | 10.00 | 40.00 | 500.0 |  | 90 | 2.0% | 45x |')
+  t.match(text, '| only bare | bare Fastify | 10 | - | - | 50000.0 |  | 90 |  |  |', 'missing numbers are dashes')
+  t.match(text, '| tools/list (200 tools) | SDK v2 createMcpHandler | 10 | 225.00 | 900.00 | 50000.0 |  | 90 |  | 900x |')
+  const redis = fixture()
+  redis.measurements[0] = { ...redis.measurements[0]!, redisUsPerRequest: 7.25 }
+  t.match(table(redis), '| tools/call echo | mcp-pure-http | 45000 | 0.30 | 1.20 | 11.1 | 7.3 | 90 | 90.0% |  |', "the Redis server's CPU per request, in a Redis phase")
   t.same(workloads(fixture()), ['tools/call echo', 'tools/list 304 (200 tools)', 'MRTR round 1 (seal)', 'only bare', 'tools/list (200 tools)'])
 })
 
@@ -157,7 +160,7 @@ t.test('launches: each ratio the median of per-launch pairs, with its spread', a
   const echo = checks(r).find((c) => c.name === 'tools/call echo: req/s vs bare Fastify')!
   t.match(echo, { value: 0.8, pass: false, spread: { min: 0.6, max: 0.9, launches: 3 } }, 'the median misses 0.85 though one launch met it')
   t.match(verdicts(r), 'MISS  tools/call echo: req/s vs bare Fastify: 0.80x, median of 3 launches, 0.60x-0.90x (target >= 0.85x; by CPU per request 0.80x)')
-  t.match(table(r), '| tools/call echo | mcp-pure-http | 40000 | 0.30 | 1.20 | 12.5 | 90 | 80.0% (60.0-90.0) |  |')
+  t.match(table(r), '| tools/call echo | mcp-pure-http | 40000 | 0.30 | 1.20 | 12.5 |  | 90 | 80.0% (60.0-90.0) |  |')
   // The chart draws what the verdict counts: 0.75, the median of 40/60, 45/50 and 30/40, not the
   // ratio of the medians (40,000 / 50,000 = 0.80).
   const uneven: Results = { ...r, measurements: [ours, { ...bare, launches: launches([60_000, 50_000, 40_000]) }] }

@@ -49,6 +49,25 @@ app.post<{ Params: { name: string }; Body: { arguments: Record<string, string> }
   }
 )
 
+// The demo's add: a tool that returns an object (structured output, and its text as the spec asks).
+// The ceiling validates the input and builds the same answer; it does not check the output.
+app.post<{ Body: { arguments: { a: number; b: number } } }>(
+  '/tools/add/calls',
+  {
+    schema: {
+      body: {
+        type: 'object',
+        required: ['arguments'],
+        properties: { arguments: { type: 'object', required: ['a', 'b'], properties: { a: { type: 'number' }, b: { type: 'number' } } } }
+      }
+    }
+  },
+  async (request) => {
+    const structuredContent = { sum: request.body.arguments.a + request.body.arguments.b }
+    return { structuredContent, content: [{ type: 'text', text: JSON.stringify(structuredContent) }], resultType: 'complete' }
+  }
+)
+
 // update_work_item's first two rounds, as the demo asks them.
 const sealer = new StateSealer(process.env.MCP_STATE_KEYS === undefined ? undefined : StateSealer.parseKeys(process.env.MCP_STATE_KEYS))
 const RESOLUTIONS = ['Fixed', "Won't Fix", 'Duplicate', 'By Design']
