@@ -37,14 +37,30 @@ end`
 ]
 
 /**
+ * Where a body's early part ends: the definitions only the rest names are made here instead of at
+ * the top, so that a call that returns before this line makes none of them (see {@link lua}).
+ */
+export const LATER = '-- (what follows is defined here)'
+
+/**
  * A script: the definitions `body` uses (and theirs), from the prelude and then `own` (a family of
- * scripts' shared helpers, which may use the prelude's), then `body`. A name may be several
- * (\`q|qb\`: one definition of both). \`A(n)\` with a literal n (the script's n-th argument) is
- * written as \`ARGV[n]\`: no call per argument read.
+ * scripts' shared helpers, which may use the prelude's), then `body`; with a {@link LATER} line in
+ * it, those that only the part after that line names are made there. A name may be several (`q|qb`:
+ * one definition of both). `A(n)` with a literal n (the script's n-th argument) is written as
+ * `ARGV[n]`: no call per argument read.
  */
 export const lua = (body: string, own: Definitions = []): string => {
   const text = body.replace(/\bA\((\d+)\)/g, (_, n: string) => `ARGV[${n}]`)
   const all = [...PRELUDE, ...own]
+  const at = text.indexOf(LATER)
+  if (at === -1) return `${named(all, text).join('\n')}\n${text}`
+  const early = named(all, text.slice(0, at))
+  const rest = named(all, text).filter((d) => !early.includes(d))
+  return `${early.join('\n')}\n${text.slice(0, at)}${rest.join('\n')}${text.slice(at + LATER.length)}`
+}
+
+/** The definitions of `all` that `text` names, with those they name, in their order. */
+function named(all: Definitions, text: string): string[] {
   let scanned = text
   const kept: string[] = []
   for (let i = all.length - 1; i >= 0; i--) {
@@ -55,7 +71,7 @@ export const lua = (body: string, own: Definitions = []): string => {
     kept.unshift(definition)
     scanned += definition
   }
-  return `${kept.join('\n')}\n${text}`
+  return kept
 }
 
 /** What a store writes into its scripts instead of sending it with every call. */

@@ -1,4 +1,4 @@
-import { lua, type Definitions } from './redis-lua.js'
+import { LATER, lua, type Definitions } from './redis-lua.js'
 
 /**
  * What the scripts on a connection's slot share (each takes only what it names, see {@link lua}):
@@ -58,9 +58,10 @@ if A(4) == '1' then keepalive() end
   mcpTake: script(`
 local g = redis.call('HGET', K, 'group')
 if g then return g end
--- Nothing queued (the usual poll): one command, no clock read.
-local head = redis.call('LINDEX', q, 0)
+-- Nothing queued (the usual poll): two commands, and none of the definitions below made.
+local head = redis.call('LINDEX', K .. ':nq', 0)
 if not head then return nil end
+${LATER}
 local fresh = nowms() - tonumber(A(3))
 while head and tonumber(string.match(head, '^(%d+) ')) < fresh do
   pop()
