@@ -26,11 +26,17 @@ end
 redis.call('PEXPIRE', K, ttl)
 `),
 
-  /** K task: {fields, inputRequests} or nil. */
+  /**
+   * K task: {fields, inputRequests} or nil. The outstanding requests are read only when the field
+   * inputRequests says there are some (what the store decodes them by): most polls skip a command.
+   */
   mcpGetTask: script(`
 local fields = redis.call('HGETALL', K)
 if #fields == 0 then return nil end
-return { fields, redis.call('HGETALL', K .. ':in') }
+for i = 1, #fields, 2 do
+  if fields[i] == 'inputRequests' then return { fields, redis.call('HGETALL', K .. ':in') } end
+end
+return { fields, {} }
 `),
 
   /**
