@@ -141,17 +141,21 @@ async function benchmark(): Promise<void> {
     results.roundTrips = await roundTrips(phases(dist), files, quick ? 50 : 200)
     console.log(`Redis round trips per request (one request at a time):\n${roundTripTable(results.roundTrips)}`)
   }
-  for (const phase of phases(dist)) {
-    if (!phase.workloads.some((w) => selected(phase, w))) continue
-    await runPhase(phase, results)
-  }
-  for (const s of results.skipped) console.log(`skipped: ${s.workload} (not built yet: ${s.reason})`)
-
   // Only a full run of everything replaces latest.json; --only writes partial.json.
   const name = quick ? 'quick' : only === undefined && skip.length === 0 ? 'latest' : 'partial'
   mkdirSync(resultsDir, { recursive: true })
+  // What the phases measured so far, after each: a run stopped midway (hours, for a full one) keeps them.
+  const progress = join(resultsDir, `${name}.progress.json`)
+  for (const phase of phases(dist)) {
+    if (!phase.workloads.some((w) => selected(phase, w))) continue
+    await runPhase(phase, results)
+    writeFileSync(progress, JSON.stringify(results, null, 2) + '\n')
+  }
+  for (const s of results.skipped) console.log(`skipped: ${s.workload} (not built yet: ${s.reason})`)
+
   writeFileSync(join(resultsDir, `${name}.json`), JSON.stringify(results, null, 2) + '\n')
   writeFileSync(join(resultsDir, `${name}.svg`), svg(results) + '\n')
+  rmSync(progress, { force: true })
   console.log(`\n${table(results)}\n`)
   console.log('Peak RSS per server process (VmHWM, MB):', Object.entries(results.peakRss).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', '))
   console.log(`\n${verdicts(results)}`)
