@@ -4,7 +4,7 @@ export type Definitions = readonly (readonly [name: string, lua: string])[]
 /**
  * What every script may start with (see `redis-scripts.ts`): the store's configuration (written into
  * the script by {@link configure}), Redis' clock, and the names derived from `KEYS[1]`. Redis runs a
- * script's definitions on every call (a closure made, a string cut: about 35 ns each), so {@link lua}
+ * script's definitions on every call (a closure made, a string cut: about 31 ns each), so {@link lua}
  * keeps only those the script names. Only Redis Functions (7.0) keep definitions between calls:
  * see bench/README.md on why scripts stay EVALSHA.
  */
@@ -24,10 +24,10 @@ end`
   ],
   // The hash tag of K with its braces ("{h}" of "P c:{h}"): names built on it share K's slot.
   ['TAG', 'local TAG = string.sub(K, #P + 3)'],
-  // Wake whoever waits for \`name\` on the tag's shard channel, on any instance.
+  // Wake whoever waits for `name` on the tag's shard channel, on any instance.
   ['wake', "local function wake(name) redis.call(PUB, P .. 'w:' .. TAG, name) end"],
   // A connection's keys other than its notification queue (which has its own TTL) live CONN_TTL
-  // past its last use. For scripts whose K is a connection's hash \`P c:{h}\`.
+  // past its last use. For scripts whose K is a connection's hash `P c:{h}`.
   [
     'keepalive',
     `local function keepalive()

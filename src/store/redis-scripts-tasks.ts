@@ -1,8 +1,9 @@
-import { lua } from './redis-lua.js'
+import { lua, type Definitions } from './redis-lua.js'
 
-/** The terminal statuses (as stored: JSON strings), for the scripts that name TERMINAL. */
-const script = (body: string): string =>
-  lua(body, [['TERMINAL', 'local TERMINAL = { [\'"completed"\'] = true, [\'"failed"\'] = true, [\'"cancelled"\'] = true }']])
+/** What the task scripts share: TERMINAL, the terminal statuses as stored (JSON strings). */
+const SHARED: Definitions = [['TERMINAL', 'local TERMINAL = { [\'"completed"\'] = true, [\'"failed"\'] = true, [\'"cancelled"\'] = true }']]
+
+const script = (body: string): string => lua(body, SHARED)
 
 /**
  * Scripts on one task's slot (K is its hash `P t:{h:<taskId>}`, with `:in` its outstanding input
