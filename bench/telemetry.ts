@@ -1,5 +1,5 @@
 /**
- * The telemetry phase on its own (issue #19): `npm run build && tsc -p bench/tsconfig.json &&
+ * The telemetry phase on its own (issue #19): `npm run build &&
  * taskset -c 1 node dist/bench/telemetry.js [--seconds N] [--reps N] [--connections N]`. Prints
  * the demo's echo throughput with telemetry off and on (OTLP traces to a local receiver,
  * /metrics on) and their ratio, which the issue wants at 0.9 or more.

@@ -6,7 +6,7 @@ import { readdirSync, statSync, utimesSync } from 'node:fs'
 import { join } from 'node:path'
 
 const STAMP = 'dist/tsconfig.tsbuildinfo'
-const SOURCES = ['src', 'routes', 'bin', 'scripts', 'tsconfig.json', 'package.json']
+const SOURCES = ['src', 'routes', 'bin', 'scripts', 'bench', 'tsconfig.json', 'package.json']
 
 function newest(path) {
   const stat = statSync(path, { throwIfNoEntry: false })

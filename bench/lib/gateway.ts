@@ -3,7 +3,7 @@
  * stdio behind it) against the same server-everything's own Streamable HTTP transport, in one run,
  * with the CPU per call each side spends and what the gateway adds.
  *
- *   node dist/bench/lib/gateway.js [--seconds 5] [--reps 3]   (after `npm run build && tsc -p bench/tsconfig.json`)
+ *   node dist/bench/lib/gateway.js [--seconds 5] [--reps 3]   (after `npm run build`)
  *
  * Or from bench/run.ts: `results.gateway = await gatewayBench(dist, files, settings)`.
  *

@@ -13,8 +13,10 @@ import { benchNotification, benchTools, connectionCount, connectionId, fillerAns
 const tools = benchTools(toolCount())
 const app = Fastify({ logger: false, forceCloseConnections: true })
 
+// The catalogue and the task tool of the task workloads, as ours lists them (one page).
+const benchTask = { name: 'bench_task', title: 'Bench task', inputSchema: { type: 'object', properties: {} }, execution: { taskSupport: 'optional' } }
 const listBody = JSON.stringify({
-  tools: tools.map(({ name, title, description, input, annotations }) => ({ name, title, description, inputSchema: input, annotations })),
+  tools: [...tools.map(({ name, title, description, input, annotations }) => ({ name, title, description, inputSchema: input, annotations })), benchTask],
   resultType: 'complete',
   ttlMs: 0,
   cacheScope: 'private'
@@ -169,10 +171,10 @@ if (redis !== undefined) {
     if (mine.notifications.length > 0) reply.header('mcp-message-group', mine.id)
     return reply.type('application/json; charset=utf-8').send(JSON.stringify(mine.notifications))
   })
-  app.post('/tools/bench_task/calls', (_request, reply) => {
+  app.post<{ Body: { task?: { ttl?: number } } }>('/tools/bench_task/calls', (request, reply) => {
     const now = new Date().toISOString()
     const taskId = `t-${++taskCount}`
-    const task = { taskId, status: 'working', createdAt: now, lastUpdatedAt: now, ttlMs: 1000, pollIntervalMs: 1000 }
+    const task = { taskId, status: 'working', createdAt: now, lastUpdatedAt: now, ttlMs: request.body.task?.ttl ?? 3_600_000, pollIntervalMs: 1000 }
     tasks.set(taskId, { ...task, status: 'completed', result: { content: [{ type: 'text', text: 'done' }] } })
     if (tasks.size > 10_000) tasks.delete(tasks.keys().next().value!)
     return reply.code(202).send({ resultType: 'task', ...task })
