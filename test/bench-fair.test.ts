@@ -6,10 +6,9 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { RequestSpec } from '../bench/lib/h2load.js'
-import { freePort } from '../bench/lib/procs.js'
 import { Files } from '../bench/requests.js'
 import { phases, type Phase } from '../bench/workloads.js'
-import { startRedis } from './redis-server.js'
+import { freePort, startRedis } from './redis-server.js'
 
 // A ratio to bare Fastify means something only if bare answers what ours answers: the same status,
 // the same JSON (byte for byte where nothing in it is made per request), for every request of every
@@ -86,8 +85,8 @@ for (const phase of measured) {
       const theirs = workload.requests.bare
       if (mine === undefined || theirs === undefined) continue
       const specOf = async (request: typeof mine, base: string) => (typeof request === 'function' ? request(base, files) : request)
-      const [a, b] = await Promise.all([specOf(mine, ours).then((s) => ask(ours, s).then((r) => [s, r] as const)), specOf(theirs, bare).then((s) => ask(bare, s))])
-      const [spec, answer] = a
+      const [spec, other] = await Promise.all([specOf(mine, ours), specOf(theirs, bare)])
+      const [answer, b] = await Promise.all([ask(ours, spec), ask(bare, other)])
       t.equal(answer.status, spec.status ?? 200, `${workload.id}: ours answers the status the bench expects`)
       t.equal(b.status, answer.status, `${workload.id}: the same status`)
       if (answer.status === 304) {

@@ -58,7 +58,8 @@ if A(4) == '1' then keepalive() end
   mcpTake: script(`
 local g = redis.call('HGET', K, 'group')
 if g then return g end
--- Nothing queued (the usual poll): two commands, and none of the definitions below made.
+-- Nothing queued (the usual poll): two commands, and none of the definitions below made (so the
+-- queue is named here as the shared q names it).
 local head = redis.call('LINDEX', K .. ':nq', 0)
 if not head then return nil end
 ${LATER}
