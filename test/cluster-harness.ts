@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startRedisCluster } from './redis-cluster.js'
-import { requireBinary, reservePort, startRedis } from './redis-server.js'
+import { prerequisite } from './prerequisites.js'
+import { reservePort, startRedis } from './redis-server.js'
 
 const main = fileURLToPath(new URL('../dist/src/main.js', import.meta.url))
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -82,7 +83,7 @@ async function waitFor(url: string, what: string, proc: ChildProcess, log: () =>
  * loopback ports. Fails loudly when redis-server or nginx is missing.
  */
 export async function startCluster(count = 3, store: 'redis' | 'redis-cluster' = 'redis', args: readonly string[] = [main]): Promise<Cluster> {
-  const nginxBin = requireBinary('nginx', 'nginx')
+  const nginxBin = prerequisite('nginx')
   const single = store === 'redis' ? await startRedis() : undefined
   const multi = single === undefined ? await startRedisCluster() : undefined
   const redis = (single ?? multi)!

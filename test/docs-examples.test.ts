@@ -6,7 +6,8 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
 import { compare, consoleBlocks, fill, matchJson, matchText, type Bindings } from './docs-examples-lib.js'
-import { reservePort, requireBinary } from './redis-server.js'
+import { prerequisite } from './prerequisites.js'
+import { reservePort } from './redis-server.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const main = join(root, 'dist', 'src', 'main.js')
@@ -16,8 +17,8 @@ const STATE_KEYS = `k1:${Buffer.alloc(32, 9).toString('base64url')}`
 
 // Each page starts its own demo servers and runs its examples one by one: more than tap's default.
 t.setTimeout(900_000)
-requireBinary('curl', 'curl')
-requireBinary('jq', 'jq')
+prerequisite('curl')
+prerequisite('jq')
 
 /** `npm start` as documented, on a free loopback port; resolved once it answers. */
 async function startDemo(t: Test): Promise<number> {

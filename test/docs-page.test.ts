@@ -5,10 +5,11 @@ import t, { type Test } from 'tap'
 import puppeteer from 'puppeteer-core'
 import { McpServer } from '../src/core/mcp-server.js'
 import { DEMO_TOOLS, build, call } from './helper.js'
-import { reservePort, requireBinary } from './redis-server.js'
+import { prerequisite } from './prerequisites.js'
+import { reservePort } from './redis-server.js'
 
 // Debian's chromium, driven by puppeteer-core (which downloads no browser of its own).
-const chromium = requireBinary('chromium', 'chromium')
+const chromium = prerequisite('chromium')
 const main = fileURLToPath(new URL('../dist/src/main.js', import.meta.url))
 t.setTimeout(600_000)
 

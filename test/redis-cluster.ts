@@ -3,7 +3,8 @@ import { once } from 'node:events'
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { requireBinary, reservePort } from './redis-server.js'
+import { prerequisite } from './prerequisites.js'
+import { reservePort } from './redis-server.js'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -64,7 +65,7 @@ export async function stopNodes(nodes: RedisNode[], dir: string): Promise<void> 
 
 /** `redis-cli` against one node; throws with its output when it fails. */
 export function cli(port: number, ...args: string[]): string {
-  const r = spawnSync(requireBinary('redis-cli', 'redis-tools'), ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8' })
+  const r = spawnSync(prerequisite('redis-cli'), ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8' })
   if (r.status !== 0) throw new Error(`redis-cli ${args.join(' ')}: ${r.stdout}${r.stderr}`)
   return r.stdout
 }
@@ -86,7 +87,7 @@ export interface RedisCluster {
  * master within a few seconds. Resolves once every node reports `cluster_state:ok`.
  */
 export async function startRedisCluster(): Promise<RedisCluster> {
-  const bin = requireBinary('redis-server', 'redis-server')
+  const bin = prerequisite('redis-server')
   const dir = mkdtempSync(join(tmpdir(), 'mcp-rcluster-'))
   // The cluster bus port is chosen too (default port + 10000 may not exist or be free).
   const reserved = await Promise.all(Array.from({ length: 12 }, () => reservePort()))

@@ -2,7 +2,8 @@ import { writeFileSync, mkdirSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { cli, startNode, stopNodes, until, type RedisNode } from './redis-cluster.js'
-import { requireBinary, reservePort } from './redis-server.js'
+import { prerequisite } from './prerequisites.js'
+import { reservePort } from './redis-server.js'
 
 export interface SentinelSet {
   /** `host:port` of the three Sentinels, as MCP_REDIS_SENTINELS takes them. */
@@ -20,7 +21,7 @@ export interface SentinelSet {
  * knows the replica and the other Sentinels.
  */
 export async function startSentinelSet(): Promise<SentinelSet> {
-  const bin = requireBinary('redis-server', 'redis-server')
+  const bin = prerequisite('redis-server')
   const dir = mkdtempSync(join(tmpdir(), 'mcp-sentinel-'))
   const name = 'mcp-test'
   const reserved = await Promise.all(Array.from({ length: 5 }, () => reservePort()))

@@ -1,9 +1,10 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { prerequisite } from './prerequisites.js'
 
 /**
  * A loopback port held (bound) until `release()` (a second release does nothing). Ports reserved
@@ -32,18 +33,6 @@ export async function freePort(): Promise<number> {
   return port
 }
 
-/**
- * The path of a binary the tests need, or an error that says how to install it. These tests never
- * skip: a machine without the binary fails them, loudly.
- */
-export function requireBinary(name: string, debianPackage: string): string {
-  const found = spawnSync('sh', ['-c', `command -v ${name} || ls /usr/sbin/${name} 2>/dev/null`], { encoding: 'utf8' }).stdout.trim().split('\n')[0]
-  if (found === undefined || found === '') {
-    throw new Error(`${name} is not installed: these tests need a real ${name}. Install it with: apt-get update && apt-get install -y ${debianPackage}`)
-  }
-  return found
-}
-
 export interface RedisServer {
   url: string
   port: number
@@ -53,7 +42,7 @@ export interface RedisServer {
 
 /** A throw-away redis-server on a free loopback port: no persistence, its own temp dir. */
 export async function startRedis(): Promise<RedisServer> {
-  const bin = requireBinary('redis-server', 'redis-server')
+  const bin = prerequisite('redis-server')
   const port = await freePort()
   const dir = mkdtempSync(join(tmpdir(), 'mcp-redis-'))
   const child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
