@@ -218,13 +218,21 @@ t.test('kill -9 of one instance under load: the others keep serving, no state is
       if (res?.status !== 200 && i % 2 === 1) lost.push(id)
     }
   })
-  await sleep(300)
+  // Counted, not timed: a busy machine makes the run longer, never smaller. 20 answers before the
+  // kill, then 20 more after it (the load stops by itself after 1,600).
+  let done = false
+  const finished = Promise.all(load).then(() => void (done = true))
+  const answers = async (n: number) => {
+    while (statuses.length < n && !done) await sleep(20)
+  }
+  await answers(20)
   victim.process.kill('SIGKILL')
-  await sleep(500)
+  const atKill = statuses.length
+  await answers(atKill + 20)
   stop = true
-  await Promise.all(load)
+  await finished
   const failed = statuses.filter((s) => s < 200 || s >= 400)
-  t.ok(statuses.length > 20, `${statuses.length} requests under load`)
+  t.ok(statuses.length >= atKill + 20 && atKill >= 20, `${statuses.length} requests under load, ${atKill} of them before the kill`)
   t.ok(failed.every((s) => s === 502), `only requests in flight on the killed instance failed (${failed.length} of ${statuses.length})`)
   t.ok(failed.length <= 8, 'a handful at most')
   // A failed call retried with its Mcp-Request-Id: 409 while the dead instance's claim lasts, then it runs.

@@ -406,19 +406,21 @@ export function storeContract(t: Test, factory: StoreFactory): void {
 
   t.test('tasks: expire after ttlMs; running ones bounded in number, finished ones only in bytes', async (t) => {
     const store = await make(t, { maxTasks: 2 })
-    await store.createTask('alice', task('short', { ttlMs: 100 }))
+    // A second, not 100 ms: on a busy machine the steps before the sleep must not outlast it.
+    await store.createTask('alice', task('short', { ttlMs: 1000 }))
     await store.createTask('alice', task('long', { ttlMs: 5000 }))
-    // Space frees when the first running task expires (100 ms from now): Retry-After 1, not a guess.
+    // Space frees when the first running task expires (within a second): Retry-After 1, not a guess.
     await rejectsWithLimit(t, store.createTask('bob', task('third')), 'ERR_STORE_TOO_MANY_TASKS', { status: 503, message: 'Too many tasks in progress (2)', headers: { 'retry-after': '1' } })
     t.equal(await store.getTask('bob', 'third'), undefined, 'a refused task is not kept')
     t.ok(await store.getTask('alice', 'short'))
-    await sleep(150)
+    await sleep(1050)
     await store.createTask('bob', task('third'))
     t.ok(await store.getTask('bob', 'third'), 'an expired task no longer counts')
     t.equal(await store.getTask('alice', 'short'), undefined, 'expired')
     t.equal(await store.updateTask('alice', 'short', { status: 'failed' }), undefined)
     t.equal(await store.answerTask('alice', 'short', { a: {} }), undefined)
-    await rejectsWithLimit(t, store.createTask('carol', task('fourth')), 'ERR_STORE_TOO_MANY_TASKS', { status: 503, headers: { 'retry-after': '5' } })
+    // The long one expires in a little under 4 s now.
+    await rejectsWithLimit(t, store.createTask('carol', task('fourth')), 'ERR_STORE_TOO_MANY_TASKS', { status: 503, headers: { 'retry-after': '4' } })
     await store.updateTask('alice', 'long', { status: 'completed', result: { content: [] } })
     await store.createTask('carol', task('fourth'))
     t.equal((await store.getTask('alice', 'long'))?.status, 'completed', 'a finished task is kept, but no longer takes a running slot')
