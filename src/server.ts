@@ -11,6 +11,7 @@ import { LATEST_VERSION } from './protocol.js'
 import { mcpRequestId, newRequestId } from './headers.js'
 import { loadShedding, probes, type PressureOptions } from './http/probes.js'
 import { frameworkErrors, redactedRequest, shapeRootErrors } from './http/root-errors.js'
+import { sharedRouteValidators } from './http/route-validators.js'
 import { startTelemetry, type TelemetryOptions } from './telemetry/index.js'
 
 export interface BuildServerOptions extends McpPluginOptions {
@@ -72,6 +73,8 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     genReqId: mcpRequestId,
     routerOptions: { maxParamLength: 4096 },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
+    // One Ajv and one compiled validator per route schema for the whole process (route-validators.ts).
+    schemaController: { compilersFactory: { buildValidator: sharedRouteValidators } },
     clientErrorHandler: (err, socket) => clientErrorHandler(err, socket, version)
   }).withTypeProvider<TypeBoxTypeProvider>()
   // Every method Node parses reaches the router, so a known path answers 405 to TRACE or PROPFIND too.
