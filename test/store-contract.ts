@@ -134,15 +134,16 @@ export function storeContract(t: Test, factory: StoreFactory): void {
   })
 
   t.test('notifications: bounded per connection, stale ones dropped', async (t) => {
-    const store = await make(t, { maxNotifications: 3, notificationTtlMs: 150 })
+    // A 1 s TTL: 'new' must still be fresh when it is taken, a call later, on a busy machine too.
+    const store = await make(t, { maxNotifications: 3, notificationTtlMs: 1000 })
     for (let i = 1; i <= 5; i++) await store.pushNotification('alice', { method: `n/${i}` })
     t.same((await store.takeNotifications('alice'))?.notifications.map((n) => n.method), ['n/3', 'n/4', 'n/5'], 'the oldest dropped beyond the limit')
     await store.pushNotification('bob', { method: 'old' })
-    await sleep(200)
+    await sleep(1100)
     await store.pushNotification('bob', { method: 'new' })
     t.same((await store.takeNotifications('bob'))?.notifications, [{ method: 'new' }], 'older than the TTL: dropped')
     await store.pushNotification('carol', { method: 'old' })
-    await sleep(200)
+    await sleep(1100)
     t.equal(await store.takeNotifications('carol'), undefined)
   })
 
@@ -477,17 +478,18 @@ export function storeContract(t: Test, factory: StoreFactory): void {
   })
 
   t.test('sessions: issued, checked, expire unused, bounded', async (t) => {
-    const store = await make(t, { sessionTtlMs: 600, maxConnections: 2 })
+    // 2 s, half of it waited between uses: a second of margin for the calls in between on a busy machine.
+    const store = await make(t, { sessionTtlMs: 2000, maxConnections: 2 })
     const s1 = await store.createSession()
     t.match(s1, /^[\w-]{24}$/)
     const peer = await peerOf(t, store)
     t.equal(await peer.hasSession(s1), true, 'known to every instance')
     t.equal(await store.hasSession('forged'), false)
-    await sleep(350)
+    await sleep(1000)
     t.equal(await store.hasSession(s1), true, 'a use pushes the expiry back')
-    await sleep(350)
+    await sleep(1000)
     t.equal(await store.hasSession(s1), true)
-    await sleep(700)
+    await sleep(2100)
     t.equal(await store.hasSession(s1), false, 'expired unused')
     const a = await store.createSession()
     const b = await store.createSession()
