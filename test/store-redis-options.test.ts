@@ -158,3 +158,21 @@ t.test('a subscriber that loses its connection while it re-subscribes, then clos
   await new Promise((resolve) => setTimeout(resolve, 1000))
   t.same(unhandled.map(String), [], 'no rejection left unhandled')
 })
+
+t.test('close() ends even when Redis stops answering: QUIT is waited for a moment, then dropped', async (t) => {
+  const paused = await startRedis()
+  t.teardown(async () => {
+    paused.process.kill('SIGCONT')
+    await paused.stop()
+  })
+  const store = new RedisStore({ url: paused.url })
+  await store.setLogLevel('alice', 'debug') // connected and ready
+  paused.process.kill('SIGSTOP') // the socket stays open; nothing answers QUIT
+  let guard: NodeJS.Timeout | undefined
+  const outcome = await Promise.race([
+    store.close().then(() => 'closed'),
+    new Promise((resolve) => (guard = setTimeout(resolve, 60_000, 'still waiting after 60 s')))
+  ])
+  clearTimeout(guard)
+  t.equal(outcome, 'closed')
+})

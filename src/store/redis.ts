@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises'
 import type { Cluster, Redis } from 'ioredis'
 import type { LoggingLevel } from '../schema/lifecycle.js'
 import type { RedisStoreOptions } from './redis-connect.js'
@@ -20,6 +21,9 @@ import {
 } from './types.js'
 
 export type { RedisStoreOptions }
+
+/** How long closing a store waits for Redis to acknowledge QUIT before it disconnects. */
+const QUIT_WAIT_MS = 2000
 
 /**
  * A {@link Store} in Redis (6.2 or later; 7 for a cluster), shared by every instance behind a load
@@ -209,9 +213,12 @@ export class RedisStore implements Store {
     if (this.#closed) return
     this.#closed = true
     this.#core.bus.close()
-    // QUIT waits for an answer: to a Redis that is gone it would wait forever (the subscriber retries without end).
-    const quit = (c: Redis | Cluster) => (c.status === 'ready' ? c.quit() : undefined)
-    await Promise.allSettled([quit(this.#core.sub), quit(this.#core.client)])
+    // QUIT waits for an answer: to a Redis that is gone it would wait forever (the subscriber retries
+    // without end), and a Cluster's QUIT goes to every node it knows, a master killed a moment ago
+    // among them. So QUIT only when ready, and for at most QUIT_WAIT_MS: disconnect ends it anyway.
+    const quit = (c: Redis | Cluster) =>
+      c.status === 'ready' ? Promise.race([c.quit().catch(() => undefined), delay(QUIT_WAIT_MS, undefined, { ref: false })]) : undefined
+    await Promise.all([quit(this.#core.sub), quit(this.#core.client)])
     // Under Sentinel, QUIT leaves the failover detector's Sentinel connections open: close them too.
     this.#core.sub.disconnect()
     this.#core.client.disconnect()
