@@ -39,3 +39,12 @@ t.test('two servers in one process answer bad input alike', async (t) => {
     t.same([res.status, res.body.code], [400, -32602], 'arguments that are not an object are refused by the shared body validator')
   }
 })
+
+// Fastify's Ajv options say addUsedSchema: false, so an $id is not registered: two servers' schemas
+// under one $id with other JSON do not collide in the shared Ajv.
+t.test('schemas under one $id with other JSON validate each by its own', async (t) => {
+  const first = sharedRouteValidators({}, options('ids'))(route({ $id: 'https://example.com/thing', type: 'string' }) as never) as unknown as Validate
+  const second = sharedRouteValidators({}, options('ids'))(route({ $id: 'https://example.com/thing', type: 'number' }) as never) as unknown as Validate
+  t.same([first('a'), first(1), second('a'), second(1)], [true, false, false, true], 'each validates by its own schema')
+  t.equal(sharedRouteValidators({}, options('ids'))(route({ $id: 'https://example.com/thing', type: 'string' }) as never), first, 'the same JSON is still shared')
+})
