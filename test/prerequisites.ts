@@ -1,4 +1,11 @@
-import { find, installCommand, PREREQUISITES } from '../scripts/prerequisites.mjs'
+import { existsSync } from 'node:fs'
+
+// The script's table and search, from test/ (tsx) or from dist/test/ (`npm run conformance` compiles
+// test/redis-server.ts, which imports this file): tsc does not copy scripts/prerequisites.mjs to dist/.
+const beside = new URL('../scripts/prerequisites.mjs', import.meta.url)
+const { find, installCommand, PREREQUISITES }: typeof import('../scripts/prerequisites.mjs') = await import(
+  existsSync(beside) ? beside.href : new URL('../../scripts/prerequisites.mjs', import.meta.url).href
+)
 
 export type Prerequisite = keyof typeof PREREQUISITES
 
