@@ -47,8 +47,8 @@ export function installCommand(packages) {
 }
 
 /**
- * How this process can install Debian packages without a prompt: 'root', 'sudo' (passwordless), or
- * the reason it cannot.
+ * How this process can install Debian packages without a prompt: the command prefix (none as root,
+ * `sudo -n` with passwordless sudo), or the reason it cannot.
  */
 function installer() {
   if (find('apt-get') === undefined) return { cannot: 'apt-get is not here (this is not Debian or Ubuntu)' }
