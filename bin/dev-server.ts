@@ -2,6 +2,7 @@
  * The process `dev()` runs (and `node --watch` restarts): a server file's catalogue, or the demo's,
  * served with readable logs. Configuration comes from the environment, as for `npm start`.
  */
+import closeWithGrace from 'close-with-grace'
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { FastifyServerOptions } from 'fastify'
@@ -39,6 +40,9 @@ async function main(): Promise<void> {
   const config = loadConfig()
   const mcp = await loadCatalogue(process.argv[2])
   const app = await buildServer({ mcp, logger: await prettyLogger(config.LOG_LEVEL), ...hostOriginFromConfig(config) })
+  // node --watch stops this process with SIGTERM before each restart (and Ctrl-C sends SIGINT):
+  // close the server, its connections and its store, then exit, as `npm start` does.
+  closeWithGrace({ delay: 2000 }, () => app.close())
   await app.listen({ host: config.HOST, port: config.PORT })
 }
 
