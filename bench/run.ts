@@ -22,6 +22,7 @@ import { parseArgs } from 'node:util'
 import { h2load, type LoadResult, type RequestSpec } from './lib/h2load.js'
 import { cpuSeconds, memory, settle, startRedis, startServer, type Running } from './lib/procs.js'
 import { capacity, capacityTable } from './lib/capacity.js'
+import { fairness } from './lib/fair.js'
 import { profile } from './lib/profile.js'
 import { roundTrips, roundTripTable } from './lib/roundtrips.js'
 import { sealMicro } from './lib/seal-micro.js'
@@ -227,8 +228,22 @@ async function launchPhase(phase: Phase, results: Results, record: (workload: st
     }
     const redisPids = [...(redis === undefined ? [] : [redis.pid]), ...(cluster?.nodes.map((n) => n.process.pid!) ?? [])]
     const pids = [...[...running.values()].map((s) => s.pid), ...redisPids]
+    // A ratio to bare Fastify means something only if bare answers what ours answers: a workload
+    // whose answers differ is not measured, and the run says why.
+    const unfair = new Set<string>()
+    const ours = running.get('ours')
+    const bare = running.get('bare')
+    if (ours !== undefined && bare !== undefined) {
+      for (const { workload, differences } of await fairness(phase, ours.base, bare.base, files)) {
+        if (differences.length === 0) continue
+        unfair.add(workload)
+        const reason = `bare does not answer what ours answers: ${differences.join('; ')}`
+        if (!results.skipped.some((s) => s.workload === workload && s.reason === reason)) results.skipped.push({ workload, reason })
+        console.log(`  [${phase.id}] ${workload}: not measured, ${reason}`)
+      }
+    }
     for (const workload of phase.workloads) {
-      if (!selected(phase, workload)) continue
+      if (!selected(phase, workload) || unfair.has(workload.id)) continue
       for (const [target, runs] of await measure(phase, workload, running, pids, results, redis?.pid)) record(workload.id, target, runs)
     }
     for (const [id, server] of running) {
