@@ -5,6 +5,7 @@
 // CLIs the tests start from dist/ (tsx's own output is whitespace-minified, which line coverage
 // cannot map back). Registered after tsx, this hook runs first and sees tsx's resolution.
 import { register } from 'node:module'
+import { basename } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 register('./built-hooks.mjs', import.meta.url)
@@ -18,11 +19,18 @@ register('./built-hooks.mjs', import.meta.url)
 // tap adds processinfo to every spawn through process-on-spawn's shared listener list; this listener
 // runs after it and takes it out again.
 const spawnHooks = globalThis[Symbol.for('process-on-spawn@*:singletonId')]
+
+/** npm or npx, or node running a script from node_modules. */
+const thirdParty = (args) => /^(npm|npx)$/.test(basename(args[0] ?? '')) || (args[0] === process.execPath && /[\\/]node_modules[\\/]/.test(args.find((a, i) => i > 0 && !a.startsWith('-')) ?? ''))
+
 if (spawnHooks !== undefined && process.env._TAPJS_PROCESSINFO_COVERAGE_ === '1') {
   const coverage = fileURLToPath(new URL('../.tap/coverage', import.meta.url))
   spawnHooks.listeners.push((child) => {
     const options = (child.env.NODE_OPTIONS ?? '').split(/\s+/).filter((o) => o !== '' && !o.includes('@tapjs/processinfo'))
-    const env = Object.fromEntries(Object.entries(child.env).filter(([k]) => !k.startsWith('_TAPJS_PROCESSINFO_')))
-    child.env = { ...env, NODE_OPTIONS: options.join(' '), NODE_V8_COVERAGE: child.env.NODE_V8_COVERAGE ?? coverage }
+    const env = Object.fromEntries(Object.entries(child.env).filter(([k]) => !k.startsWith('_TAPJS_PROCESSINFO_') && k !== 'NODE_V8_COVERAGE'))
+    child.env = { ...env, NODE_OPTIONS: options.join(' ') }
+    // Not for someone else's program (npm, a third-party MCP server from node_modules): V8's
+    // coverage slows it and writes megabytes that the report throws away.
+    if (!thirdParty(child.args)) child.env.NODE_V8_COVERAGE = coverage
   })
 }

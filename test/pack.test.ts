@@ -69,7 +69,7 @@ t.test('the packed tarball installs and runs without the dev dependencies', asyn
   await run('npm', ['init', '-y'], { cwd: app })
   const started = Date.now()
   // The dependencies come from the registry; the package itself from the tarball.
-  await run('npm', ['install', '--omit=dev', '--no-audit', '--no-fund', tarball], { cwd: app, maxBuffer: 16 << 20 })
+  await run('npm', ['install', '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline', tarball], { cwd: app, maxBuffer: 16 << 20 })
   t.comment(`npm install of the tarball: ${((Date.now() - started) / 1000).toFixed(1)} s`)
 
   writeFileSync(join(app, 'probe.mjs'), `
