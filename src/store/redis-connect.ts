@@ -1,5 +1,7 @@
+import { createRequire } from 'node:module'
 import type { ConnectionOptions } from 'node:tls'
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
+import type * as IORedis from 'ioredis'
+import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis'
 import type { StoreLimits } from './types.js'
 
 /**
@@ -82,6 +84,9 @@ export function hostPort(s: string): { host: string; port: number } {
  * under Sentinel to the new primary (asked from the Sentinels, which also announce a switch).
  */
 export function connect(target: RedisTarget): RedisConnections {
+  // ioredis is loaded by the first store that connects, not with the library: it costs ~150 ms of
+  // CPU at start, which a server on the memory store does not need to pay.
+  const { Cluster, Redis } = createRequire(import.meta.url)('ioredis') as typeof IORedis
   const forms = [target.url !== undefined, target.clusterNodes !== undefined, target.sentinels !== undefined].filter(Boolean).length
   if (forms !== 1) throw new Error('RedisStore: give exactly one of url, clusterNodes or sentinels')
   const tls = target.tls === true ? {} : target.tls === false ? undefined : target.tls

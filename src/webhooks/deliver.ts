@@ -1,4 +1,5 @@
-import { Agent, request, type Dispatcher } from 'undici'
+import { createRequire } from 'node:module'
+import type * as Undici from 'undici'
 import { checkUrl, guardedLookup, RefusedTarget } from './ssrf.js'
 import { signedHeaders } from './sign.js'
 
@@ -12,6 +13,11 @@ export interface AttemptResult {
   durationMs: number
 }
 
+// undici is loaded with the first delivery, not with the server: it costs ~150 ms of CPU at start,
+// and most servers never deliver a webhook.
+let undici: typeof Undici | undefined
+const loadUndici = (): typeof Undici => (undici ??= createRequire(import.meta.url)('undici') as typeof Undici)
+
 /** What is read of a receiver's answer before it is dropped: enough for a status line's worth. */
 const MAX_RESPONSE_BYTES = 4096
 
@@ -21,16 +27,20 @@ const MAX_RESPONSE_BYTES = 4096
  * `request` does not), so a 3xx is a failed attempt, not a way around the rules.
  */
 export class Sender {
-  readonly #guarded: Dispatcher
-  readonly #trusted: Dispatcher
+  #agents: { guarded: Undici.Dispatcher; trusted: Undici.Dispatcher } | undefined
 
   constructor(
     readonly allowedHosts: readonly string[],
     readonly timeoutMs: number
-  ) {
-    const common = { connections: 8, keepAliveTimeout: 10_000, connectTimeout: timeoutMs }
-    this.#guarded = new Agent({ ...common, connect: { lookup: guardedLookup, timeout: timeoutMs } })
-    this.#trusted = new Agent(common)
+  ) {}
+
+  /** The two agents, made at the first delivery. */
+  #dispatchers(): { guarded: Undici.Dispatcher; trusted: Undici.Dispatcher } {
+    if (this.#agents !== undefined) return this.#agents
+    const { Agent } = loadUndici()
+    const common = { connections: 8, keepAliveTimeout: 10_000, connectTimeout: this.timeoutMs }
+    this.#agents = { guarded: new Agent({ ...common, connect: { lookup: guardedLookup, timeout: this.timeoutMs } }), trusted: new Agent(common) }
+    return this.#agents
   }
 
   /** POST the signed body; never throws. */
@@ -40,11 +50,12 @@ export class Sender {
     try {
       // Checked again at every attempt: the allow-list or the rules may have changed since registration.
       const target = checkUrl(url, this.allowedHosts)
-      const res = await request(target.url, {
+      const agents = this.#dispatchers()
+      const res = await loadUndici().request(target.url, {
         method: 'POST',
         headers: { ...signedHeaders(secret, id, body), 'user-agent': 'mcp-pure-http-webhooks' },
         body,
-        dispatcher: target.allowed ? this.#trusted : this.#guarded,
+        dispatcher: target.allowed ? agents.trusted : agents.guarded,
         signal: AbortSignal.timeout(this.timeoutMs)
       })
       let read = 0
@@ -63,7 +74,8 @@ export class Sender {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.#guarded.close(), this.#trusted.close()])
+    const agents = this.#agents
+    if (agents !== undefined) await Promise.all([agents.guarded.close(), agents.trusted.close()])
   }
 }
 
