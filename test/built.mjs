@@ -4,9 +4,11 @@
 // and coverage is measured on the same compiled code, with tsc's source maps, as in the servers and
 // CLIs the tests start from dist/ (tsx's own output is whitespace-minified, which line coverage
 // cannot map back). Registered after tsx, this hook runs first and sees tsx's resolution.
+import { ChildProcess } from 'node:child_process'
 import { register } from 'node:module'
 import { basename } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { onExit } from 'signal-exit'
 
 register('./built-hooks.mjs', import.meta.url)
 
@@ -34,3 +36,21 @@ if (spawnHooks !== undefined && process.env._TAPJS_PROCESSINFO_COVERAGE_ === '1'
     if (!thirdParty(child.args)) child.env.NODE_V8_COVERAGE = coverage
   })
 }
+
+// A test file that ends early (tap's timeout, an uncaught error, a signal) skips the teardowns that
+// stop what it started: its servers, redis-server and nginx would outlive it, holding their ports.
+// Every child still running when this process exits, and not already told to stop, gets SIGTERM
+// (our servers, redis-server and nginx stop on it; a test that meant to stop a child did already).
+const running = new Set()
+const spawn = ChildProcess.prototype.spawn
+ChildProcess.prototype.spawn = function (...args) {
+  const result = spawn.apply(this, args)
+  if (this.pid !== undefined) {
+    running.add(this)
+    this.once('exit', () => running.delete(this))
+  }
+  return result
+}
+onExit(() => {
+  for (const child of running) if (!child.killed && child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+})
