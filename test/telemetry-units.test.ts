@@ -6,7 +6,11 @@ import { instruments } from '../src/telemetry/metrics.js'
 import { settleTelemetry, telemetryFromConfig, tracesWanted } from '../src/telemetry/options.js'
 import { errorType, observedStore } from '../src/telemetry/store.js'
 import { jsonRpcOperation, routeMethods } from '../src/telemetry/operation.js'
-import { observeDeliveries, reportDelivery } from '../src/webhooks/observe.js'
+import { observeDeliveries, reportDelivery, type DeliveryEvent } from '../src/webhooks/observe.js'
+import { observeWebhooks } from '../src/telemetry/webhooks.js'
+import { TaskLinks, spanContextOf } from '../src/telemetry/links.js'
+import { W3CTraceContextPropagator } from '@opentelemetry/core'
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
 import { otlpReceiver } from './otlp-receiver.js'
 
 t.test('what turns telemetry on', async (t) => {
@@ -126,6 +130,100 @@ t.test('a delivery observer that throws does not disturb the others', async (t) 
   stopGood()
   reportDelivery(event)
   t.same(heard, ['msg_1'], 'heard once, before it stopped listening')
+})
+
+t.test('a delivery span: the default port of its scheme, why it failed, and a task link only for a task it knows', async (t) => {
+  const exporter = new InMemorySpanExporter()
+  const tracer = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }).getTracer('test')
+  const counted: string[] = []
+  const m = { ...instruments(createNoopMeter()), webhookDeliveries: { add: (_n: number, a: Record<string, string>) => void counted.push(a['mcp_pure_http.webhook.outcome']!) } }
+  const tasks = new TaskLinks()
+  const known = { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), traceFlags: 1 }
+  tasks.set('task-known', known)
+  const stop = observeWebhooks(tracer, m as never, tasks)
+  t.teardown(stop)
+  const base: DeliveryEvent = { webhookId: 'wh', messageId: 'msg', attempt: 1, url: 'https://hooks.example/x', startedAt: 1_000, durationMs: 5, responseStatus: undefined, error: 'socket hang up', outcome: 'retrying', body: '{}' }
+  const task = (taskId: unknown) => JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tasks', params: { taskId } })
+  reportDelivery(base)
+  reportDelivery({ ...base, url: 'http://hooks.example/x', error: undefined, outcome: 'returned' })
+  reportDelivery({ ...base, url: 'http://hooks.example:8080/x', responseStatus: 200, error: undefined, outcome: 'delivered', body: task('task-known') })
+  reportDelivery({ ...base, responseStatus: 200, error: undefined, outcome: 'delivered', body: task('task-unknown') })
+  reportDelivery({ ...base, responseStatus: 200, error: undefined, outcome: 'delivered', body: task(42) })
+  const spans = exporter.getFinishedSpans()
+  t.same(spans.map((s) => s.attributes['server.port']), [443, 80, 8080, 443, 443], 'the port of the URL, else its scheme default')
+  t.same(spans.map((s) => s.attributes['error.type'] ?? null), ['_OTHER', '_OTHER', null, null, null], 'no answer and not a timeout: _OTHER')
+  t.same(spans.map((s) => s.status.message ?? null), ['socket hang up', null, null, null, null], 'the error as the status message, when there is one')
+  t.same(spans.map((s) => s.links.length), [0, 0, 1, 0, 0], 'linked only to a task call this instance saw')
+  t.same(spans[2]!.links[0]!.context, known)
+  t.same(counted, ['retrying', 'returned', 'delivered', 'delivered', 'delivered'])
+
+  // Metrics only (no traces): counted, no span.
+  stop()
+  const stopCounting = observeWebhooks(undefined, m as never, tasks)
+  t.teardown(stopCounting)
+  reportDelivery(base)
+  t.equal(exporter.getFinishedSpans().length, 5, 'no span without a tracer')
+  t.equal(counted.length, 6, 'but counted')
+})
+
+t.test('queue and task counters follow the calls that change them', async (t) => {
+  const added: Record<string, number> = {}
+  const counter = (name: string) => ({ add: (n: number) => void (added[name] = (added[name] ?? 0) + n) })
+  const m = { ...instruments(createNoopMeter()), notificationsQueued: counter('queued'), tasks: counter('tasks'), requestsQueued: counter('requests') }
+  let group: { id: string; notifications: unknown[] } | undefined
+  let n = 0
+  class MemoryLike {
+    async takeNotifications(): Promise<unknown> {
+      return group
+    }
+
+    async ackNotifications(_owner: string, _group: string): Promise<boolean> {
+      return true
+    }
+
+    async enqueueRequest(): Promise<void> {}
+
+    async completeRequest(_owner: string, id: string): Promise<boolean> {
+      return id === 'known'
+    }
+
+    async updateTask(_o: string, _id: string, _patch: object): Promise<unknown> {
+      return { n: ++n }
+    }
+  }
+  const store = observedStore(new MemoryLike(), undefined, m as never)
+  await store.takeNotifications()
+  await store.ackNotifications('me', 'g0')
+  t.same(added, {}, 'nothing handed out: nothing taken off')
+  for (let i = 0; i <= 10_000; i++) {
+    group = { id: `g${i}`, notifications: [1, 2] }
+    await store.takeNotifications()
+  }
+  await store.ackNotifications('me', 'g0')
+  await store.ackNotifications('me', 'g10000')
+  t.same(added, { queued: -2 }, 'the sizes of 10,000 groups are kept: the oldest is forgotten')
+  await store.updateTask('o', 't', { pollInterval: 5 })
+  t.same(added, { queued: -2 }, 'an update without a status counts no task')
+  await store.updateTask('o', 't', { status: 'completed' })
+  t.same(added, { queued: -2, tasks: 1 })
+  await store.enqueueRequest()
+  await store.completeRequest('o', 'unknown')
+  t.same(added, { queued: -2, tasks: 1, requests: 1 }, 'a response to no queued request takes nothing off')
+  await store.completeRequest('o', 'known')
+  t.same(added, { queued: -2, tasks: 1, requests: 0 })
+})
+
+t.test('task links: bounded, the oldest forgotten first; a traceparent that is not one links nothing', async (t) => {
+  const links = new TaskLinks(2)
+  const sc = (n: number) => ({ traceId: String(n).repeat(32), spanId: String(n).repeat(16), traceFlags: 1 })
+  links.set('a', sc(1))
+  links.set('b', sc(2))
+  links.set('c', sc(3))
+  t.same([links.get('a'), links.get('b'), links.get('c')], [undefined, sc(2), sc(3)])
+  const propagator = new W3CTraceContextPropagator()
+  t.match(spanContextOf(propagator, `00-${'1'.repeat(32)}-${'2'.repeat(16)}-01`), { traceId: '1'.repeat(32), spanId: '2'.repeat(16) })
+  t.equal(spanContextOf(propagator, 'not a traceparent'), undefined)
+  t.equal(spanContextOf(propagator, `00-${'0'.repeat(32)}-${'2'.repeat(16)}-01`), undefined, 'an all-zero trace id is invalid')
 })
 
 t.test('per-signal endpoints and encodings: each signal goes where and how its own variables say', async (t) => {

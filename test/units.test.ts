@@ -37,6 +37,7 @@ t.test('URI templates: level 1 and reserved expansion', async (t) => {
   t.same(reserved.match('file:///a/b/c.txt'), { path: 'a/b/c.txt' })
   t.equal(reserved.expand({ path: 'a/b c' }), 'file:///a/b%20c')
   t.equal(new UriTemplate('x:{a}.{b}').match('x:1.2')?.b, '2', 'literal dots are escaped')
+  t.equal(two.expand({ table: 'users' }), 'db://users/rows/', 'RFC 6570: an undefined variable expands to nothing')
   t.throws(() => new UriTemplate('x:{a}/{a}'), /appears twice/)
   t.throws(() => new UriTemplate('x:{?q}'), /only \{var\} and \{\+var\}/)
   t.throws(() => new UriTemplate('x:{a'), /only \{var\} and \{\+var\}/)
