@@ -25,6 +25,8 @@ t.test('what turns telemetry on', async (t) => {
   t.match(settleTelemetry(undefined, { OTEL_METRICS_EXPORTER: 'console, otlp' }), { traces: false, otlpMetrics: true })
   t.equal(settleTelemetry(undefined, { OTEL_METRICS_EXPORTER: 'otlp', OTEL_SDK_DISABLED: 'TRUE' }), undefined)
   t.same(telemetryFromConfig({ HOST: '0.0.0.0', MCP_METRICS: 'false', MCP_METRICS_PORT: 9464 }), {})
+  t.throws(() => settleTelemetry(true, { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' }), /OTEL_EXPORTER_OTLP_TRACES_PROTOCOL="grpc": this server exports OTLP over HTTP only/)
+  t.match(settleTelemetry(true, { OTEL_TRACES_EXPORTER: 'console', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' }), { traces: true }, 'console traces: no OTLP protocol to check')
   t.same(telemetryFromConfig({ HOST: '0.0.0.0', MCP_METRICS: 'true', MCP_METRICS_PORT: 0 }), { metrics: true })
   t.same(telemetryFromConfig({ HOST: '0.0.0.0', MCP_METRICS: 'true', MCP_METRICS_PORT: 9464 }), { metrics: { port: 9464, host: '0.0.0.0' } })
 })
