@@ -8,6 +8,7 @@ import { rejectsWithLimit } from './store-contract.js'
 import { copyOf } from '../src/core/results.js'
 import { McpServer } from '../src/core/mcp-server.js'
 import { coreContext } from './helper.js'
+import { evalScript, script } from '../src/store/redis-eval.js'
 
 t.test('JSON headers: plain, base64, and every way to get them wrong', async (t) => {
   t.equal(decodeJsonHeader('mcp-meta', undefined, 'object'), undefined)
@@ -250,4 +251,36 @@ t.test('a tool result returned as an object with an own __proto__ key (an upstre
   t.equal(out.isError, undefined, 'no isError through a prototype')
   t.equal(out.resultType, 'complete')
   t.same(out.content, [{ type: 'text', text: 'hi' }])
+})
+
+t.test('a Redis script: EVALSHA, EVAL only after NOSCRIPT, and every failure through the store\'s fail, thrown or rejected', async (t) => {
+  const s = script('return 1')
+  const fail = (err: unknown) => new Error(`store: ${(err as Error).message}`)
+  const client = (evalsha: () => Promise<unknown>, evaluate: () => Promise<unknown> = async () => 'evaluated') => {
+    const sent: string[] = []
+    const c = {
+      evalsha: (...args: unknown[]) => {
+        sent.push(`evalsha ${String(args[0])}`)
+        return evalsha()
+      },
+      eval: (...args: unknown[]) => {
+        sent.push(`eval ${String(args[0])}`)
+        return evaluate()
+      }
+    }
+    return { c: c as never, sent }
+  }
+  const ok = client(async () => 'cached')
+  t.equal(await evalScript(ok.c, s, ['k']), 'cached')
+  t.same(ok.sent, [`evalsha ${s.sha}`], 'the script by its SHA only')
+  const missing = client(() => Promise.reject(new Error('NOSCRIPT No matching script')))
+  t.equal(await evalScript(missing.c, s, ['k']), 'evaluated')
+  t.same(missing.sent, [`evalsha ${s.sha}`, 'eval return 1'], 'EVAL after NOSCRIPT')
+  await t.rejects(evalScript(client(() => Promise.reject(new Error('READONLY'))).c, s, ['k'], fail), { message: 'store: READONLY' }, 'another error: no EVAL')
+  const throwing = () => {
+    throw new Error('closed')
+  }
+  await t.rejects(evalScript(client(throwing).c, s, ['k'], fail), { message: 'store: closed' }, 'EVALSHA that throws: a rejection')
+  await t.rejects(evalScript(client(() => Promise.reject(new Error('NOSCRIPT x')), throwing).c, s, ['k'], fail), { message: 'store: closed' }, 'EVAL that throws')
+  await t.rejects(evalScript(client(() => Promise.reject(new Error('NOSCRIPT x')), () => Promise.reject(new Error('OOM'))).c, s, ['k'], fail), { message: 'store: OOM' }, 'EVAL that fails')
 })
