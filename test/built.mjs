@@ -51,6 +51,14 @@ ChildProcess.prototype.spawn = function (...args) {
   }
   return result
 }
-onExit(() => {
+onExit((_code, signal) => {
+  // At tap's timeout, say what was still open: a file whose tests all passed but whose process
+  // would not end (a client left connecting, a timer) is otherwise a bare "SIGALRM".
+  if (signal === 'SIGALRM') process.stderr.write(`still open when the file timed out: ${openHandles()}\n`)
   for (const child of running) if (!child.killed && child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
 })
+
+/** The kinds of what keeps this process alive (Timeout, TCPSocketWrap, ...), as Node lists them. */
+function openHandles() {
+  return process.getActiveResourcesInfo().filter((kind) => kind !== 'TTYWrap').join(', ')
+}

@@ -52,13 +52,17 @@ for (const end of ['exit', 'SIGALRM'] as const) {
       setInterval(() => {}, 1000)
       if (process.argv[2] === 'exit') setTimeout(() => process.exit(3), 200)`
     )
-    const parent = spawn(process.execPath, [`--import=${built}`, file, end], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const parent = spawn(process.execPath, [`--import=${built}`, file, end], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let err = ''
+    parent.stderr.on('data', (d: Buffer) => (err += String(d)))
     const [line] = (await once(parent.stdout, 'data')) as [Buffer]
     const pid = Number(String(line).trim())
     t.ok(alive(pid), 'the child runs')
     if (end === 'SIGALRM') parent.kill('SIGALRM')
     const [code, signal] = (await once(parent, 'exit')) as [number | null, string | null]
     t.same([code, signal], end === 'exit' ? [3, null] : [null, 'SIGALRM'])
+    if (end === 'SIGALRM') t.match(err, /still open when the file timed out: .*Timeout/, 'what kept it alive, at the timeout')
+    else t.equal(err, '', 'nothing to say on an exit')
     // Stopped by SIGTERM: gone once init has reaped it (a generous bound, not a timing claim).
     for (let i = 0; i < 600 && alive(pid); i++) await sleep(50)
     const left = alive(pid)
