@@ -186,6 +186,28 @@ t.test('log lines written while a span is active carry its trace_id and span_id;
   t.ok(outside !== undefined && !('trace_id' in outside), 'Fastify\'s line before the span starts has none')
 })
 
+t.test("a log line's fields never reach another line (pino merges them into the mixin's object)", async (t) => {
+  const receiver = await otlpReceiver()
+  t.teardown(() => receiver.close())
+  const lines: Record<string, unknown>[] = []
+  const app = await buildServer({
+    logger: { level: 'info', stream: { write: (line: string) => void lines.push(JSON.parse(line)) } } as never,
+    mcp: createDemoServer(),
+    telemetry: { traces: true, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } }
+  })
+  t.teardown(() => app.close())
+  app.log.info({ reason: 'one request\'s reason', tool: 'its tool' }, 'first line, outside any span')
+  app.log.info('second line')
+  await app.inject({ method: 'GET', url: '/tools' })
+  await app.inject({ method: 'GET', url: '/tools' })
+  const second = lines.find((l) => l.msg === 'second line')!
+  t.notOk('reason' in second || 'tool' in second, 'the next line has none of the first one\'s fields')
+  const incoming = lines.filter((l) => l.msg === 'incoming request')
+  t.equal(incoming.length, 2)
+  t.notOk('responseTime' in incoming[1]! || 'reason' in incoming[1]!, "the second request's first line has nothing of the first request's lines")
+  t.not((incoming[1]!.req as { id?: unknown } | undefined)?.id ?? incoming[1]!.reqId, incoming[0]!.reqId, 'and its own request id')
+})
+
 t.test('a session names its span (mcp.session.id)', async (t) => {
   const receiver = await otlpReceiver()
   t.teardown(() => receiver.close())

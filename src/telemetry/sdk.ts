@@ -23,7 +23,6 @@ import { observeWebhooks } from './webhooks.js'
 
 const SCOPE = 'mcp-pure-http'
 let contextManager = false
-const NONE: Record<string, string> = {}
 
 /**
  * The OpenTelemetry SDK of one server: a tracer provider exporting as `OTEL_TRACES_EXPORTER` says,
@@ -77,7 +76,10 @@ export function createObserver(settled: SettledTelemetry): Observer {
     },
     logFields() {
       const sc = trace.getSpan(context.active())?.spanContext()
-      return sc === undefined ? NONE : { trace_id: sc.traceId, span_id: sc.spanId, trace_flags: `0${sc.traceFlags.toString(16)}` }
+      // A new object every line, never a shared one: pino merges the line's own fields into what the
+      // mixin returns (Object.assign), so a shared `{}` collected every line's fields and handed them
+      // to every later line (another request's reason, tool or principal).
+      return sc === undefined ? {} : { trace_id: sc.traceId, span_id: sc.spanId, trace_flags: `0${sc.traceFlags.toString(16)}` }
     },
     serveMetrics(app: FastifyInstance) {
       if (settled.metrics !== true) return
