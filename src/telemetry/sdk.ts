@@ -74,7 +74,7 @@ export function createObserver(settled: SettledTelemetry): Observer {
       observeCore(mcp, propagator, kit.tasks)
       requestHooks(fastify, mcp, kit)
     },
-    logFields() {
+    logFields(): Record<string, string> {
       const sc = trace.getSpan(context.active())?.spanContext()
       // A new object every line, never a shared one: pino merges the line's own fields into what the
       // mixin returns (Object.assign), so a shared `{}` collected every line's fields and handed them
