@@ -36,6 +36,7 @@ export const ConfigSchema = Type.Object({
   ),
   MCP_STATE_TTL_MS: Int(1000, 7 * 86_400_000, 15 * 60_000, 'How long a requestState stays valid.'),
   MCP_MAX_REQUEST_MS: Int(1, 3_600_000, 30_000, 'Time a request may take before long work returns a resumable part.'),
+  MCP_TASK_LEASE_MS: Int(100, 86_400_000, 60_000, 'A running task is reported failed when its instance has not renewed it for this long (it died).'),
   MCP_CACHE_SCOPE: Type.Union([Type.Literal('private'), Type.Literal('public')], {
     default: 'private',
     description: 'cacheScope of lists, reads and discover.'

@@ -28,6 +28,7 @@ export function serverOptionsFromConfig(config: Config): Omit<McpServerOptions, 
     cacheHints: { ttlMs: config.MCP_CACHE_TTL_MS, cacheScope: config.MCP_CACHE_SCOPE },
     stateTtlMs: config.MCP_STATE_TTL_MS,
     maxRequestMs: config.MCP_MAX_REQUEST_MS,
+    taskLeaseMs: config.MCP_TASK_LEASE_MS,
     ...(config.MCP_STATE_KEYS === undefined ? {} : { stateKeys: config.MCP_STATE_KEYS })
   }
 }

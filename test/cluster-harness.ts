@@ -82,7 +82,13 @@ async function waitFor(url: string, what: string, proc: ChildProcess, log: () =>
  * `node <args>`) sharing it (and one MCP_STATE_KEYS), and nginx round-robin in front, all on free
  * loopback ports. Fails loudly when redis-server or nginx is missing.
  */
-export async function startCluster(count = 3, store: 'redis' | 'redis-cluster' = 'redis', args: readonly string[] = [main]): Promise<Cluster> {
+export async function startCluster(
+  count = 3,
+  store: 'redis' | 'redis-cluster' = 'redis',
+  args: readonly string[] = [main],
+  /** More settings of every instance. */
+  env: Record<string, string> = {}
+): Promise<Cluster> {
   const nginxBin = prerequisite('nginx')
   const single = store === 'redis' ? await startRedis() : undefined
   const multi = single === undefined ? await startRedisCluster() : undefined
@@ -132,7 +138,8 @@ export async function startCluster(count = 3, store: 'redis' | 'redis-cluster' =
           MCP_ALLOWED_HOSTS: `127.0.0.1:${nginxPort}`,
           MCP_TRUST_PROXY: '127.0.0.1',
           // A retry after an instance died runs again once the dead instance's claim lapses.
-          MCP_IDEMPOTENCY_LEASE_MS: '2000'
+          MCP_IDEMPOTENCY_LEASE_MS: '2000',
+          ...env
         },
         stdio: ['ignore', 'pipe', 'pipe']
       })

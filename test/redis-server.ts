@@ -37,15 +37,25 @@ export interface RedisServer {
   url: string
   port: number
   process: ChildProcess
+  /** Its data directory (the append-only file, with `persist`). */
+  dir: string
   stop(): Promise<void>
 }
 
-/** A throw-away redis-server on a free loopback port: no persistence, its own temp dir. */
-export async function startRedis(): Promise<RedisServer> {
+export interface RedisOptions {
+  /** Every write in an append-only file, synced before it is answered: a `kill -9` loses nothing. */
+  persist?: boolean
+  /** Start again where a killed one was (its port and directory: `persist` brings its data back). */
+  after?: RedisServer
+}
+
+/** A throw-away redis-server on a free loopback port: no persistence unless asked, its own temp dir. */
+export async function startRedis(options: RedisOptions = {}): Promise<RedisServer> {
   const bin = prerequisite('redis-server')
-  const port = await freePort()
-  const dir = mkdtempSync(join(tmpdir(), 'mcp-redis-'))
-  const child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
+  const port = options.after?.port ?? (await freePort())
+  const dir = options.after?.dir ?? mkdtempSync(join(tmpdir(), 'mcp-redis-'))
+  const aof = options.persist === true ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']
+  const child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...aof, '--dir', dir], {
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let out = ''
@@ -67,6 +77,7 @@ export async function startRedis(): Promise<RedisServer> {
     url: `redis://127.0.0.1:${port}`,
     port,
     process: child,
+    dir,
     async stop() {
       // A process killed by a signal has no exit code, only a signal code: it is gone all the same.
       if (child.exitCode === null && child.signalCode === null) {

@@ -1,5 +1,6 @@
 // Past ~8 KB on purpose: one method per MCP step, so that the whole protocol surface is read in one
 // place; the logic of each step lives in the module it calls (lifecycle, tools, messages, tasks, ...).
+import { TaskLeases } from '../tasks/leases.js'
 import { queueOutlet } from '../messaging/notify.js'
 import type { Era } from '../protocol.js'
 import type { Implementation } from '../schema/common.js'
@@ -48,6 +49,8 @@ export class McpServer extends Registry {
   readonly maxRequestMs: number
   /** Running calls and tasks by owner and id, for notifications/cancelled and tasks/cancel on any instance. */
   readonly cancellations: Cancellations
+  /** Leases of the tasks running here: a task whose instance dies is reported failed, not left working. */
+  readonly taskLeases: TaskLeases
   /** Notifications of a call queued on its connection (`GET /notifications`). */
   readonly queue: Outlet
   /** Notifications and server-to-client requests outside a call's answer. */
@@ -72,6 +75,7 @@ export class McpServer extends Registry {
     this.answerTimeoutMs = options.answerTimeoutMs ?? 300_000
     this.maxRequestMs = options.maxRequestMs ?? 30_000
     this.cancellations = new Cancellations(() => this.store)
+    this.taskLeases = new TaskLeases(() => this.store, options.taskLeaseMs ?? 60_000)
     this.queue = queueOutlet(() => this.store)
     this.messages = new Messages(() => this.store)
     this.tasks = new Tasks(() => this.store)

@@ -27,6 +27,12 @@ export interface McpServerOptions {
   store?: Store
   /** How long a legacy-era question waits on `/requests` for the client's answer (default 5 minutes). */
   answerTimeoutMs?: number
+  /**
+   * How long a running task's instance vouches for it between renewals (every third of it; default
+   * 60 s): a task still running a lease after its instance died is reported failed. Far longer than
+   * the instances' clock skew, and than a store outage you want tasks to outlive.
+   */
+  taskLeaseMs?: number
   /** The time a request may take before long work should return a resumable part (`ctx.deadline`; default 30 s). */
   maxRequestMs?: number
 }

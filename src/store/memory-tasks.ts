@@ -170,6 +170,14 @@ export class MemoryTasks implements TaskStore {
     return taken
   }
 
+  async renewTask(owner: string, taskId: string, leaseUntil: number): Promise<boolean> {
+    const t = this.#get(owner, taskId)
+    if (t === undefined || TERMINAL.has(t.record.status)) return false
+    t.record.leaseUntil = leaseUntil
+    t.view = undefined
+    return true
+  }
+
   awaitTaskAnswers(owner: string, taskId: string, keys: readonly string[], signal: AbortSignal): Promise<Record<string, Record<string, unknown>>> {
     return new Promise((resolve, reject) => {
       const check = () => {

@@ -270,6 +270,10 @@ export class MemoryStore implements Store {
     return this.#tasks.answerTask(owner, taskId, responses)
   }
 
+  renewTask(owner: string, taskId: string, leaseUntil: number): Promise<boolean> {
+    return this.#tasks.renewTask(owner, taskId, leaseUntil)
+  }
+
   awaitTaskAnswers(owner: string, taskId: string, keys: readonly string[], signal: AbortSignal): Promise<Record<string, Record<string, unknown>>> {
     return this.#tasks.awaitTaskAnswers(owner, taskId, keys, signal)
   }

@@ -49,6 +49,12 @@ export interface TaskRecord {
   error?: { code: number; message: string; data?: unknown }
   /** The client asked for notifications/tasks about this task. */
   notify?: boolean
+  /**
+   * Until when (ms since the epoch) the instance running it vouches that it is alive: it renews the
+   * lease while the work runs (`TaskStore.renewTask`). A task still running past it lost its instance
+   * and is reported failed. Absent: no lease (never lapses). Store-only, like `notify`.
+   */
+  leaseUntil?: number
 }
 
 /**

@@ -52,6 +52,7 @@ export function taskText([fields, inputs]: [string[], string[]]): TaskText {
   let status = 'working'
   let pollIntervalMs = 0
   let asking = false
+  let leaseUntil: number | undefined
   for (let i = 0; i < fields.length; i += 2) {
     const k = fields[i]!
     const v = fields[i + 1]!
@@ -60,6 +61,10 @@ export function taskText([fields, inputs]: [string[], string[]]): TaskText {
       continue
     }
     if (k === 'notify') continue
+    if (k === 'leaseUntil') {
+      leaseUntil = JSON.parse(v) as number
+      continue
+    }
     if (k === 'status') status = JSON.parse(v) as string
     else if (k === 'pollIntervalMs') pollIntervalMs = JSON.parse(v) as number
     json += `,${JSON.stringify(k)}:${v}`
@@ -69,5 +74,7 @@ export function taskText([fields, inputs]: [string[], string[]]): TaskText {
     for (let i = 0; i < inputs.length; i += 2) json += `${i === 0 ? '' : ','}${JSON.stringify(inputs[i])}:${inputs[i + 1]}`
     json += '}'
   }
-  return { status: status as TaskText['status'], pollIntervalMs, json: `${json}}` }
+  const text: TaskText = { status: status as TaskText['status'], pollIntervalMs, json: `${json}}` }
+  if (leaseUntil !== undefined) text.leaseUntil = leaseUntil
+  return text
 }

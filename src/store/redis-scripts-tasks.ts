@@ -92,6 +92,14 @@ wake(K)
 return taken
 `),
 
+  /** K task, A(1) lease (JSON): extend a running task's lease, lastUpdatedAt untouched; 1 when it runs. */
+  mcpRenewTask: script(`
+local status = redis.call('HGET', K, 'status')
+if not status or TERMINAL[status] then return 0 end
+redis.call('HSET', K, 'leaseUntil', A(1))
+return 1
+`),
+
   /** K task, then the keys: their answers (taken), 0 while some are missing, -1 when the task is gone. */
   mcpTakeTaskAnswers: script(`
 if redis.call('EXISTS', K) == 0 then return -1 end

@@ -105,6 +105,10 @@ export class RedisTasks {
     return ((await this.#r.write('mcpAnswerTask', key, stamp, ...answerArgs(responses))) as string[] | null) ?? undefined
   }
 
+  async renewTask(owner: string, taskId: string, leaseUntil: number): Promise<boolean> {
+    return (await this.#r.run('mcpRenewTask', this.#r.record('t', owner, taskId).key, JSON.stringify(leaseUntil))) === 1
+  }
+
   /** Waits on the task's wake-up channel (see `mcpAnswerTask`). */
   awaitTaskAnswers(owner: string, taskId: string, keys: readonly string[], signal: AbortSignal): Promise<Record<string, Record<string, unknown>>> {
     const { key, channel } = this.#r.record('t', owner, taskId)

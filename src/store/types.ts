@@ -82,6 +82,8 @@ export interface Signals {
 /** A task's wire form as text (see {@link TaskStore.getTaskText}). */
 export interface TaskText {
   status: TaskRecord['status']
+  /** The task's lease, when it has one (see {@link TaskRecord.leaseUntil}). */
+  leaseUntil?: number
   pollIntervalMs: number
   json: string
 }
@@ -123,6 +125,11 @@ export interface TaskStore {
    * is `working` again. Resolves the keys taken, or undefined when the task is unknown.
    */
   answerTask(owner: string, taskId: string, responses: Record<string, Record<string, unknown>>): Promise<string[] | undefined>
+  /**
+   * Extend a running task's lease (`leaseUntil`) without changing what clients see (`lastUpdatedAt`
+   * stays). Resolves false when the task is unknown or finished.
+   */
+  renewTask(owner: string, taskId: string, leaseUntil: number): Promise<boolean>
   /** Wait until every key is answered; resolves the answers (taken: each is handed out once). */
   awaitTaskAnswers(owner: string, taskId: string, keys: readonly string[], signal: AbortSignal): Promise<Record<string, Record<string, unknown>>>
 }

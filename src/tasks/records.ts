@@ -55,7 +55,7 @@ export function createTaskResult(t: TaskRecord): Record<string, unknown> {
 
 /** The DetailedTask of tasks/get and notifications/tasks: the task with its result, error or input requests. */
 export function detailedTask(t: TaskRecord): Record<string, unknown> {
-  const { notify: _notify, ...wire } = t
+  const { notify: _notify, leaseUntil: _lease, ...wire } = t
   return wire
 }
 

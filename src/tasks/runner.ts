@@ -8,14 +8,39 @@ import { toOutcome } from '../mrtr/outcome.js'
 import type { Mailbox, TaskRecord, TaskStore } from '../store/types.js'
 import { requireCapabilities } from '../messaging/notify.js'
 import { changeTask, newTaskId, type TaskContext, type TaskOptions } from './records.js'
+import type { TaskLeases } from './leases.js'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { NotReplicated, StoreUnavailable } from '../store/store-errors.js'
 
 export { TASKS_CAPABILITY, TASKS_EXTENSION, clientTakesTasks, createTaskResult, detailedTask } from './records.js'
 export type { TaskContext, TaskOptions } from './records.js'
 
-/** What running a task needs of the server: the store's task and mailbox roles, and cancellation. */
+/** What running a task needs of the server: the store's task and mailbox roles, cancellation, leases. */
 export interface TaskServices {
   readonly store: TaskStore & Mailbox
   readonly cancellations: Cancellations
+  readonly taskLeases: TaskLeases
+}
+
+/** A store that does not answer for now (down, failing over, not replicated yet): worth trying again. */
+const outage = (err: unknown): boolean => err instanceof StoreUnavailable || err instanceof NotReplicated
+
+/**
+ * `write` until the store takes it, again after 0.1 s, 0.2 s ... at most 5 s apart while the store does
+ * not answer, until `deadline` (the task's expiry: after it nobody can read the task anyway). Other
+ * errors at once. What a task must record (its questions, its end) survives a store outage this way.
+ */
+async function persistently<T>(write: () => Promise<T>, deadline: number, log: CallContext['log'], taskId: string): Promise<T> {
+  for (let delay = 100, told = false; ; delay = Math.min(2 * delay, 5000)) {
+    try {
+      return await write()
+    } catch (err) {
+      if (!outage(err) || Date.now() + delay >= deadline) throw err
+      if (!told) log.warn({ err, task: taskId }, 'task: the store does not answer; trying again until it does')
+      told = true
+      await sleep(delay, undefined, { ref: false })
+    }
+  }
 }
 
 type Update = (patch: Partial<TaskRecord>) => Promise<void>
@@ -72,7 +97,8 @@ export function startTask<T>(
     lastUpdatedAt: now,
     ttlMs: options.ttlMs,
     pollIntervalMs: options.pollIntervalMs,
-    notify: options.notify
+    notify: options.notify,
+    leaseUntil: svc.taskLeases.until()
   }
   let created: Promise<void>
   try {
@@ -99,9 +125,16 @@ function runTask<T>(
   finish: (value: T, ctx: CallContext & TaskContext) => Record<string, unknown>
 ): void {
   const { store } = svc
-  const update: Update = (patch) => changeTask(store, owner, task.taskId, patch)
-  const taskCtx = new TaskCallContext(from, task.taskId, update)
+  const deadline = Date.parse(task.createdAt) + task.ttlMs
+  // What must be recorded (questions, the end) is written until the store takes it; what only
+  // informs (progress, status messages) is dropped while the store does not answer: the work goes on.
+  const record: Update = (patch) => persistently(() => changeTask(store, owner, task.taskId, patch), deadline, taskCtx.log, task.taskId)
+  const inform: Update = (patch) => changeTask(store, owner, task.taskId, patch).catch((err: unknown) => {
+    if (!outage(err)) throw err
+  })
+  const taskCtx = new TaskCallContext(from, task.taskId, inform)
   const release = svc.cancellations.track(owner, `task:${task.taskId}`, taskCtx, 'The task was cancelled')
+  const unlease = svc.taskLeases.hold(owner, task.taskId)
   let rounds = 0
   const ask = async (questions: Map<string, Question<unknown>>): Promise<Record<string, Record<string, unknown>>> => {
     // Keys are unique over the task's life (the extension requires it): the round prefixes them.
@@ -110,8 +143,8 @@ function runTask<T>(
     const round = ++rounds
     const keys = new Map([...questions.keys()].map((k) => [`${round}.${k}`, k]))
     const inputRequests = Object.fromEntries([...keys].map(([wire, k]) => [wire, questions.get(k)!.request]))
-    await update({ status: 'input_required', inputRequests })
-    const answers = await store.awaitTaskAnswers(owner, task.taskId, [...keys.keys()], taskCtx.signal)
+    await record({ status: 'input_required', inputRequests })
+    const answers = await persistently(() => store.awaitTaskAnswers(owner, task.taskId, [...keys.keys()], taskCtx.signal), deadline, taskCtx.log, task.taskId)
     return Object.fromEntries([...keys].map(([wire, k]) => [k, answers[wire]!]))
   }
   // A handler called again (after a hand-rolled input_required) replays its earlier asks: the same
@@ -140,23 +173,24 @@ function runTask<T>(
         position = 0
         out = await work(taskCtx)
       }
-      await update({ status: 'completed', result: finish(out, taskCtx) })
+      await record({ status: 'completed', result: finish(out, taskCtx) })
     } catch (err) {
       const wire = wireErrorOf(err)
       if (taskCtx.signal.aborted) {
-        await update({ status: 'cancelled', statusMessage: String((taskCtx.signal.reason as Error).message) })
+        await record({ status: 'cancelled', statusMessage: String((taskCtx.signal.reason as Error).message) })
       } else if (wire !== undefined) {
-        await update({ status: 'failed', error: wire.toJSON() as TaskRecord['error'] & object, statusMessage: wire.message })
+        await record({ status: 'failed', error: wire.toJSON() as TaskRecord['error'] & object, statusMessage: wire.message })
       } else if (err instanceof ConfigurationError) {
         taskCtx.log.error({ err, task: task.taskId }, 'task misuses the library')
-        await update({ status: 'failed', error: { code: -32603, message: 'Internal error' } })
+        await record({ status: 'failed', error: { code: -32603, message: 'Internal error' } })
       } else {
         // A tool that fails is a completed task with an isError result, as a direct call would be.
         const text = messageOf(err)
-        await update({ status: 'completed', result: { content: [{ type: 'text', text }], isError: true } })
+        await record({ status: 'completed', result: { content: [{ type: 'text', text }], isError: true } })
       }
     } finally {
       release()
+      unlease()
     }
   })().catch((err: unknown) => taskCtx.log.error({ err, task: task.taskId }, 'could not record the end of a task'))
 }

@@ -1,7 +1,7 @@
 import type { RequestContext } from '../core/request-context.js'
 import { errors } from '../errors.js'
 import { askedOf, checkResponse } from '../mrtr/responses.js'
-import type { Mailbox, Signals, TaskRecord, TaskStore } from '../store/types.js'
+import { TERMINAL, type Mailbox, type Signals, type TaskRecord, type TaskStore } from '../store/types.js'
 import { changeTask } from './records.js'
 import { TASKS_CAPABILITY, TASKS_EXTENSION, clientTakesTasks } from './runner.js'
 import { ownValue } from '../core/json-limits.js'
@@ -14,10 +14,14 @@ import { isThenable, type MaybePromise } from '../core/maybe-promise.js'
  */
 export const unknownTask = (taskId: string) => errors.notFound(`Unknown task: ${taskId.slice(0, 128)}`)
 
-/** tasks/get: the task record (see `detailedTask` for its wire form); at once when the store answers at once. */
-export function findTask(store: TaskStore & Signals, owner: string, taskId: string): MaybePromise<TaskRecord> {
+/**
+ * tasks/get: the task record (see `detailedTask` for its wire form); at once when the store answers at
+ * once. A task whose lease lapsed (see {@link lapsed}) is failed first, and read again.
+ */
+export function findTask(store: TaskStore & Mailbox & Signals, owner: string, taskId: string): MaybePromise<TaskRecord> {
   const task = store.getTask(owner, taskId)
-  return isThenable(task) ? Promise.resolve(task).then((t) => found(t, taskId)) : found(task, taskId)
+  if (isThenable(task)) return Promise.resolve(task).then((t) => (t !== undefined && lapsed(t) ? failLapsed(store, owner, taskId) : found(t, taskId)))
+  return task !== undefined && lapsed(task) ? failLapsed(store, owner, taskId) : found(task, taskId)
 }
 
 function found(task: TaskRecord | undefined, taskId: string): TaskRecord {
@@ -25,12 +29,30 @@ function found(task: TaskRecord | undefined, taskId: string): TaskRecord {
   return task
 }
 
+/** How a task that lost the instance running it ends (see {@link lapsed}). */
+export const INSTANCE_LOST = { code: -32603, message: 'The server instance running this task stopped before it finished' } as const
+
+/**
+ * A task still running past its lease: the instance running it stopped renewing it (it died, or has
+ * not reached the store for a whole lease), so nothing will finish it. Instances' clocks are compared:
+ * the lease (60 s by default) must be far longer than their skew.
+ */
+export function lapsed(task: { status: TaskRecord['status']; leaseUntil?: number }, now = Date.now()): boolean {
+  return task.leaseUntil !== undefined && task.leaseUntil < now && !TERMINAL.has(task.status)
+}
+
+/** Fail a task whose lease lapsed, saying why (notifying as any change does), and read it again. */
+export async function failLapsed(store: TaskStore & Mailbox & Signals, owner: string, taskId: string): Promise<TaskRecord> {
+  await changeTask(store, owner, taskId, { status: 'failed', statusMessage: INSTANCE_LOST.message, error: { ...INSTANCE_LOST }, inputRequests: undefined })
+  return found(await store.getTask(owner, taskId), taskId)
+}
+
 /**
  * tasks/update: answers to the task's outstanding `inputRequests`, each checked against its question
  * (400 -32602 naming the key); keys that name no outstanding request are ignored, and a partial
  * answer leaves the task `input_required` with the rest.
  */
-export async function answerTask(store: TaskStore & Signals, owner: string, taskId: string, inputResponses: Record<string, Record<string, unknown>>): Promise<void> {
+export async function answerTask(store: TaskStore & Mailbox & Signals, owner: string, taskId: string, inputResponses: Record<string, Record<string, unknown>>): Promise<void> {
   const task = await findTask(store, owner, taskId)
   const outstanding = task.inputRequests ?? {}
   const answers: Record<string, Record<string, unknown>> = {}
