@@ -66,6 +66,50 @@ t.test('a Redis that hangs, then is gone: fast 503s in our words on both faces',
   await t.rejects(store.ping(), StoreUnavailable, 'readiness fails with the same error')
 })
 
+t.test('webhooks with the store down: 503 with Retry-After in our words, like every other route', async (t) => {
+  const redis = await startRedis()
+  t.teardown(async () => {
+    redis.process.kill('SIGCONT')
+    await redis.stop()
+  })
+  const store = new RedisStore({ url: redis.url, prefix: 'outage-wh:', commandTimeoutMs: 300 })
+  t.teardown(() => store.close())
+  const mcp = new McpServer({ name: 't', version: '1', store })
+  // A public literal: registered without DNS; nothing is ever delivered (no notification arises).
+  const { app } = await build(t, { mcp, webhooks: { pollMs: 60_000 } })
+  const made = await call(app, { method: 'POST', url: '/webhooks', payload: { url: 'https://93.184.216.34/hook' } })
+  t.equal(made.status, 201, 'registered while Redis answers')
+  const id = made.body.id as string
+  const calls: Record<string, () => ReturnType<typeof call>> = {
+    register: () => call(app, { method: 'POST', url: '/webhooks', payload: { url: 'https://93.184.216.34/other' } }),
+    list: () => call(app, { url: '/webhooks' }),
+    get: () => call(app, { url: `/webhooks/${id}` }),
+    deliveries: () => call(app, { url: `/webhooks/${id}/deliveries` }),
+    delete: () => call(app, { method: 'DELETE', url: `/webhooks/${id}` })
+  }
+  const expectDown = async (state: string) => {
+    for (const [name, c] of Object.entries(calls)) {
+      const res = await c()
+      t.equal(res.status, 503, `${state}: ${name} is 503`)
+      t.same(res.body, UNAVAILABLE, `${state}: ${name} says so in our words`)
+      t.equal(res.headers['retry-after'], '1', `${state}: ${name} has Retry-After`)
+      t.notMatch(res.raw, DRIVER, `${state}: no driver text on the wire (${name})`)
+    }
+  }
+  redis.process.kill('SIGSTOP')
+  await expectDown('hanging')
+  redis.process.kill('SIGCONT')
+  let back = 0
+  for (let i = 0; i < 100 && back !== 200; i++) {
+    // Not get: the delete sent while Redis hung runs once it wakes (the reply timed out, not the command).
+    back = (await calls.list()).status
+    if (back !== 200) await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  t.equal(back, 200, 'answers again once Redis does')
+  await redis.stop()
+  await expectDown('gone')
+})
+
 t.test('storeFailure: what the driver throws, as our errors', async (t) => {
   const reply = (message: string) => Object.assign(new Error(message), { name: 'ReplyError' })
   t.ok(storeFailure(new Error('Connection is closed.')) instanceof StoreUnavailable, 'a lost connection')

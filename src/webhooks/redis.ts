@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Cluster, Redis } from 'ioredis'
-import { ownerTag } from '../store/redis-core.js'
+import { ownerTag, storeFailure } from '../store/redis-core.js'
 import { evalScript, script, type Script } from '../store/redis-eval.js'
 import { WEBHOOK_SCRIPTS, type WebhookScript } from './redis-scripts.js'
 import type { ClaimedDelivery, DeliveryAttempt, PendingDelivery, PendingLimits, WebhookRecord, WebhookStore } from './types.js'
@@ -32,6 +32,17 @@ export class RedisWebhookStore implements WebhookStore {
     this.#index = `${prefix}{wh}:owners`
   }
 
+  /**
+   * Every method goes through here: what the driver throws becomes our store error (storeFailure,
+   * as in RedisStore), so Redis not answering is a 503 with Retry-After on the routes, like every
+   * other route's, never a 500 that hides it.
+   */
+  #guard<T>(send: () => Promise<T>): Promise<T> {
+    return send().then(undefined, (err: unknown) => {
+      throw storeFailure(err)
+    })
+  }
+
   #run(name: WebhookScript, ...args: (string | number)[]): Promise<unknown> {
     return evalScript(this.redis, LOADED[name], args)
   }
@@ -45,84 +56,102 @@ export class RedisWebhookStore implements WebhookStore {
     return [`${tag}:due`, `${tag}:msgs`, `${tag}:leases`, `${tag}:bytes`]
   }
 
-  async addWebhook(hook: WebhookRecord, max: number): Promise<boolean> {
-    if ((await this.#run('whAdd', this.#hooks(hook.owner), hook.id, JSON.stringify(hook), max)) !== 1) return false
-    await this.redis.hset(this.#index, hook.id, hook.owner)
-    return true
+  addWebhook(hook: WebhookRecord, max: number): Promise<boolean> {
+    return this.#guard(async () => {
+      if ((await this.#run('whAdd', this.#hooks(hook.owner), hook.id, JSON.stringify(hook), max)) !== 1) return false
+      await this.redis.hset(this.#index, hook.id, hook.owner)
+      return true
+    })
   }
 
-  async owners(): Promise<string[]> {
-    return [...new Set(await this.redis.hvals(this.#index))]
+  owners(): Promise<string[]> {
+    return this.#guard(async () => [...new Set(await this.redis.hvals(this.#index))])
   }
 
-  async webhooks(owner: string): Promise<WebhookRecord[]> {
-    const all = (await this.redis.hvals(this.#hooks(owner))).map((raw) => JSON.parse(raw) as WebhookRecord)
-    return all.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id))
+  webhooks(owner: string): Promise<WebhookRecord[]> {
+    return this.#guard(async () => {
+      const all = (await this.redis.hvals(this.#hooks(owner))).map((raw) => JSON.parse(raw) as WebhookRecord)
+      return all.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id))
+    })
   }
 
-  async webhook(owner: string, id: string): Promise<WebhookRecord | undefined> {
-    const raw = await this.redis.hget(this.#hooks(owner), id)
-    return raw === null ? undefined : (JSON.parse(raw) as WebhookRecord)
+  webhook(owner: string, id: string): Promise<WebhookRecord | undefined> {
+    return this.#guard(async () => {
+      const raw = await this.redis.hget(this.#hooks(owner), id)
+      return raw === null ? undefined : (JSON.parse(raw) as WebhookRecord)
+    })
   }
 
-  async removeWebhook(owner: string, id: string): Promise<PendingDelivery[] | undefined> {
-    if ((await this.redis.hdel(this.#hooks(owner), id)) === 0) return undefined
-    const pending = await this.drain(id)
-    await this.redis.del(`${this.prefix}{wh:${id}}:log`)
-    await this.redis.multi().zrem(this.#sched, id).hdel(this.#gen, id).hdel(this.#index, id).exec()
-    return pending
+  removeWebhook(owner: string, id: string): Promise<PendingDelivery[] | undefined> {
+    return this.#guard(async () => {
+      if ((await this.redis.hdel(this.#hooks(owner), id)) === 0) return undefined
+      const pending = await this.drain(id)
+      await this.redis.del(`${this.prefix}{wh:${id}}:log`)
+      await this.redis.multi().zrem(this.#sched, id).hdel(this.#gen, id).hdel(this.#index, id).exec()
+      return pending
+    })
   }
 
-  async settle(owner: string, id: string, ok: boolean, disableAfter: number, reason: string): Promise<WebhookRecord | undefined> {
-    const raw = (await this.#run('whSettle', this.#hooks(owner), id, ok ? 1 : 0, disableAfter, reason, new Date().toISOString())) as string | null
-    return raw === null ? undefined : (JSON.parse(raw) as WebhookRecord)
+  settle(owner: string, id: string, ok: boolean, disableAfter: number, reason: string): Promise<WebhookRecord | undefined> {
+    return this.#guard(async () => {
+      const raw = (await this.#run('whSettle', this.#hooks(owner), id, ok ? 1 : 0, disableAfter, reason, new Date().toISOString())) as string | null
+      return raw === null ? undefined : (JSON.parse(raw) as WebhookRecord)
+    })
   }
 
-  async enqueue(d: PendingDelivery, limits: PendingLimits): Promise<boolean> {
-    const [due, msgs, , bytes] = this.#keys(d.webhookId)
-    const size = Buffer.byteLength(d.body)
-    const ok = await this.#run('whEnqueue', due, msgs, bytes, d.id, JSON.stringify(d), d.createdAt, size, limits.maxPending, limits.maxPendingBytes)
-    if (ok !== 1) return false
-    await this.#run('whSchedule', this.#sched, this.#gen, d.webhookId, d.createdAt)
-    return true
+  enqueue(d: PendingDelivery, limits: PendingLimits): Promise<boolean> {
+    return this.#guard(async () => {
+      const [due, msgs, , bytes] = this.#keys(d.webhookId)
+      const size = Buffer.byteLength(d.body)
+      const ok = await this.#run('whEnqueue', due, msgs, bytes, d.id, JSON.stringify(d), d.createdAt, size, limits.maxPending, limits.maxPendingBytes)
+      if (ok !== 1) return false
+      await this.#run('whSchedule', this.#sched, this.#gen, d.webhookId, d.createdAt)
+      return true
+    })
   }
 
-  async claim(now: number, leaseMs: number, max: number): Promise<ClaimedDelivery[]> {
-    const polled = (await this.#run('whPoll', this.#sched, this.#gen, now, max)) as string[]
-    const out: ClaimedDelivery[] = []
-    for (let i = 0; i < polled.length && out.length < max; i += 2) {
-      const id = polled[i]!
-      const [due, msgs, leases] = this.#keys(id)
-      const got = (await this.#run('whClaim', due, msgs, leases, now, now + leaseMs, max - out.length, `${randomUUID()}:`)) as string[]
-      for (let j = 0; j + 1 < got.length; j += 2) out.push({ ...(JSON.parse(got[j]!) as PendingDelivery), lease: got[j + 1]! })
-      await this.#run('whReschedule', this.#sched, this.#gen, id, polled[i + 1]!, got[got.length - 1]!)
-    }
-    return out
+  claim(now: number, leaseMs: number, max: number): Promise<ClaimedDelivery[]> {
+    return this.#guard(async () => {
+      const polled = (await this.#run('whPoll', this.#sched, this.#gen, now, max)) as string[]
+      const out: ClaimedDelivery[] = []
+      for (let i = 0; i < polled.length && out.length < max; i += 2) {
+        const id = polled[i]!
+        const [due, msgs, leases] = this.#keys(id)
+        const got = (await this.#run('whClaim', due, msgs, leases, now, now + leaseMs, max - out.length, `${randomUUID()}:`)) as string[]
+        for (let j = 0; j + 1 < got.length; j += 2) out.push({ ...(JSON.parse(got[j]!) as PendingDelivery), lease: got[j + 1]! })
+        await this.#run('whReschedule', this.#sched, this.#gen, id, polled[i + 1]!, got[got.length - 1]!)
+      }
+      return out
+    })
   }
 
-  async retry(d: ClaimedDelivery, dueAt: number): Promise<boolean> {
-    const [due, msgs, leases] = this.#keys(d.webhookId)
-    const { lease, ...pending } = d
-    if ((await this.#run('whRetry', due, msgs, leases, d.id, lease, JSON.stringify(pending), dueAt)) !== 1) return false
-    await this.#run('whSchedule', this.#sched, this.#gen, d.webhookId, dueAt)
-    return true
+  retry(d: ClaimedDelivery, dueAt: number): Promise<boolean> {
+    return this.#guard(async () => {
+      const [due, msgs, leases] = this.#keys(d.webhookId)
+      const { lease, ...pending } = d
+      if ((await this.#run('whRetry', due, msgs, leases, d.id, lease, JSON.stringify(pending), dueAt)) !== 1) return false
+      await this.#run('whSchedule', this.#sched, this.#gen, d.webhookId, dueAt)
+      return true
+    })
   }
 
-  async finish(d: ClaimedDelivery): Promise<boolean> {
-    return (await this.#run('whFinish', ...this.#keys(d.webhookId), d.id, d.lease, Buffer.byteLength(d.body))) === 1
+  finish(d: ClaimedDelivery): Promise<boolean> {
+    return this.#guard(async () => (await this.#run('whFinish', ...this.#keys(d.webhookId), d.id, d.lease, Buffer.byteLength(d.body))) === 1)
   }
 
-  async drain(webhookId: string): Promise<PendingDelivery[]> {
-    return ((await this.#run('whDrain', ...this.#keys(webhookId))) as string[]).map((raw) => JSON.parse(raw) as PendingDelivery)
+  drain(webhookId: string): Promise<PendingDelivery[]> {
+    return this.#guard(async () => ((await this.#run('whDrain', ...this.#keys(webhookId))) as string[]).map((raw) => JSON.parse(raw) as PendingDelivery))
   }
 
-  async logAttempt(webhookId: string, attempt: DeliveryAttempt, keep: number): Promise<void> {
-    const key = `${this.prefix}{wh:${webhookId}}:log`
-    await this.redis.multi().lpush(key, JSON.stringify(attempt)).ltrim(key, 0, keep - 1).exec()
+  logAttempt(webhookId: string, attempt: DeliveryAttempt, keep: number): Promise<void> {
+    return this.#guard(async () => {
+      const key = `${this.prefix}{wh:${webhookId}}:log`
+      await this.redis.multi().lpush(key, JSON.stringify(attempt)).ltrim(key, 0, keep - 1).exec()
+    })
   }
 
-  async attempts(webhookId: string): Promise<DeliveryAttempt[]> {
-    return (await this.redis.lrange(`${this.prefix}{wh:${webhookId}}:log`, 0, -1)).map((raw) => JSON.parse(raw) as DeliveryAttempt)
+  attempts(webhookId: string): Promise<DeliveryAttempt[]> {
+    return this.#guard(async () => (await this.redis.lrange(`${this.prefix}{wh:${webhookId}}:log`, 0, -1)).map((raw) => JSON.parse(raw) as DeliveryAttempt))
   }
 
   /** The connection belongs to the RedisStore: nothing to close here. */

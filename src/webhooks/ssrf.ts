@@ -1,34 +1,69 @@
 import { BlockList, isIP, type LookupFunction } from 'node:net'
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
 
-// Each rule is a named list, checked in order: the first that holds names the refusal. BlockList
-// also matches IPv4-mapped IPv6 (::ffff:127.0.0.1, ::ffff:7f00:1) against the IPv4 subnets.
-const RULES: [string, [string, number, 'ipv4' | 'ipv6'][]][] = [
-  ['cloud metadata', [['169.254.169.254', 32, 'ipv4'], ['100.100.100.200', 32, 'ipv4'], ['168.63.129.16', 32, 'ipv4'], ['fd00:ec2::254', 128, 'ipv6']]],
-  ['unspecified', [['0.0.0.0', 8, 'ipv4'], ['::', 128, 'ipv6']]],
-  ['loopback', [['127.0.0.0', 8, 'ipv4'], ['::1', 128, 'ipv6']]],
-  ['private', [['10.0.0.0', 8, 'ipv4'], ['172.16.0.0', 12, 'ipv4'], ['192.168.0.0', 16, 'ipv4'], ['fc00::', 7, 'ipv6'], ['fec0::', 10, 'ipv6'], ['64:ff9b:1::', 48, 'ipv6']]],
-  ['link-local', [['169.254.0.0', 16, 'ipv4'], ['fe80::', 10, 'ipv6']]],
-  ['CGNAT', [['100.64.0.0', 10, 'ipv4']]],
-  ['multicast', [['224.0.0.0', 4, 'ipv4'], ['ff00::', 8, 'ipv6']]],
-  ['reserved', [['240.0.0.0', 4, 'ipv4'], ['192.0.0.0', 24, 'ipv4'], ['198.18.0.0', 15, 'ipv4'], ['100::', 64, 'ipv6'], ['2001:db8::', 32, 'ipv6']]]
+// The blocks of the IANA IPv4 and IPv6 Special-Purpose Address Registries that are not globally
+// reachable, with multicast, the deprecated site-local block and the cloud metadata addresses. Each
+// rule is a named list, checked in order: the first that holds names the refusal. IPv4 and IPv6 are
+// separate lists, each checked with its own family only: BlockList would match an IPv4-mapped
+// address against IPv4 subnets by itself, and the embedded forms are decoded below instead, all
+// of them alike. A whole block is refused where it holds a few global addresses (anycast of
+// 192.0.0.0/24 and 2001::/23): none of them is a webhook receiver.
+const V4: [string, [string, number][]][] = [
+  ['cloud metadata', [['169.254.169.254', 32], ['100.100.100.200', 32], ['168.63.129.16', 32]]],
+  ['unspecified', [['0.0.0.0', 8]]],
+  ['loopback', [['127.0.0.0', 8]]],
+  ['private', [['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16]]],
+  ['link-local', [['169.254.0.0', 16]]],
+  ['CGNAT', [['100.64.0.0', 10]]],
+  ['multicast', [['224.0.0.0', 4]]],
+  ['documentation', [['192.0.2.0', 24], ['198.51.100.0', 24], ['203.0.113.0', 24]]],
+  ['benchmarking', [['198.18.0.0', 15]]],
+  ['broadcast', [['255.255.255.255', 32]]],
+  // IETF protocol assignments, the deprecated 6to4 relay anycast, and the class E space.
+  ['reserved', [['192.0.0.0', 24], ['192.88.99.0', 24], ['240.0.0.0', 4]]]
 ]
-const LISTS: [string, BlockList][] = RULES.map(([name, nets]) => {
-  const list = new BlockList()
-  for (const [net, prefix, type] of nets) list.addSubnet(net, prefix, type)
-  return [name, list]
-})
-
-/** The IPv4 address a NAT64 (64:ff9b::/96) or 6to4 (2002::/16) IPv6 address carries, if any. */
-function embeddedV4(ip: string): string | undefined {
-  const groups = expand(ip)
-  const hex = (a: number, b: number) => [a >> 8, a & 255, b >> 8, b & 255].join('.')
-  if (groups[0] === 0x64 && groups[1] === 0xff9b && groups.slice(2, 6).every((g) => g === 0)) return hex(groups[6]!, groups[7]!)
-  if (groups[0] === 0x2002) return hex(groups[1]!, groups[2]!)
-  return undefined
+const V6: [string, [string, number][]][] = [
+  ['cloud metadata', [['fd00:ec2::254', 128]]],
+  ['unspecified', [['::', 128]]],
+  ['loopback', [['::1', 128]]],
+  // Unique local, and local-use NAT64, which translates to whatever IPv4 network its operator has.
+  ['private', [['fc00::', 7], ['64:ff9b:1::', 48]]],
+  ['link-local', [['fe80::', 10]]],
+  ['site-local', [['fec0::', 10]]],
+  ['multicast', [['ff00::', 8]]],
+  ['documentation', [['2001:db8::', 32], ['3fff::', 20]]],
+  ['benchmarking', [['2001:2::', 48]]],
+  // A Teredo address is a tunnel to an IPv4 client whose address is hidden in it (XORed) behind a
+  // server's: the IPv4 host it reaches is not worth decoding to allow; no receiver needs Teredo.
+  ['Teredo', [['2001::', 32]]],
+  // Discard-only, and the IETF protocol assignments (ORCHID and the rest).
+  ['reserved', [['100::', 64], ['2001::', 23]]]
+]
+const list = (family: 'ipv4' | 'ipv6') => ([name, nets]: [string, [string, number][]]): [string, BlockList] => {
+  const blocks = new BlockList()
+  for (const [net, prefix] of nets) blocks.addSubnet(net, prefix, family)
+  return [name, blocks]
 }
+const V4_LISTS = V4.map(list('ipv4'))
+const V6_LISTS = V6.map(list('ipv6'))
 
-function expand(ip: string): number[] {
+const zero = (g: number[], from: number, to: number) => g.slice(from, to).every((x) => x === 0)
+
+// The IPv6 forms that carry an IPv4 address (RFC 4291, 2765, 6052, 3056): its name, whether an
+// address (its eight groups) has it, the group where the IPv4 address starts, and whether a public
+// one is reached through it. Through each, a connection may reach that IPv4 address (a dual-stack
+// socket, a translator, a tunnel): the IPv4 rules decide. The two deprecated forms are refused
+// even with a public address: nothing legitimate uses them, and a host may still route them.
+const EMBEDDED: [string, (g: number[]) => boolean, number, boolean][] = [
+  ['IPv4-mapped', (g) => zero(g, 0, 5) && g[5] === 0xffff, 6, true], // ::ffff:0:0/96
+  ['IPv4-compatible', (g) => zero(g, 0, 6), 6, false], // ::/96
+  ['SIIT', (g) => zero(g, 0, 4) && g[4] === 0xffff && g[5] === 0, 6, false], // ::ffff:0:0:0/96
+  ['NAT64', (g) => g[0] === 0x64 && g[1] === 0xff9b && zero(g, 2, 6), 6, true], // 64:ff9b::/96
+  ['6to4', (g) => g[0] === 0x2002, 1, true] // 2002::/16: bits 16-48
+]
+
+/** The eight 16-bit groups of an IPv6 address (one that isIP accepts, without its zone). */
+function groups(ip: string): number[] {
   // A dotted tail (::ffff:1.2.3.4) is two groups; '::' stands for as many zero groups as are missing.
   const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(ip)
   const text = v4 === null ? ip : ip.slice(0, v4.index) + [(+v4[1]! << 8) | +v4[2]!, (+v4[3]! << 8) | +v4[4]!].map((n) => n.toString(16)).join(':')
@@ -39,15 +74,29 @@ function expand(ip: string): number[] {
   return tail === undefined ? h : [...h, ...Array<number>(8 - h.length - t.length).fill(0), ...t]
 }
 
-/** The rule an IP address breaks (`'loopback'`, `'private'`, ...), or undefined for a public address. */
+const ruleOf = (lists: [string, BlockList][], ip: string, family: 'ipv4' | 'ipv6') => lists.find(([, blocks]) => blocks.check(ip, family))?.[0]
+
+/**
+ * The rule an IP address breaks (`'loopback'`, `'private'`, `'loopback (IPv4-compatible 127.0.0.1)'`,
+ * ...), or undefined for a public address. IPv6 is allowed only in global unicast (2000::/3), or as a
+ * form that carries a public IPv4 address and reaches it (IPv4-mapped, NAT64, 6to4).
+ */
 export function refusedAddress(ip: string): string | undefined {
-  const type = isIP(ip) === 6 ? 'ipv6' : 'ipv4'
-  for (const [name, list] of LISTS) if (list.check(ip, type)) return name
-  if (type === 'ipv6') {
-    const v4 = embeddedV4(ip)
-    if (v4 !== undefined) return refusedAddress(v4)
+  if (isIP(ip) === 4) return ruleOf(V4_LISTS, ip, 'ipv4')
+  const bare = ip.replace(/%.*$/, '')
+  const named = ruleOf(V6_LISTS, bare, 'ipv6')
+  if (named !== undefined) return named
+  const g = groups(bare)
+  const carrier = EMBEDDED.find(([, has]) => has(g))
+  if (carrier !== undefined) {
+    const [form, , at, reaches] = carrier
+    const v4 = [g[at]! >> 8, g[at]! & 255, g[at + 1]! >> 8, g[at + 1]! & 255].join('.')
+    const rule = ruleOf(V4_LISTS, v4, 'ipv4') ?? (reaches ? undefined : 'deprecated')
+    return rule === undefined ? undefined : `${rule} (${form} ${v4})`
   }
-  return undefined
+  // Nothing outside 2000::/3 is global unicast: that refuses what the lists do not name (SRv6
+  // 5f00::/16, the dummy prefix 100:0:0:1::/64, unassigned space), and whatever IANA sets aside next.
+  return (g[0]! & 0xe000) === 0x2000 ? undefined : 'not global unicast'
 }
 
 /** `MCP_WEBHOOK_ALLOWED_HOSTS` entries: `host` or `host:port` (lower case; IPv6 in brackets). */

@@ -62,7 +62,9 @@ export interface PendingLimits {
  * Where webhooks and their pending deliveries live: {@link MemoryWebhookStore} in one process,
  * {@link RedisWebhookStore} shared by every instance. A claimed delivery is leased: until the lease
  * ends no other claim hands it out, so exactly one instance attempts a message at a time, and a
- * message whose instance died is claimed again once its lease lapses.
+ * message whose instance died is claimed again once its lease lapses. A store that cannot answer
+ * rejects with `StoreUnavailable` (src/store/store-errors.ts): the routes answer 503 with
+ * `Retry-After` then; anything else it throws is a 500.
  * @example
  * const due = await store.claim(Date.now(), 15_000, 16)
  * for (const d of due) if (await send(d)) await store.finish(d)
