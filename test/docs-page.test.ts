@@ -2,8 +2,11 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
-import puppeteer from 'puppeteer-core'
+import puppeteer, { type Browser, type Page } from 'puppeteer-core'
 import { McpServer } from '../src/core/mcp-server.js'
+import { PAGE_CSP } from '../src/http/page-security.js'
+import { start } from './gateway-cli-helper.js'
+import { oddUpstreamNamed } from './gateway-odd.js'
 import { DEMO_TOOLS, build, call } from './helper.js'
 import { prerequisite } from './prerequisites.js'
 import { reservePort } from './redis-server.js'
@@ -96,4 +99,81 @@ t.test('docs is off unless asked for, and hidden from the document when on', asy
   const json = await call(on, { url: '/docs/json' })
   t.strictSame(json.body, (await call(on, { url: '/openapi.json' })).body, '/docs/json is the server\'s own document')
   t.notOk(Object.keys(json.body.paths).some((p) => p.startsWith('/docs')))
+})
+
+// What an upstream (or a careless server) may call itself: markup that runs a script if unescaped.
+const HOSTILE = 'evil</title><script>window.__pwned=1</script><title>'
+
+t.test('/docs escapes the server name, and every page response carries the strict policy', async (t) => {
+  const { app } = await build(t, { docs: true, mcp: new McpServer({ name: HOSTILE, version: '1.0.0' }) })
+  const page = await app.inject({ url: '/docs' })
+  t.equal(page.statusCode, 200)
+  t.notMatch(page.payload, /<script>window/, 'no markup from the name')
+  t.match(page.payload, '<title>evil&lt;/title&gt;&lt;script&gt;window.__pwned=1&lt;/script&gt;&lt;title&gt;: API reference</title>')
+  t.notMatch(page.payload, /<script>|<style>| style=| on[a-z]+=/i, 'nothing inline for the policy to allow')
+  for (const url of ['/docs', '/docs/', '/docs/static/swagger-initializer.js', '/docs/static/swagger-ui.css', '/docs/json']) {
+    const res = await app.inject({ url })
+    t.equal(res.statusCode, 200, url)
+    t.equal(res.headers['content-security-policy'], PAGE_CSP, `${url}: the policy`)
+    t.equal(res.headers['x-content-type-options'], 'nosniff', `${url}: nosniff`)
+  }
+  t.match(PAGE_CSP, /script-src 'self';/)
+  t.notMatch(PAGE_CSP, /unsafe-/, 'no inline script or style, no eval')
+  t.match(PAGE_CSP, /frame-ancestors 'none'/)
+})
+
+t.test('/docs under a prefix links its files under the prefix', async (t) => {
+  const { app } = await build(t, { docs: true, prefix: '/m' })
+  const page = await app.inject({ url: '/m/docs' })
+  const links = [...page.payload.matchAll(/(?:href|src)="([^"]+)"/g)].map((m) => m[1]!)
+  t.ok(links.length > 4)
+  for (const link of links) t.equal((await app.inject({ url: link })).statusCode, 200, link)
+})
+
+/** Chromium, closed when the test ends; each page collects its problems and foreign requests. */
+async function launch(t: Test): Promise<Browser> {
+  const browser = await puppeteer.launch({ executablePath: chromium, headless: true, timeout: 120_000, args: ['--no-sandbox', '--disable-gpu'] })
+  t.teardown(() => browser.close())
+  return browser
+}
+
+async function watched(browser: Browser, origin: string): Promise<{ page: Page; problems: string[]; foreign: string[]; statuses: Map<string, number[]> }> {
+  const page = await browser.newPage()
+  // Waits, not timing assertions: a busy machine may take long to render the page.
+  page.setDefaultTimeout(120_000)
+  const problems: string[] = []
+  const foreign: string[] = []
+  const statuses = new Map<string, number[]>()
+  page.on('console', (message) => {
+    // The document's refusal is the page's cue to ask for a token; Chromium logs every 4xx load.
+    if (message.type() === 'error' && !/status of 401/.test(message.text())) problems.push(`console error: ${message.text()}`)
+  })
+  page.on('pageerror', (error) => problems.push(`page error: ${(error as Error).message}`))
+  page.on('request', (request) => {
+    const url = request.url()
+    if (!url.startsWith('data:') && new URL(url).origin !== origin) foreign.push(url)
+  })
+  page.on('response', (response) => {
+    const path = new URL(response.url()).pathname
+    statuses.set(path, [...(statuses.get(path) ?? []), response.status()])
+  })
+  return { page, problems, foreign, statuses }
+}
+
+const upstream = oddUpstreamNamed(HOSTILE)
+
+t.test("a gateway's /docs runs no script of a hostile upstream name", async (t) => {
+  const browser = await launch(t)
+  // Without authentication the name is in the page's <title>, where it once closed the element.
+  const open = await start(t, ['gateway', '--', upstream.command, ...upstream.args])
+  const plain = await watched(browser, open.base)
+  const loaded = await plain.page.goto(`${open.base}/docs`, { waitUntil: 'networkidle0' })
+  t.equal(loaded?.status(), 200)
+  t.equal(loaded?.headers()['content-security-policy'], PAGE_CSP, 'the policy is sent')
+  await plain.page.waitForSelector('.swagger-ui .info .title')
+  t.equal(await plain.page.title(), `${HOSTILE}: API reference`, 'the title shows the name as text')
+  t.match(await plain.page.$eval('.swagger-ui .info .title', (e) => e.textContent ?? ''), HOSTILE, 'so does the reference')
+  t.equal(await plain.page.evaluate('typeof window.__pwned'), 'undefined', 'no script of the name ran')
+  t.strictSame(plain.problems, [], 'no script errors, no policy violations')
+  t.strictSame(plain.foreign, [])
 })

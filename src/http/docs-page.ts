@@ -1,6 +1,7 @@
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import type { McpServer } from '../core/mcp-server.js'
+import { escapeHtml, securePage } from './page-security.js'
 import { openapiDocument } from './tool-operations.js'
 
 /**
@@ -13,17 +14,30 @@ import { openapiDocument } from './tool-operations.js'
  */
 export async function registerDocsPage(fastify: FastifyInstance, mcp: McpServer): Promise<void> {
   const document = openapiDocument(fastify, mcp)
-  await fastify.register(async (docs) => {
-    docs.addHook('onRoute', (route) => {
+  await fastify.register(async (page) => {
+    securePage(page)
+    page.addHook('onRoute', (route) => {
       route.config = { ...route.config, mcpPublic: true }
     })
-    await docs.register(swaggerUi, {
+    const name = mcp.serverInfo.title ?? mcp.serverInfo.name
+    await page.register(swaggerUi, {
       routePrefix: '/docs',
+      // Its links are absolute (`/docs/static/...`): under a prefix they must carry it.
+      indexPrefix: fastify.prefix,
       // The same document as GET /openapi.json, with one operation per tool.
       transformSpecification: () => document(),
       transformSpecificationClone: false,
-      theme: { title: `${mcp.serverInfo.title ?? mcp.serverInfo.name}: API reference` },
-      uiConfig: { tryItOutEnabled: true, displayRequestDuration: true, defaultModelsExpandDepth: 0, docExpansion: 'list' }
+      // The name comes from the server or, through a gateway, from an upstream: HTML-escaped.
+      theme: { title: `${escapeHtml(name)}: API reference` },
+      uiConfig: {
+        tryItOutEnabled: true,
+        displayRequestDuration: true,
+        defaultModelsExpandDepth: 0,
+        docExpansion: 'list',
+        // No top bar: its Swagger logo is an SVG with an inline <style> (which the policy blocks), and
+        // its box that loads other documents has nothing to offer here (the policy blocks other hosts).
+        layout: 'BaseLayout'
+      }
     })
   })
 }
