@@ -145,7 +145,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   }
   await allowed.answer()
   // After the 405 answers: the page's routes (static files under a wildcard) are not MCP methods.
-  if (opts.docs === true) await registerDocsPage(fastify, mcp)
+  if (opts.docs === true) await registerDocsPage(fastify, mcp, oauth !== undefined || opts.authenticate !== undefined)
 }
 
 export { McpError }

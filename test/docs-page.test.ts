@@ -1,9 +1,18 @@
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { SignJWT, exportJWK, generateKeyPair } from 'jose'
 import t, { type Test } from 'tap'
-import puppeteer from 'puppeteer-core'
+import puppeteer, { type Browser, type Page } from 'puppeteer-core'
 import { McpServer } from '../src/core/mcp-server.js'
+import { PAGE_CSP } from '../src/http/page-security.js'
+import { start } from './gateway-cli-helper.js'
+import { oddUpstreamNamed } from './gateway-odd.js'
 import { DEMO_TOOLS, build, call } from './helper.js'
 import { prerequisite } from './prerequisites.js'
 import { reservePort } from './redis-server.js'
@@ -96,4 +105,170 @@ t.test('docs is off unless asked for, and hidden from the document when on', asy
   const json = await call(on, { url: '/docs/json' })
   t.strictSame(json.body, (await call(on, { url: '/openapi.json' })).body, '/docs/json is the server\'s own document')
   t.notOk(Object.keys(json.body.paths).some((p) => p.startsWith('/docs')))
+})
+
+// What an upstream (or a careless server) may call itself: markup that runs a script if unescaped.
+const HOSTILE = 'evil</title><script>window.__pwned=1</script><title>'
+const ISSUER = 'https://auth.example.test'
+const AUDIENCE = 'https://gateway.example.test'
+const keys = await generateKeyPair('RS256', { extractable: true })
+const JWKS = { keys: [{ ...(await exportJWK(keys.publicKey)), kid: 'docs-1', alg: 'RS256', use: 'sig' }] }
+const token = () =>
+  new SignJWT({ sub: 'alice' }).setProtectedHeader({ alg: 'RS256', kid: 'docs-1' }).setIssuer(ISSUER).setAudience(AUDIENCE).setIssuedAt().setExpirationTime('30m').sign(keys.privateKey)
+const oauth = { issuer: ISSUER, audience: AUDIENCE, jwks: JWKS }
+
+t.test('/docs escapes the server name, and every page response carries the strict policy', async (t) => {
+  const { app } = await build(t, { docs: true, mcp: new McpServer({ name: HOSTILE, version: '1.0.0' }) })
+  const page = await app.inject({ url: '/docs' })
+  t.equal(page.statusCode, 200)
+  t.notMatch(page.payload, /<script>window/, 'no markup from the name')
+  t.match(page.payload, '<title>evil&lt;/title&gt;&lt;script&gt;window.__pwned=1&lt;/script&gt;&lt;title&gt;: API reference</title>')
+  t.notMatch(page.payload, /<script>|<style>| style=| on[a-z]+=/i, 'nothing inline for the policy to allow')
+  for (const url of ['/docs', '/docs/', '/docs/static/swagger-initializer.js', '/docs/static/theme/token.js', '/docs/static/swagger-ui.css', '/docs/json']) {
+    const res = await app.inject({ url })
+    t.equal(res.statusCode, 200, url)
+    t.equal(res.headers['content-security-policy'], PAGE_CSP, `${url}: the policy`)
+    t.equal(res.headers['x-content-type-options'], 'nosniff', `${url}: nosniff`)
+  }
+  t.match(PAGE_CSP, /script-src 'self';/)
+  t.notMatch(PAGE_CSP, /unsafe-/, 'no inline script or style, no eval')
+  t.match(PAGE_CSP, /frame-ancestors 'none'/)
+})
+
+t.test('/docs under a prefix links its files under the prefix', async (t) => {
+  const { app } = await build(t, { docs: true, prefix: '/m' })
+  const page = await app.inject({ url: '/m/docs' })
+  const links = [...page.payload.matchAll(/(?:href|src)="([^"]+)"/g)].map((m) => m[1]!)
+  t.ok(links.length > 4)
+  for (const link of links) t.equal((await app.inject({ url: link })).statusCode, 200, link)
+})
+
+t.test('with OAuth, the shell of /docs is public and its document needs a token like /openapi.json', async (t) => {
+  const { app } = await build(t, { docs: true, oauth, mcp: new McpServer({ name: HOSTILE, version: '1.0.0' }) })
+  const page = await app.inject({ url: '/docs' })
+  t.equal(page.statusCode, 200, 'the page loads without a token (it asks for one)')
+  t.match(page.payload, '<title>API reference</title>', 'and names no server')
+  for (const url of ['/docs/static/swagger-ui-bundle.js', '/docs/static/swagger-initializer.js', '/docs/static/theme/token.js', '/docs/static/theme/token.css']) {
+    t.equal((await app.inject({ url })).statusCode, 200, `${url} is public`)
+  }
+  const challenge = (await call(app, { url: '/openapi.json' })).headers['www-authenticate']
+  t.match(challenge, /^Bearer realm="mcp", resource_metadata="https:\/\/gateway\.example\.test\/\.well-known\/oauth-protected-resource"$/)
+  const bearer = { authorization: `Bearer ${await token()}` }
+  for (const url of ['/docs/json', '/docs/yaml']) {
+    const refused = await call(app, { url })
+    t.equal(refused.status, 401, `${url} without a token`)
+    t.equal(refused.headers['www-authenticate'], challenge, 'the same challenge as the API')
+    t.match(refused.body, { code: Number, message: /Authorization required/ }, 'our error shape')
+    t.equal(refused.headers['content-security-policy'], PAGE_CSP)
+    const shown = await app.inject({ url, headers: bearer })
+    t.equal(shown.statusCode, 200, `${url} with one`)
+    t.ok(shown.payload.includes('openapi'), 'the document')
+  }
+})
+
+/** Chromium, closed when the test ends; each page collects its problems and foreign requests. */
+async function launch(t: Test): Promise<Browser> {
+  const browser = await puppeteer.launch({ executablePath: chromium, headless: true, timeout: 120_000, args: ['--no-sandbox', '--disable-gpu'] })
+  t.teardown(() => browser.close())
+  return browser
+}
+
+async function watched(browser: Browser, origin: string): Promise<{ page: Page; problems: string[]; foreign: string[]; statuses: Map<string, number[]> }> {
+  const page = await browser.newPage()
+  // Waits, not timing assertions: a busy machine may take long to render the page.
+  page.setDefaultTimeout(120_000)
+  const problems: string[] = []
+  const foreign: string[] = []
+  const statuses = new Map<string, number[]>()
+  page.on('console', (message) => {
+    // The document's refusal is the page's cue to ask for a token; Chromium logs every 4xx load.
+    if (message.type() === 'error' && !/status of 401/.test(message.text())) problems.push(`console error: ${message.text()}`)
+  })
+  page.on('pageerror', (error) => problems.push(`page error: ${(error as Error).message}`))
+  page.on('request', (request) => {
+    const url = request.url()
+    if (!url.startsWith('data:') && new URL(url).origin !== origin) foreign.push(url)
+  })
+  page.on('response', (response) => {
+    const path = new URL(response.url()).pathname
+    statuses.set(path, [...(statuses.get(path) ?? []), response.status()])
+  })
+  return { page, problems, foreign, statuses }
+}
+
+const upstream = oddUpstreamNamed(HOSTILE)
+
+t.test("a gateway's /docs runs no script of a hostile upstream name", async (t) => {
+  const browser = await launch(t)
+  // Without authentication the name is in the page's <title>, where it once closed the element.
+  const open = await start(t, ['gateway', '--', upstream.command, ...upstream.args])
+  const plain = await watched(browser, open.base)
+  const loaded = await plain.page.goto(`${open.base}/docs`, { waitUntil: 'networkidle0' })
+  t.equal(loaded?.status(), 200)
+  t.equal(loaded?.headers()['content-security-policy'], PAGE_CSP, 'the policy is sent')
+  await plain.page.waitForSelector('.swagger-ui .info .title')
+  t.equal(await plain.page.title(), `${HOSTILE}: API reference`, 'the title shows the name as text')
+  t.match(await plain.page.$eval('.swagger-ui .info .title', (e) => e.textContent ?? ''), HOSTILE, 'so does the reference')
+  t.equal(await plain.page.evaluate('typeof window.__pwned'), 'undefined', 'no script of the name ran')
+  t.strictSame(plain.problems, [], 'no script errors, no policy violations')
+  t.strictSame(plain.foreign, [])
+})
+
+t.test('a gateway under OAuth: GET / and each mount\'s document need a token; its /docs asks for one', async (t) => {
+  const jwks = createServer((_request, response) => response.setHeader('content-type', 'application/json').end(JSON.stringify(JWKS)))
+  await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => jwks.close(() => resolve())))
+  const dir = mkdtempSync(join(tmpdir(), 'docs-gw-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const config = join(dir, 'mcp.json')
+  writeFileSync(config, JSON.stringify({ mcpServers: { odd: upstream, other: upstream } }))
+  const gw = await start(t, ['gateway', '--config', config], {
+    MCP_OAUTH_AUDIENCE: AUDIENCE,
+    MCP_OAUTH_ISSUER: ISSUER,
+    MCP_OAUTH_JWKS_URL: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks`
+  })
+  const jwt = await token()
+  const challenge = (await fetch(`${gw.base}/odd/tools`)).headers.get('www-authenticate')
+  t.match(challenge, /^Bearer realm="mcp", resource_metadata="https:\/\/gateway\.example\.test\/odd\/\.well-known\/oauth-protected-resource"$/)
+  for (const path of ['/', '/odd/docs/json', '/odd/docs/yaml', '/other/docs/json']) {
+    const refused = await fetch(`${gw.base}${path}`)
+    t.equal(refused.status, 401, `${path} without a token`)
+    t.equal(refused.headers.get('www-authenticate'), path.startsWith('/other') ? challenge!.replace('/odd/', '/other/') : challenge, `${path}: the API's challenge`)
+    t.match(await refused.json(), { code: Number, message: /Authorization required/ }, `${path}: our error shape`)
+    const shown = await fetch(`${gw.base}${path}`, { headers: { authorization: `Bearer ${jwt}` } })
+    t.equal(shown.status, 200, `${path} with a token`)
+    if (path !== '/') t.match(await shown.text(), /callTool_fine/)
+  }
+  const root = (await fetch(`${gw.base}/`, { headers: { authorization: `Bearer ${jwt}` } }).then((r) => r.json())) as { servers: { serverInfo: { name: string } }[] }
+  t.strictSame(root.servers.map((s) => s.serverInfo.name), [HOSTILE, HOSTILE], 'the listing, with a token')
+
+  const authed = await watched(await launch(t), gw.base)
+  const shell = await authed.page.goto(`${gw.base}/odd/docs`, { waitUntil: 'networkidle0' })
+  t.equal(shell?.status(), 200, 'the shell loads without a token')
+  t.equal(await authed.page.title(), 'API reference', 'and names no server')
+  const form = '#mcp-docs-token'
+  await (await authed.page.waitForSelector(`${form} input`))!.type('not.a.token')
+  t.strictSame(authed.statuses.get('/odd/docs/json'), [401], 'the document was refused')
+  t.match(await authed.page.$eval(form, (e) => e.textContent ?? ''), /needs an OAuth access token/)
+  await authed.page.click(`${form} button`)
+  // The page reloads with the token, which the server refuses: the page asks again, saying so.
+  await authed.page.waitForFunction(`document.querySelector('${form}')?.textContent.includes('refused that token')`)
+  t.strictSame(authed.statuses.get('/odd/docs/json'), [401, 401], 'a bad token is refused')
+  await (await authed.page.waitForSelector(`${form} input`))!.type(jwt)
+  await authed.page.click(`${form} button`)
+  await authed.page.waitForSelector('.swagger-ui .info .title')
+  t.strictSame(authed.statuses.get('/odd/docs/json'), [401, 401, 200], 'then fetched with the good one')
+  t.match(await authed.page.$eval('.swagger-ui .info .title', (e) => e.textContent ?? ''), HOSTILE)
+  t.equal(await authed.page.$(form), null, 'no form once the reference shows')
+
+  // "Try it out" carries the same token: Swagger UI's Authorize holds it.
+  const fine = '#operations-tool_calls-callTool_fine'
+  await authed.page.click(`${fine} .opblock-summary`)
+  await authed.page.waitForSelector(`${fine} button.execute`)
+  await authed.page.click(`${fine} button.execute`)
+  await authed.page.waitForFunction(`document.querySelector('${fine} .live-responses-table') !== null`, { timeout: 60_000 })
+  t.strictSame(authed.statuses.get('/odd/tools/fine/calls'), [200], 'the call was authorized')
+  t.equal(await authed.page.evaluate('typeof window.__pwned'), 'undefined')
+  t.strictSame(authed.problems, [], 'no script errors, no policy violations')
+  t.strictSame(authed.foreign, [], 'the token went nowhere else')
 })

@@ -5,13 +5,13 @@ import type { UpstreamSpec } from '../src/gateway/upstream.js'
  * tool name this binding refuses, a prompts answer without its list, a URI template beyond `{var}`,
  * a resource list that pages without end, subscriptions it reports back (`subs`), and a tool that
  * makes it exit (`exit`), so that the gateway restarts it; `ask` elicits a name at once, `wait` runs
- * until it is cancelled.
+ * until it is cancelled. `name` is its serverInfo name (hostile ones test what shows it).
  */
-const script = `
+const script = (name: string) => `
   import { Server } from '@modelcontextprotocol/sdk/server/index.js'
   import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
   import * as T from '@modelcontextprotocol/sdk/types.js'
-  const s = new Server({ name: 'odd', version: '1' }, { capabilities: { tools: {}, prompts: {}, resources: { subscribe: true } } })
+  const s = new Server({ name: ${JSON.stringify(name)}, version: '1' }, { capabilities: { tools: {}, prompts: {}, resources: { subscribe: true } } })
   const subs = new Set()
   const tool = (name) => ({ name, inputSchema: { type: 'object' } })
   const names = ['has space', 'fine', 'subs', 'exit', 'ask', 'wait']
@@ -39,4 +39,6 @@ const script = `
   s.setRequestHandler(T.UnsubscribeRequestSchema, async (r) => (subs.delete(r.params.uri), {}))
   await s.connect(new StdioServerTransport())`
 
-export const oddUpstream: UpstreamSpec = { command: process.execPath, args: ['--input-type=module', '-e', script] }
+export const oddUpstreamNamed = (name: string) => ({ command: process.execPath, args: ['--input-type=module', '-e', script(name)] }) satisfies UpstreamSpec
+
+export const oddUpstream: UpstreamSpec = oddUpstreamNamed('odd')

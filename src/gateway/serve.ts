@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
-import type { FastifyInstance } from 'fastify'
-import type { Config } from '../config.js'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { oauthSetup } from '../auth/oauth.js'
+import { oauthFromConfig, type Config } from '../config.js'
 import type { Logger } from '../core/request-context.js'
 import { serve, serverOptionsFromConfig, type Mount } from '../main.js'
 import { RedisStore, createStore } from '../store/index.js'
@@ -73,7 +74,7 @@ export async function serveGateway(served: readonly Served[]): Promise<FastifyIn
     }
     return mounts
   }
-  return serve(make, (app) => {
+  return serve(make, (app, config) => {
     log.target = app.log
     if (served.some((s) => 'url' in s.spec && s.spec.forwardAuthorization === true)) watchCallers(app.server)
     app.addHook('onClose', async () => {
@@ -81,8 +82,13 @@ export async function serveGateway(served: readonly Served[]): Promise<FastifyIn
       await (relay as { close?: () => Promise<void> }).close?.()
     })
     if (served[0]!.prefix === undefined) return
-    // With several mounts, the root lists them and their state.
-    app.get('/', { schema: { hide: true } }, async () => ({
+    // With several mounts, the root lists them and their state: their catalogues' names, so with
+    // OAuth on it needs a token like the mounts do. One audience serves them all, so the first
+    // mount's challenge (its RFC 9728 metadata URL) is right here too.
+    const oauth = oauthFromConfig(config)
+    const authenticate = oauth === undefined ? undefined : oauthSetup(oauth, served[0]!.prefix).authenticate
+    const onRequest = authenticate === undefined ? [] : [async (request: FastifyRequest) => void (await authenticate(request))]
+    app.get('/', { schema: { hide: true }, onRequest }, async () => ({
       servers: served.map((s, i) => ({
         name: s.name,
         path: s.prefix,
