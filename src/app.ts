@@ -14,6 +14,7 @@ import errorShape from './plugins/error-shape.js'
 import idempotency from './plugins/idempotency.js'
 import { methodsAllowed } from './plugins/method-not-allowed.js'
 import rateLimits, { type RateLimitOptions } from './plugins/rate-limit.js'
+import streamSlots, { type StreamLimits } from './plugins/stream-slots.js'
 import mcpEndpoint, { type JsonRpcOptions } from './jsonrpc/endpoint.js'
 import completionsRoutes from '../routes/completions.js'
 import discoverRoutes from '../routes/discover.js'
@@ -84,6 +85,11 @@ export interface McpPluginOptions extends HostOriginOptions {
   idempotencyLeaseMs?: number
   /** Per-principal rate limit of the MCP routes (default: none); shared through Redis with a RedisStore. */
   rateLimit?: RateLimitOptions
+  /**
+   * Bounds on open streams (SSE answers of either face), counted on this instance: per client
+   * (principal, or address when anonymous; default 100, 429 beyond) and in all (default 10 000, 503).
+   */
+  streams?: StreamLimits
   /** Webhooks (`/webhooks`): notifications pushed to URLs the client registers (default: off). */
   webhooks?: WebhookOptions | boolean
   /** `GET /docs`: an interactive reference of the OpenAPI document, served by this server (default false). */
@@ -122,6 +128,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   await registerOpenApi(fastify, { mcp, metadataUrl })
   const allowed = await methodsAllowed(fastify)
   await fastify.register(rateLimits, { store: mcp.store, limits: opts.rateLimit })
+  await fastify.register(streamSlots, opts.streams ?? {})
   await fastify.register(idempotency, { store: mcp.store, ttlMs: opts.idempotencyTtlMs ?? 600_000, leaseMs: opts.idempotencyLeaseMs ?? 30_000 })
 
   await fastify.register(initializeRoutes)

@@ -85,6 +85,13 @@ const mcpEndpoint: FastifyPluginAsync<EndpointOptions> = async (fastify, opts) =
     if (legacy) request.mcpState.requestId = cancelKey(msg.id)
     const stream = new ResponseStream(reply, headerValue(request.headers, 'accept')?.includes('text/event-stream') === true)
     let context: Promise<CallContext> | undefined
+    // A request that may turn into a stream holds a stream slot while it runs: the turn comes at its
+    // first notification, mid-run, too late for a clear refusal, so the slot is taken before the
+    // method does any work (where it builds its context; lists and discover never stream).
+    const contextOf = () => {
+      if (stream.accepted) request.server.mcpStreams.take(request, reply)
+      return createContext(request, reply, msg.params as RetryParams, outlet).then((ctx) => narrowCapabilities(legacy ? cancellable(ctx, reply) : ctx, stream))
+    }
     const outlet = rpcOutlet(stream, request.server.mcp.queue)
     const call: Call = {
       request,
@@ -92,10 +99,7 @@ const mcpEndpoint: FastifyPluginAsync<EndpointOptions> = async (fastify, opts) =
       id: msg.id,
       era: settled.era,
       streams,
-      context: () =>
-        (context ??= createContext(request, reply, msg.params as RetryParams, outlet).then((ctx) =>
-          narrowCapabilities(legacy ? cancellable(ctx, reply) : ctx, stream)
-        ))
+      context: () => (context ??= contextOf())
     }
     let answer
     try {
