@@ -45,6 +45,8 @@ const tools: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     // Not an async handler: a call answered at once is sent in this turn, with no promise (see MaybePromise).
     (request, reply) => {
+      // A stream holds its slot from before the call starts: a refusal (429) leaves nothing begun.
+      if (wantsStream(request)) fastify.mcpStreams.take(request, reply)
       const body = paramsFromPost(request, request.body)
       // A promise only in the legacy era: a 2026-07-28 call does not wait a turn for its context.
       const made = contextOf(request, reply, body)

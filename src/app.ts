@@ -12,8 +12,10 @@ import type { Store } from './store/types.js'
 import admission from './plugins/admission.js'
 import errorShape from './plugins/error-shape.js'
 import idempotency from './plugins/idempotency.js'
+import { IdempotentCalls } from './core/idempotency.js'
 import { methodsAllowed } from './plugins/method-not-allowed.js'
 import rateLimits, { type RateLimitOptions } from './plugins/rate-limit.js'
+import streamSlots, { type StreamLimits } from './plugins/stream-slots.js'
 import mcpEndpoint, { type JsonRpcOptions } from './jsonrpc/endpoint.js'
 import completionsRoutes from '../routes/completions.js'
 import discoverRoutes from '../routes/discover.js'
@@ -73,8 +75,8 @@ export interface McpPluginOptions extends HostOriginOptions {
    */
   oauth?: OAuthOptions
   /**
-   * How long (ms) a `POST /tools/{name}/calls` carrying `Mcp-Request-Id` is replayed to a retry with
-   * the same id instead of running again (default 10 minutes; 0: off).
+   * How long (ms) a tool call carrying `Mcp-Request-Id` (`POST /tools/{name}/calls`, or `tools/call`
+   * on `/mcp`) is replayed to a retry with the same id instead of running again (default 10 minutes; 0: off).
    */
   idempotencyTtlMs?: number
   /**
@@ -84,6 +86,11 @@ export interface McpPluginOptions extends HostOriginOptions {
   idempotencyLeaseMs?: number
   /** Per-principal rate limit of the MCP routes (default: none); shared through Redis with a RedisStore. */
   rateLimit?: RateLimitOptions
+  /**
+   * Bounds on open streams (SSE answers of either face), counted on this instance: per client
+   * (principal, or address when anonymous; default 100, 429 beyond) and in all (default 10 000, 503).
+   */
+  streams?: StreamLimits
   /** Webhooks (`/webhooks`): notifications pushed to URLs the client registers (default: off). */
   webhooks?: WebhookOptions | boolean
   /** `GET /docs`: an interactive reference of the OpenAPI document, served by this server (default false). */
@@ -122,7 +129,10 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   await registerOpenApi(fastify, { mcp, metadataUrl })
   const allowed = await methodsAllowed(fastify)
   await fastify.register(rateLimits, { store: mcp.store, limits: opts.rateLimit })
-  await fastify.register(idempotency, { store: mcp.store, ttlMs: opts.idempotencyTtlMs ?? 600_000, leaseMs: opts.idempotencyLeaseMs ?? 30_000 })
+  await fastify.register(streamSlots, opts.streams ?? {})
+  // One deduplication step for both faces: each keeps and replays its own answer's text.
+  const calls = new IdempotentCalls(mcp.store, { ttlMs: opts.idempotencyTtlMs ?? 600_000, leaseMs: opts.idempotencyLeaseMs ?? 30_000 })
+  await fastify.register(idempotency, { calls })
 
   await fastify.register(initializeRoutes)
   await fastify.register(discoverRoutes)
@@ -136,7 +146,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   await fastify.register(requestsRoutes)
   await fastify.register(tasksRoutes)
   if (opts.webhooks !== undefined && opts.webhooks !== false) await fastify.register(webhooks, opts.webhooks === true ? {} : opts.webhooks)
-  if (opts.jsonRpc !== false) await fastify.register(mcpEndpoint, { ...opts.jsonRpc, defaultVersion, metadataUrl })
+  if (opts.jsonRpc !== false) await fastify.register(mcpEndpoint, { ...opts.jsonRpc, defaultVersion, metadataUrl, calls })
   await fastify.register(openapiRoutes)
   if (oauth !== undefined) {
     // RFC 9728's path-inserted URL, when it falls under this plugin's prefix (buildServer serves the rest).

@@ -77,6 +77,8 @@ export const ConfigSchema = Type.Object({
   MCP_IDEMPOTENCY_LEASE_MS: Int(1000, 3_600_000, 30_000, 'How long a running idempotent call holds its id unrenewed: a retry after its instance died waits at most this.'),
   MCP_RATE_LIMIT_MAX: Int(0, 1_000_000, 0, 'Requests per principal (anonymous: per IP) per window; 0: no limit.'),
   MCP_RATE_LIMIT_WINDOW_MS: Int(1000, 86_400_000, 60_000, 'The rate limit window.'),
+  MCP_MAX_STREAMS_PER_PRINCIPAL: Int(1, 1_000_000, 100, 'Streams (SSE answers) one client may hold open at once on this instance (429 beyond).'),
+  MCP_MAX_STREAMS: Int(1, 10_000_000, 10_000, 'Streams (SSE answers) open at once on this instance, all clients (503 beyond).'),
   MCP_MAX_EVENT_LOOP_DELAY_MS: Int(0, 60_000, 0, 'Shed load (503) while the event loop lags more than this (e.g. 1000); 0: off.'),
   MCP_MAX_HEAP_USED_BYTES: Int(0, Number.MAX_SAFE_INTEGER, 0, 'Shed load (503) while the heap is larger than this; 0: off.'),
   MCP_SHUTDOWN_GRACE_MS: Int(0, 600_000, 10_000, 'On SIGTERM, how long in-flight requests may finish before the process exits.'),

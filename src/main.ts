@@ -53,6 +53,7 @@ export async function serve(
     idempotencyTtlMs: config.MCP_IDEMPOTENCY_TTL_MS,
     idempotencyLeaseMs: config.MCP_IDEMPOTENCY_LEASE_MS,
     rateLimit: { max: config.MCP_RATE_LIMIT_MAX, timeWindowMs: config.MCP_RATE_LIMIT_WINDOW_MS },
+    streams: { maxPerPrincipal: config.MCP_MAX_STREAMS_PER_PRINCIPAL, max: config.MCP_MAX_STREAMS },
     webhooks: webhooksFromConfig(config),
     docs: config.MCP_DOCS === 'true',
     ...hostOriginFromConfig(config)

@@ -12,6 +12,8 @@ import { ListenStreams } from './listen.js'
 import { STREAMED, errorText, idOf, parseMessage, resultText, type RequestId } from './message.js'
 import { methodFor, run, type Call } from './rpc-methods.js'
 import { ResponseStream } from './response-stream.js'
+import { REPLAYED, claimCall, record } from './replay.js'
+import type { IdempotentCalls } from '../core/idempotency.js'
 import type { Era, ProtocolVersion } from '../protocol.js'
 
 /** Options of the Streamable HTTP (JSON-RPC) endpoint. */
@@ -27,6 +29,8 @@ interface EndpointOptions extends JsonRpcOptions {
   defaultVersion: ProtocolVersion
   /** The `resource_metadata` URL that 401 and 403 challenges name (OAuth). */
   metadataUrl: string | undefined
+  /** Deduplication of retried tool calls, shared with the Pure HTTP face. */
+  calls: IdempotentCalls
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8'
@@ -83,8 +87,18 @@ const mcpEndpoint: FastifyPluginAsync<EndpointOptions> = async (fastify, opts) =
     const legacy = settled.era === 'legacy'
     // A legacy request is known by its JSON-RPC id, which notifications/cancelled names.
     if (legacy) request.mcpState.requestId = cancelKey(msg.id)
+    // Before the method runs, and outside its error handling: a retry's 409 keeps its status.
+    const claim = msg.method === 'tools/call' ? await claimCall(opts.calls, request, reply, msg.id, msg.params, settled.version) : undefined
+    if (claim === REPLAYED) return reply
     const stream = new ResponseStream(reply, headerValue(request.headers, 'accept')?.includes('text/event-stream') === true)
     let context: Promise<CallContext> | undefined
+    // A request that may turn into a stream holds a stream slot while it runs: the turn comes at its
+    // first notification, mid-run, too late for a clear refusal, so the slot is taken before the
+    // method does any work (where it builds its context; lists and discover never stream).
+    const contextOf = () => {
+      if (stream.accepted) request.server.mcpStreams.take(request, reply)
+      return createContext(request, reply, msg.params as RetryParams, outlet).then((ctx) => narrowCapabilities(legacy ? cancellable(ctx, reply) : ctx, stream))
+    }
     const outlet = rpcOutlet(stream, request.server.mcp.queue)
     const call: Call = {
       request,
@@ -92,15 +106,14 @@ const mcpEndpoint: FastifyPluginAsync<EndpointOptions> = async (fastify, opts) =
       id: msg.id,
       era: settled.era,
       streams,
-      context: () =>
-        (context ??= createContext(request, reply, msg.params as RetryParams, outlet).then((ctx) =>
-          narrowCapabilities(legacy ? cancellable(ctx, reply) : ctx, stream)
-        ))
+      context: () => (context ??= contextOf())
     }
     let answer
     try {
       answer = await run(methodFor(msg.method, settled.era), msg.method, msg.params, call)
     } catch (err) {
+      // The key is free again; a store that cannot say so lets the claim's lease lapse.
+      await claim?.abandon().catch((e: unknown) => request.log.warn({ err: e }, 'idempotency claim not released'))
       const error = inBand(toMcpError(err, request), settled.era)
       if (!stream.open) throw legacy && !stream.accepted ? explainAsk(error) : error
       // Notifications went out already: the error is the stream's last event.
@@ -108,7 +121,10 @@ const mcpEndpoint: FastifyPluginAsync<EndpointOptions> = async (fastify, opts) =
       return reply
     }
     if (answer === STREAMED) return reply
-    const text = resultText(msg.id, typeof answer === 'string' ? answer : JSON.stringify(answer))
+    const result = typeof answer === 'string' ? answer : JSON.stringify(answer)
+    // Kept before the answer leaves, so that a retry that follows it finds it.
+    if (claim !== undefined) await record(claim, reply, result)
+    const text = resultText(msg.id, result)
     if (!stream.open) return reply.type(JSON_TYPE).send(text)
     stream.end(text)
     return reply

@@ -49,6 +49,7 @@ export class ListenStreams {
     const watched = new Set(filter.resourceSubscriptions?.filter((uri) => mcp.isKnownResource(uri)))
     if (filter.resourceSubscriptions !== undefined) agreed.resourceSubscriptions = [...watched]
     const meta = { [SUBSCRIPTION_ID]: id }
+    call.request.server.mcpStreams.take(call.request, reply)
     reply.hijack()
     const res = reply.raw
     res.writeHead(200, {

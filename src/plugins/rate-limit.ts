@@ -1,5 +1,5 @@
 import rateLimit from '@fastify/rate-limit'
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ErrorCode, McpError } from '../errors.js'
 import { RedisStore } from '../store/redis.js'
@@ -25,16 +25,22 @@ const rateLimits: FastifyPluginAsync<{ store: unknown; limits: RateLimitOptions 
     timeWindow,
     // After authentication (an onRequest hook): the principal is known.
     hook: 'preValidation',
-    keyGenerator: (request) => {
-      const p = request.mcpState.principal
-      return p.anonymous ? `ip:${request.ip}` : `p:${p.id}`
-    },
+    keyGenerator: limitKey,
     ...(store instanceof RedisStore ? { redis: store.client, nameSpace: `${store.prefix}rl:` } : {}),
     errorResponseBuilder: (_request, context) =>
       new McpError(ErrorCode.invalidRequest, `Rate limit exceeded: at most ${context.max} requests in ${timeWindow / 1000} s; retry in ${context.after}`, 429, undefined, {
         'retry-after': String(Math.max(1, Math.ceil(context.ttl / 1000)))
       })
   })
+}
+
+/**
+ * Whom a per-client limit counts a request against: an authenticated principal, else the client's
+ * address (anonymous callers share one logical connection, or pick a session freely).
+ */
+export function limitKey(request: FastifyRequest): string {
+  const p = request.mcpState.principal
+  return p.anonymous ? `ip:${request.ip}` : `p:${p.id}`
 }
 
 export default fp(rateLimits, { name: 'mcp-rate-limits', fastify: '5.x' })
