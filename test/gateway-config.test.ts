@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
+import { request } from 'undici'
 import { EVERYTHING, FILESYSTEM, GATEWAY_BIN } from './gateway-helper.js'
 import { post, start } from './gateway-cli-helper.js'
 
@@ -33,6 +34,13 @@ t.test('gateway --config: each server under /{name}, GET / lists them with their
       ['broken', '/broken', 'down']
     ]
   )
+  // The listing has the mounts' Host and Origin check (a page that rebinds its DNS name to loopback).
+  const rebound = await request(`${gw.base}/`, { headers: { host: 'attacker.example:80' } })
+  t.equal(rebound.statusCode, 403, 'another Host: 403')
+  t.match(await rebound.body.json(), { code: -32600, message: 'Host not allowed' })
+  const foreign = await request(`${gw.base}/`, { headers: { origin: 'https://attacker.example' } })
+  t.equal(foreign.statusCode, 403, 'another Origin: 403')
+  await foreign.body.dump()
   const echo = await post(`${gw.base}/everything/tools/echo/calls`, { arguments: { message: 'mounted' } })
   t.equal(echo.body.content[0].text, 'Echo: mounted')
   const env = await post(`${gw.base}/everything/tools/get-env/calls`, { arguments: {} })

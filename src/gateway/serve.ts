@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { oauthSetup } from '../auth/oauth.js'
+import { hostOriginCheck } from '../auth/origin.js'
+import { hostOriginFromConfig } from '../config-options.js'
 import { oauthFromConfig, type Config } from '../config.js'
 import type { Logger } from '../core/request-context.js'
 import { serve, serverOptionsFromConfig, type Mount } from '../main.js'
@@ -87,7 +89,12 @@ export async function serveGateway(served: readonly Served[]): Promise<FastifyIn
     // mount's challenge (its RFC 9728 metadata URL) is right here too.
     const oauth = oauthFromConfig(config)
     const authenticate = oauth === undefined ? undefined : oauthSetup(oauth, served[0]!.prefix).authenticate
-    const onRequest = authenticate === undefined ? [] : [async (request: FastifyRequest) => void (await authenticate(request))]
+    // The same Host and Origin check as the mounts (DNS rebinding), then the token.
+    const hostOrigin = hostOriginCheck({ loopbackByDefault: true, ...hostOriginFromConfig(config) }, app.server)
+    const onRequest = [
+      ...(hostOrigin === undefined ? [] : [hostOrigin]),
+      ...(authenticate === undefined ? [] : [async (request: FastifyRequest) => void (await authenticate(request))])
+    ]
     app.get('/', { schema: { hide: true }, onRequest }, async () => ({
       servers: served.map((s, i) => ({
         name: s.name,
