@@ -362,6 +362,28 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     t.equal(await peer.getTask('alice', 'brief'), undefined, 'gone after its ttlMs')
   })
 
+  t.test('tasks: leases renewed while running, without touching what clients see', async (t) => {
+    const store = await make(t)
+    const peer = await peerOf(t, store)
+    await store.createTask('alice', task('l1', { leaseUntil: 1000 }))
+    t.equal((await peer.getTask('alice', 'l1'))?.leaseUntil, 1000, 'created with its lease')
+    const before = (await store.getTask('alice', 'l1'))!.lastUpdatedAt
+    await sleep(5)
+    t.equal(await peer.renewTask('alice', 'l1', 5000), true, 'a running task is renewed')
+    const renewed = await store.getTask('alice', 'l1')
+    t.same([renewed?.leaseUntil, renewed?.lastUpdatedAt], [5000, before], 'the new lease, the same lastUpdatedAt')
+    if (store.getTaskText !== undefined) {
+      const text = await store.getTaskText('alice', 'l1')
+      t.equal(text?.leaseUntil, 5000, 'the text form says the lease')
+      t.notMatch(text?.json ?? '', /leaseUntil/, 'but not on the wire')
+    }
+    t.equal(await store.renewTask('bob', 'l1', 9000), false, 'another owner\'s task is not renewed')
+    t.equal(await store.renewTask('alice', 'nope', 9000), false, 'nor an unknown one')
+    await store.updateTask('alice', 'l1', { status: 'completed', result: {} })
+    t.equal(await peer.renewTask('alice', 'l1', 9000), false, 'nor a finished one')
+    t.equal((await store.getTask('alice', 'l1'))?.leaseUntil, 5000)
+  })
+
   t.test('tasks: input requests answered (only outstanding keys), runners woken on any instance', async (t) => {
     const store = await make(t)
     const peer = await peerOf(t, store)
