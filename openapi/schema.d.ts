@@ -1148,8 +1148,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1209,8 +1227,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1261,8 +1297,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1321,8 +1375,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1409,8 +1481,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1473,8 +1563,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1574,6 +1682,15 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description This `Mcp-Request-Id` was used for a different call (-32600), or its first attempt still runs (with `Retry-After`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Request body too large. */
             413: {
                 headers: {
@@ -1583,8 +1700,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1647,8 +1782,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1718,8 +1871,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1811,8 +1982,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1875,8 +2064,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1939,8 +2146,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2016,8 +2241,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2106,8 +2349,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2175,8 +2436,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2244,8 +2523,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2303,8 +2600,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2373,8 +2688,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2437,8 +2770,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2517,8 +2868,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2589,8 +2958,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2679,8 +3066,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2754,8 +3159,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2822,8 +3245,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2908,8 +3349,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2985,8 +3444,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3046,8 +3523,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3124,8 +3619,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3173,8 +3686,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3279,6 +3810,15 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description This `Mcp-Request-Id` was used for a different call (-32600), or its first attempt still runs (with `Retry-After`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Request body too large. */
             413: {
                 headers: {
@@ -3288,8 +3828,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3399,6 +3957,15 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description This `Mcp-Request-Id` was used for a different call (-32600), or its first attempt still runs (with `Retry-After`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Request body too large. */
             413: {
                 headers: {
@@ -3408,8 +3975,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3511,6 +4096,15 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description This `Mcp-Request-Id` was used for a different call (-32600), or its first attempt still runs (with `Retry-After`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Request body too large. */
             413: {
                 headers: {
@@ -3520,8 +4114,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3629,6 +4241,15 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description This `Mcp-Request-Id` was used for a different call (-32600), or its first attempt still runs (with `Retry-After`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Request body too large. */
             413: {
                 headers: {
@@ -3638,8 +4259,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3748,6 +4387,15 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description This `Mcp-Request-Id` was used for a different call (-32600), or its first attempt still runs (with `Retry-After`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Request body too large. */
             413: {
                 headers: {
@@ -3757,8 +4405,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3858,6 +4524,15 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description This `Mcp-Request-Id` was used for a different call (-32600), or its first attempt still runs (with `Retry-After`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Request body too large. */
             413: {
                 headers: {
@@ -3867,8 +4542,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3968,6 +4661,15 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description This `Mcp-Request-Id` was used for a different call (-32600), or its first attempt still runs (with `Retry-After`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Request body too large. */
             413: {
                 headers: {
@@ -3977,8 +4679,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4086,6 +4806,15 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description This `Mcp-Request-Id` was used for a different call (-32600), or its first attempt still runs (with `Retry-After`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Request body too large. */
             413: {
                 headers: {
@@ -4095,8 +4824,26 @@ export interface operations {
                     "application/json": components["schemas"]["McpError"];
                 };
             };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
             /** @description Internal error -32603; the body never carries details. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

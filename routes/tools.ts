@@ -40,7 +40,7 @@ const tools: FastifyPluginAsyncTypebox = async (fastify) => {
         params: Type.Object({ name: Type.String({ minLength: 1, maxLength: 128 }) }),
         headers: CommonHeaders,
         body: CallToolBodySchema,
-        response: { 200: CallToolResponseSchema, 202: CreateTaskResultSchema, ...errorResponses(404, 413) }
+        response: { 200: CallToolResponseSchema, 202: CreateTaskResultSchema, ...errorResponses(404, 409, 413) }
       }
     },
     // Not an async handler: a call answered at once is sent in this turn, with no promise (see MaybePromise).

@@ -90,6 +90,11 @@ t.test('the document describes every route of the binding and one operation per 
     'a tool without outputSchema keeps the shared CallToolResult'
   )
   t.strictSame(doc.paths['/tools/add/calls'].post.requestBody.content['application/json'].example, { arguments: { a: 0, b: 0 } }, 'a minimal example body')
+
+  // What a generated client must handle: 429 and 503 (with Retry-After) anywhere, 409 on a tool call.
+  const operations = Object.entries(doc.paths).flatMap(([path, item]) => Object.values(item as object).map((op) => [path, op] as const))
+  t.same(operations.filter(([, op]) => !('429' in op.responses && '503' in op.responses)).map(([path]) => path), [], 'every operation documents 429 and 503')
+  for (const path of ['/tools/{name}/calls', '/tools/echo/calls']) t.ok('409' in doc.paths[path].post.responses, `${path}: 409 documented`)
 })
 
 t.test('tools registered or removed at run time appear in and leave the document', async (t) => {

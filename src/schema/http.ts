@@ -40,15 +40,21 @@ export const Accepted = Type.Null({ description: 'Accepted.' })
 // document names it once in components.schemas; the description is the response's own.
 const err = (description: string) => Type.Unsafe<Static<typeof ErrorSchema>>({ $ref: `${ErrorSchema.$id}#`, description })
 
-/** The error responses of a route, documented once. */
-export function errorResponses(...extra: (404 | 413)[]): Record<number, TSchema> {
+/** The error responses of a route, documented once: 429 and 503 (with `Retry-After`) may answer any. */
+export function errorResponses(...extra: (404 | 409 | 413)[]): Record<number, TSchema> {
   const out: Record<number, TSchema> = {
     400: err('Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022.'),
-    500: err('Internal error -32603; the body never carries details.')
+    429: err('Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds.'),
+    500: err('Internal error -32603; the body never carries details.'),
+    503: err('The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds.')
   }
   for (const code of extra) {
     out[code] =
-      code === 404 ? err('Not found (-32602, or -32002 for a resource in the legacy era).') : err('Request body too large.')
+      code === 404
+        ? err('Not found (-32602, or -32002 for a resource in the legacy era).')
+        : code === 409
+          ? err('This `Mcp-Request-Id` was used for a different call (-32600), or its first attempt still runs (with `Retry-After`).')
+          : err('Request body too large.')
   }
   return out
 }
