@@ -40,7 +40,10 @@ async function instance(env: Record<string, string>): Promise<Instance> {
       MCP_REDIS_URL: redis.url,
       MCP_REDIS_PREFIX: 'whc:',
       MCP_WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${rx.port}`,
-      MCP_WEBHOOK_LEASE_MS: '1000',
+      // Long against a delivery on a loaded machine (a loopback POST answered at once): a lease that
+      // lapses mid-delivery hands the message to the other instance, and it arrives twice. 1 s was
+      // not (CI with load average 15-19: 42 deliveries of 32 messages).
+      MCP_WEBHOOK_LEASE_MS: '5000',
       MCP_WEBHOOK_BACKOFF_MS: '10',
       ...env
     },
@@ -95,7 +98,7 @@ t.test('kill -9 of the instance mid-delivery: another delivers the message', asy
   await once(a.process, 'exit')
   const id = held!.headers['webhook-id']
   // B looks when it queues a message of its own; the dead instance's lease lapses meanwhile.
-  for (let k = 0; k < 20 && !rx.got.slice(before + 1).some((d) => d.headers['webhook-id'] === id); k++) await progress(b, `wake${k}`)
+  for (let k = 0; k < 60 && !rx.got.slice(before + 1).some((d) => d.headers['webhook-id'] === id); k++) await progress(b, `wake${k}`)
   const again = rx.got.slice(before + 1).filter((d) => d.headers['webhook-id'] === id)
   t.equal(again.length, 1, 'delivered once more, by the survivor, with the same webhook-id')
   t.equal(again[0]!.body, held!.body)
