@@ -131,7 +131,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   await fastify.register(rateLimits, { store: mcp.store, limits: opts.rateLimit })
   await fastify.register(streamSlots, opts.streams ?? {})
   // One deduplication step for both faces: each keeps and replays its own answer's text.
-  const calls = new IdempotentCalls(mcp.store, { ttlMs: opts.idempotencyTtlMs ?? 600_000, leaseMs: opts.idempotencyLeaseMs ?? 30_000 })
+  const calls = new IdempotentCalls(mcp.store.idempotency, { ttlMs: opts.idempotencyTtlMs ?? 600_000, leaseMs: opts.idempotencyLeaseMs ?? 30_000 })
   await fastify.register(idempotency, { calls })
 
   await fastify.register(initializeRoutes)

@@ -12,7 +12,20 @@ export { loopbackOnly, type HostOriginOptions } from './auth/origin.js'
 export { McpError, ErrorCode, errors, ConfigurationError } from './errors.js'
 export { SUPPORTED_VERSIONS, LATEST_VERSION, type ProtocolVersion } from './protocol.js'
 export { MemoryStore } from './store/memory.js'
-export type { Store, StoreLimits, LegacyClient, IdempotentStart } from './store/types.js'
+export type {
+  Store,
+  StoreRoles,
+  StoreCompanions,
+  RateLimitBackend,
+  ConnectionStore,
+  Mailbox,
+  Signals,
+  TaskStore,
+  IdempotencyStore,
+  StoreLimits,
+  LegacyClient,
+  IdempotentStart
+} from './store/types.js'
 export { RedisStore, type RedisStoreOptions } from './store/redis.js'
 export { createStore, type StoreConfig } from './store/index.js'
 export type { PressureOptions } from './http/probes.js'

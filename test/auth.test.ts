@@ -26,10 +26,10 @@ t.test('authenticate: the principal reaches handlers and owns its connection sta
   t.equal(alice.body.content[0].text, 'alice')
   await app.inject({ method: 'POST', url: '/resources/subscribe', payload: { uri: 'x:r' }, headers: { 'x-user': 'alice' } })
   await app.inject({ method: 'POST', url: '/logLevel', payload: { level: 'error' }, headers: { 'x-user': 'bob' } })
-  t.same(await store.subscriptions('test|alice'), ['x:r'])
-  t.same(await store.subscriptions('test|bob'), [], 'bob does not see alice subscriptions')
-  t.equal(await store.getLogLevel('test|alice'), undefined)
-  t.equal(await store.getLogLevel('test|bob'), 'error')
+  t.same(await store.connections.subscriptions('test|alice'), ['x:r'])
+  t.same(await store.connections.subscriptions('test|bob'), [], 'bob does not see alice subscriptions')
+  t.equal(await store.connections.getLogLevel('test|alice'), undefined)
+  t.equal(await store.connections.getLogLevel('test|bob'), 'error')
 })
 
 t.test('authenticate refusals keep their status and headers', async (t) => {

@@ -71,9 +71,9 @@ export function tamper(token: string): string {
  * returned waits until at least `n` have been queued. A test waits for the request, not a while.
  */
 export function queuedRequests(store: Store): (n: number) => Promise<void> {
-  const enqueue = store.enqueueRequest.bind(store)
+  const enqueue = store.mailbox.enqueueRequest.bind(store.mailbox)
   let queued = 0
-  store.enqueueRequest = async (...args) => {
+  store.mailbox.enqueueRequest = async (...args) => {
     await enqueue(...args)
     queued++
   }

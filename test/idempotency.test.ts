@@ -84,9 +84,9 @@ t.test('while the first attempt runs, a retry gets 409 with Retry-After', async 
   const store = new MemoryStore()
   const { mcp, runs, release } = server(store)
   const { app } = await build(t, { mcp, idempotencyLeaseMs: 600 })
-  const renew = store.renewIdempotent.bind(store)
+  const renew = store.idempotency.renewIdempotent.bind(store.idempotency)
   let renewed = 0
-  store.renewIdempotent = async (...args) => {
+  store.idempotency.renewIdempotent = async (...args) => {
     if (++renewed === 2) throw new Error('Redis hiccup')
     return renew(...args)
   }

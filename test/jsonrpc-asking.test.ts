@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { build, call } from './helper.js'
 import { LEGACY, rpc } from './rpc.js'
 import { answerRequest } from '../src/messaging/answers.js'
-import type { Store } from '../src/store/types.js'
+import type { Mailbox } from '../src/store/types.js'
 
 /**
  * 2025-era server-to-client requests over /mcp: a handler's question goes out on the SSE stream of
@@ -79,6 +79,6 @@ t.test('an answer that loses the race to another is unknown, as if it came secon
   const store = {
     getRequest: async () => ({ id: 'q', request: { method: 'roots/list' }, createdAt: 0, deliveries: 1 }),
     completeRequest: async () => false
-  } as unknown as Store
+  } as unknown as Mailbox
   await t.rejects(answerRequest(store, 'o', 'q', { result: { roots: [] } }), { code: -32602, status: 404 })
 })

@@ -85,6 +85,6 @@ t.test("legacy era: the extension's tasks for a client that declared it, none fo
 
 t.test('a task that expires between its lookup and its answers is unknown', async (t) => {
   const task = { taskId: 'gone', status: 'input_required', inputRequests: {} }
-  const store = { getTask: async () => task, answerTask: async () => undefined } as unknown as Store
+  const store = { tasks: { getTask: async () => task, answerTask: async () => undefined } } as unknown as Store
   await t.rejects(answerTask(store, 'o', 'gone', {}), { code: -32602, status: 404, message: 'Unknown task: gone' })
 })

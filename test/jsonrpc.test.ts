@@ -131,7 +131,7 @@ t.test('legacy era: initialize, ping, setLevel, subscribe, capabilities kept for
   t.equal(res.headers['mcp-protocol-version'], LEGACY)
   t.equal(res.headers['mcp-session-id'], undefined, 'stateless: no session')
   t.same(res.body.result, { protocolVersion: LEGACY, capabilities: mcp.capabilities(), serverInfo: mcp.serverInfo, instructions: mcp.instructions })
-  t.same((await store.getLegacyClient('anonymous'))?.capabilities, { roots: {} })
+  t.same((await store.connections.getLegacyClient('anonymous'))?.capabilities, { roots: {} })
   // Asking for 2026-07-28 in a handshake gets the newest legacy version; an unknown one too.
   for (const asked of [MODERN, '1999-01-01']) {
     const r = await rpc(app, 'initialize', { ...init, protocolVersion: asked }, { era: 'legacy' })
@@ -139,11 +139,11 @@ t.test('legacy era: initialize, ping, setLevel, subscribe, capabilities kept for
   }
   t.same((await rpc(app, 'ping', {}, { era: 'legacy' })).body, { jsonrpc: '2.0', id: 1, result: {} })
   t.same((await rpc(app, 'logging/setLevel', { level: 'warning' }, { era: 'legacy' })).body.result, {})
-  t.equal(await store.getLogLevel('anonymous'), 'warning')
+  t.equal(await store.connections.getLogLevel('anonymous'), 'warning')
   t.same((await rpc(app, 'resources/subscribe', { uri: 'demo://items/1' }, { era: 'legacy' })).body.result, {})
-  t.same(await store.subscriptions('anonymous'), ['demo://items/1'])
+  t.same(await store.connections.subscriptions('anonymous'), ['demo://items/1'])
   t.same((await rpc(app, 'resources/unsubscribe', { uri: 'demo://items/1' }, { era: 'legacy' })).body.result, {})
-  t.same(await store.subscriptions('anonymous'), [])
+  t.same(await store.connections.subscriptions('anonymous'), [])
   const unknown = await rpc(app, 'resources/subscribe', { uri: 'demo://nothing' }, { era: 'legacy' })
   t.equal(unknown.status, 200, 'errors of a legacy-era request ride in a 200')
   t.same(unknown.body.error, { code: -32002, message: 'Resource not found: demo://nothing', data: { uri: 'demo://nothing' } })
@@ -301,7 +301,7 @@ t.test('progress and log notifications turn the response into an SSE stream, onl
   await rpc(app, 'logging/setLevel', { level: 'debug' }, { era: 'legacy' })
   const legacy = await app.inject({ method: 'POST', url: '/mcp', headers: { 'content-type': 'application/json', 'mcp-protocol-version': LEGACY, ...sse }, payload: JSON.stringify({ jsonrpc: '2.0', id: 'l', method: 'tools/call', params: { name: 'chatty', _meta: { progressToken: 't' } } }) })
   t.same(events(legacy.payload).map((e) => e.method ?? 'response'), ['notifications/progress', 'notifications/message', 'notifications/message', 'response'])
-  t.equal(await store.takeNotifications('anonymous'), undefined)
+  t.equal(await store.mailbox.takeNotifications('anonymous'), undefined)
 })
 
 t.test('handler failures: a tool error is a result, a library misuse is -32603 in-band', async (t) => {

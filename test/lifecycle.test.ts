@@ -20,7 +20,7 @@ t.test('POST /initialize negotiates the version and remembers a legacy client', 
   t.ok(legacy.body.capabilities.tools)
   t.type(legacy.body.instructions, 'string')
   t.notOk('resultType' in legacy.body, 'a legacy answer has no resultType')
-  t.same((await store.getLegacyClient('anonymous'))?.capabilities, { elicitation: {} })
+  t.same((await store.connections.getLegacyClient('anonymous'))?.capabilities, { elicitation: {} })
   const unknown = await call(app, init('2024-01-01'))
   t.equal(unknown.body.protocolVersion, '2025-11-25', 'an unknown version gets the newest legacy one')
   const modern = await call(app, init('2026-07-28'))
@@ -61,10 +61,10 @@ t.test('POST /logLevel stores the level for the connection', async (t) => {
   const res = await app.inject({ method: 'POST', url: '/logLevel', payload: { level: 'warning' } })
   t.equal(res.statusCode, 202)
   t.equal(res.payload, '')
-  t.equal(await store.getLogLevel('anonymous'), 'warning')
+  t.equal(await store.connections.getLogLevel('anonymous'), 'warning')
   const bad = await call(app, { method: 'POST', url: '/logLevel', payload: { level: 'loud' } })
   t.same([bad.status, bad.body.code], [400, -32602])
-  t.equal(await store.getLogLevel('anonymous'), 'warning')
+  t.equal(await store.connections.getLogLevel('anonymous'), 'warning')
 })
 
 t.test('POST /completions for prompt arguments and template variables', async (t) => {
@@ -117,7 +117,7 @@ t.test('a completer may refuse with a protocol error', async (t) => {
 
 t.test('a store that fails is a 500 with no details, and is logged', async (t) => {
   const store = new MemoryStore()
-  store.setLogLevel = async () => {
+  store.connections.setLogLevel = async () => {
     throw new Error('ECONNREFUSED 10.0.0.7:6379')
   }
   const { app } = await build(t, { store })

@@ -327,7 +327,7 @@ t.test('modern ctx.elicit: input_required, then a replay that gets the answer', 
 
 t.test('a store that fails while queueing a question fails the call, not the server', async (t) => {
   const mcp = server()
-  mcp.store.enqueueRequest = async () => {
+  mcp.store.mailbox.enqueueRequest = async () => {
     throw new McpError(-32603, 'queue unavailable', 503)
   }
   const { app } = await build(t, { mcp })

@@ -268,11 +268,11 @@ t.test('two principals never see each other\'s subscriptions', async (t) => {
   t.same([alice.status, alice.headers['www-authenticate']], [202, undefined])
   const bob = await call(app, { method: 'POST', url: '/resources/unsubscribe', payload: { uri: 'x:r' }, headers: bearer(await token({ sub: 'bob' })) })
   t.equal(bob.status, 202)
-  t.same(await store.subscriptions(`${ISSUER}|alice`), ['x:r'])
-  t.same(await store.subscriptions(`${ISSUER}|bob`), [], 'bob neither sees nor removes alice\'s subscription')
+  t.same(await store.connections.subscriptions(`${ISSUER}|alice`), ['x:r'])
+  t.same(await store.connections.subscriptions(`${ISSUER}|bob`), [], 'bob neither sees nor removes alice\'s subscription')
   const anon = await call(app, { method: 'POST', url: '/resources/subscribe', payload: { uri: 'x:r' } })
   t.same([anon.status, anon.body.code, anon.headers['www-authenticate']], [401, -32600, CHALLENGE])
-  t.same(await store.subscriptions('anonymous'), [])
+  t.same(await store.connections.subscriptions('anonymous'), [])
 })
 
 /** A tiny authorization server publishing JWKS at /jwks; counts fetches. */

@@ -129,13 +129,13 @@ t.test('behind a trusted proxy, the client address comes from X-Forwarded-For', 
 t.test('two answers to one server-to-client request at once: one is taken, the other is 404', async (t) => {
   const store = new MemoryStore()
   const { app } = await build(t, { mcp: createDemoServer({ store }) })
-  await store.enqueueRequest('anonymous', 'q1', { method: 'roots/list' })
+  await store.mailbox.enqueueRequest('anonymous', 'q1', { method: 'roots/list' })
   // Both answers get past the lookup before either completes the request, as on two instances.
-  const lookup = store.getRequest.bind(store)
+  const lookup = store.mailbox.getRequest.bind(store.mailbox)
   let arrived = 0
   let both: () => void
   const barrier = new Promise<void>((resolve) => (both = resolve))
-  store.getRequest = async (owner, id) => {
+  store.mailbox.getRequest = async (owner, id) => {
     const found = await lookup(owner, id)
     if (++arrived === 2) both()
     await barrier

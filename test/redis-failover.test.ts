@@ -53,15 +53,15 @@ async function failover(cluster: RedisCluster, waitReplicas: number): Promise<Ou
       const owner = `o${i % OWNERS}`
       try {
         if (i % 3 === 0) {
-          await store.pushNotification(owner, { method: 'n', params: { i } })
+          await store.mailbox.pushNotification(owner, { method: 'n', params: { i } })
           if (!notified.has(owner)) notified.set(owner, new Set())
           notified.get(owner)!.add(i)
         } else if (i % 3 === 1) {
-          await store.createTask(owner, task(`t${i}`))
+          await store.tasks.createTask(owner, task(`t${i}`))
           tasks.push([owner, `t${i}`])
         } else {
-          if ((await store.beginIdempotent(owner, `r${i}`, 'd', 60_000)).state !== 'new') throw new Error('not new')
-          await store.finishIdempotent(owner, `r${i}`, `{"i":${i}}`, 600_000)
+          if ((await store.idempotency.beginIdempotent(owner, `r${i}`, 'd', 60_000)).state !== 'new') throw new Error('not new')
+          await store.idempotency.finishIdempotent(owner, `r${i}`, `{"i":${i}}`, 600_000)
           replays.push([owner, `r${i}`])
         }
       } catch {
@@ -81,7 +81,7 @@ async function failover(cluster: RedisCluster, waitReplicas: number): Promise<Ou
   await until(() => cluster.masterOf(slot) !== victim, 'a replica to take over')
   await cluster.restart(victim)
   await until(async () => {
-    await store.setLogLevel('o0', 'info')
+    await store.connections.setLogLevel('o0', 'info')
     return true
   }, 'a write to the crashed master slot to succeed again')
   await sleep(1000)
@@ -93,15 +93,15 @@ async function failover(cluster: RedisCluster, waitReplicas: number): Promise<Ou
   const got = new Set<number>()
   for (let o = 0; o < OWNERS; o++) {
     for (;;) {
-      const g = await peer.takeNotifications(`o${o}`)
+      const g = await peer.mailbox.takeNotifications(`o${o}`)
       if (g === undefined) break
       for (const x of g.notifications) got.add((x.params as { i: number }).i)
-      await peer.ackNotifications(`o${o}`, g.id)
+      await peer.mailbox.ackNotifications(`o${o}`, g.id)
     }
   }
   const acked = [...notified.values()].flatMap((s) => [...s])
-  const tasksFound = await Promise.all(tasks.map(([o, id]) => peer.getTask(o, id)))
-  const replayed = await Promise.all(replays.map(([o, id]) => peer.beginIdempotent(o, id, 'd', 60_000)))
+  const tasksFound = await Promise.all(tasks.map(([o, id]) => peer.tasks.getTask(o, id)))
+  const replayed = await Promise.all(replays.map(([o, id]) => peer.idempotency.beginIdempotent(o, id, 'd', 60_000)))
   return {
     store,
     peer,
@@ -126,15 +126,15 @@ t.test('with MCP_REDIS_WAIT_REPLICAS=1: nothing acknowledged is lost, and the in
   t.ok(o.acked.notifications > 0 && o.acked.tasks > 0 && o.acked.replays > 0, 'writes were acknowledged')
   t.same(o.lost, { notifications: 0, tasks: 0, replays: 0 }, 'none lost')
   // Reconnected by themselves: a wake-up crosses instances, a cancellation reaches the other one.
-  await o.store.enqueueRequest('o0', 'after', { method: 'roots/list' })
-  const answer = o.store.awaitAnswer('o0', 'after', new AbortController().signal, 20_000)
+  await o.store.mailbox.enqueueRequest('o0', 'after', { method: 'roots/list' })
+  const answer = o.store.mailbox.awaitAnswer('o0', 'after', new AbortController().signal, 20_000)
   await sleep(50)
-  await o.peer.completeRequest('o0', 'after', { result: { roots: [] } })
+  await o.peer.mailbox.completeRequest('o0', 'after', { result: { roots: [] } })
   t.same(await answer, { result: { roots: [] } }, 'a wake-up after the failover')
   const heard = new Set<string>()
-  o.peer.onCancel((owner) => heard.add(owner))
+  o.peer.signals.onCancel((owner) => heard.add(owner))
   await until(async () => {
-    for (let i = 0; i < 64; i++) await o.store.publishCancel(`c${i}`, 'x', undefined)
+    for (let i = 0; i < 64; i++) await o.store.signals.publishCancel(`c${i}`, 'x', undefined)
     return heard.size === 64
   }, 'every bus channel to be heard again')
   t.equal(heard.size, 64, 'cancellations on every bus channel are heard')
@@ -145,5 +145,5 @@ t.test('without it: what an acknowledged write survives, measured', async (t) =>
   t.teardown(() => Promise.all([o.store.close(), o.peer.close()]))
   t.comment(report('no WAIT', o))
   t.ok(o.acked.notifications > 0 && o.acked.tasks > 0 && o.acked.replays > 0, 'writes were acknowledged')
-  t.equal(await o.peer.getLogLevel('o0'), 'info', 'the slot of the crashed master serves again')
+  t.equal(await o.peer.connections.getLogLevel('o0'), 'info', 'the slot of the crashed master serves again')
 })

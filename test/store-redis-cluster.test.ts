@@ -59,6 +59,6 @@ t.test('createStore: MCP_REDIS_CLUSTER_NODES', async (t) => {
   t.teardown(() => store.close())
   t.ok(store instanceof RedisStore)
   await store.ping()
-  await store.pushNotification('alice', { method: 'n' })
-  t.same((await store.takeNotifications('alice'))?.notifications, [{ method: 'n' }])
+  await store.mailbox.pushNotification('alice', { method: 'n' })
+  t.same((await store.mailbox.takeNotifications('alice'))?.notifications, [{ method: 'n' }])
 })

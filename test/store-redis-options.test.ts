@@ -78,19 +78,19 @@ t.test('MCP_REDIS_WAIT_REPLICAS on a Redis without replicas: the write is refuse
   const prefix = `d${randomUUID().slice(0, 8)}:`
   const store = new RedisStore({ url: redis.url, prefix, waitReplicas: 1, waitTimeoutMs: 50 })
   t.teardown(() => store.close())
-  const err = await store.setLogLevel('alice', 'info').then(() => undefined, (e: unknown) => e)
+  const err = await store.connections.setLogLevel('alice', 'info').then(() => undefined, (e: unknown) => e)
   t.match(err, { code: 'ERR_STORE_NOT_REPLICATED', message: 'The store did not confirm the write on 1 replica(s) within 50 ms' })
   t.match(wireErrorOf(err), { status: 503, message: 'The store did not confirm the write on 1 replica(s) within 50 ms', headers: { 'retry-after': '1' } })
-  t.equal(await store.getLogLevel('alice'), 'info', 'written on the primary all the same')
+  t.equal(await store.connections.getLogLevel('alice'), 'info', 'written on the primary all the same')
   const raw = new Redis(redis.url)
   t.teardown(() => raw.quit())
   await raw.set(`${prefix}c:{${sha1('bob')}}`, 'not a hash')
-  const refused = await store.setLogLevel('bob', 'info').then(() => undefined, (e: unknown) => e)
+  const refused = await store.connections.setLogLevel('bob', 'info').then(() => undefined, (e: unknown) => e)
   t.match(refused, { code: 'ERR_STORE_FAILED', message: 'The store refused a command', cause: { message: /WRONGTYPE/ } }, 'a script error comes through, its words in the cause (for the log)')
   t.equal(wireErrorOf(refused), undefined, 'an opaque 500')
   const defaults = new RedisStore({ url: redis.url, prefix, waitReplicas: 0 })
   t.teardown(() => defaults.close())
-  await defaults.setLogLevel('carol', 'info')
+  await defaults.connections.setLogLevel('carol', 'info')
   t.same(redisFromConfig({ MCP_REDIS_URL: redis.url, MCP_REDIS_WAIT_REPLICAS: 2 }), { url: redis.url, prefix: 'mcp:', waitReplicas: 2, waitTimeoutMs: 1000 })
   t.throws(() => loadConfig({ MCP_REDIS_PREFIX: 'a:' }), /MCP_REDIS_PREFIX is set without/)
   // A primary demoted to a replica answers READONLY: that (alone) reconnects and retries.
@@ -111,12 +111,12 @@ t.test('the configuration written into the scripts: any prefix, exactly as given
     await plain.close()
     raw.disconnect()
   })
-  await store.setLogLevel('alice', 'debug')
-  await store.pushNotification('alice', { method: 'n/1' })
+  await store.connections.setLogLevel('alice', 'debug')
+  await store.mailbox.pushNotification('alice', { method: 'n/1' })
   const task = { taskId: 't1', status: 'working', createdAt: new Date().toISOString(), lastUpdatedAt: new Date().toISOString(), ttlMs: 60_000, pollIntervalMs: 1000 } as const
-  await store.createTask('alice', task)
-  t.same(await store.getTask('alice', 't1'), task)
-  t.equal(await store.getLogLevel('alice'), 'debug')
+  await store.tasks.createTask('alice', task)
+  t.same(await store.tasks.getTask('alice', 't1'), task)
+  t.equal(await store.connections.getLogLevel('alice'), 'debug')
   const keys = await raw.keys('*')
   const mine = keys.filter((k) => k.startsWith(odd))
   t.ok(mine.length >= 3, `keys under the odd prefix: ${mine.length}`)
@@ -126,12 +126,12 @@ t.test('the configuration written into the scripts: any prefix, exactly as given
     'no key under a mangled prefix'
   )
   // The connection bound is the store's own: a fourth connection evicts the least recently used.
-  for (const owner of ['b', 'c', 'd']) await store.setLogLevel(owner, 'info')
-  t.equal(await store.getLogLevel('alice'), undefined, 'alice, least recently used, made way (maxConnections 3)')
+  for (const owner of ['b', 'c', 'd']) await store.connections.setLogLevel(owner, 'info')
+  t.equal(await store.connections.getLogLevel('alice'), undefined, 'alice, least recently used, made way (maxConnections 3)')
   // The other store, with its defaults, runs its own scripts: alice there is untouched by that bound.
-  await plain.setLogLevel('alice', 'error')
-  for (const owner of ['b', 'c', 'd']) await plain.setLogLevel(owner, 'info')
-  t.equal(await plain.getLogLevel('alice'), 'error')
+  await plain.connections.setLogLevel('alice', 'error')
+  for (const owner of ['b', 'c', 'd']) await plain.connections.setLogLevel(owner, 'info')
+  t.equal(await plain.connections.getLogLevel('alice'), 'error')
 })
 
 // ioredis re-subscribes a reconnected subscriber itself (autoResubscribe) and leaves that promise
@@ -166,7 +166,7 @@ t.test('close() ends even when Redis stops answering: QUIT is waited for a momen
     await paused.stop()
   })
   const store = new RedisStore({ url: paused.url })
-  await store.setLogLevel('alice', 'debug') // connected and ready
+  await store.connections.setLogLevel('alice', 'debug') // connected and ready
   paused.process.kill('SIGSTOP') // the socket stays open; nothing answers QUIT
   let guard: NodeJS.Timeout | undefined
   const outcome = await Promise.race([

@@ -25,8 +25,8 @@ t.test('createStore: MCP_REDIS_SENTINELS and MCP_REDIS_SENTINEL_MASTER', async (
   t.teardown(() => store.close())
   t.ok(store instanceof RedisStore)
   await store.ping()
-  await store.setLogLevel('alice', 'debug')
-  t.equal(await store.getLogLevel('alice'), 'debug')
+  await store.connections.setLogLevel('alice', 'debug')
+  t.equal(await store.connections.getLogLevel('alice'), 'debug')
 })
 
 t.test('a store closed at any moment of connecting leaves no failover detector behind', async (t) => {
@@ -50,25 +50,25 @@ t.test('kill -9 of the primary: a replica takes over, the stores follow by thems
   const plain = open({ prefix, sweepMs: 500 })
   t.teardown(() => Promise.all([durable.close(), plain.close()]))
   await Promise.all([durable.ping(), plain.ping()])
-  for (let i = 0; i < 50; i++) await durable.pushNotification(`o${i % 5}`, { method: 'n', params: { i } })
+  for (let i = 0; i < 50; i++) await durable.mailbox.pushNotification(`o${i % 5}`, { method: 'n', params: { i } })
   await set.master.crash()
   // Reads through the store that wrote: it asks the Sentinels for the new primary by itself.
   let got: number[] = []
   await until(async () => {
     got = []
     for (let o = 0; o < 5; o++) {
-      const g = await durable.takeNotifications(`o${o}`)
+      const g = await durable.mailbox.takeNotifications(`o${o}`)
       got.push(...(g?.notifications ?? []).map((n) => (n.params as { i: number }).i))
     }
     return got.length > 0
   }, 'the replica to take over', 60) // a failed election is retried after twice failover-timeout (10 s): loaded cores may need two
   t.equal(got.length, 50, 'all 50 acknowledged notifications survived')
-  await plain.enqueueRequest('alice', 'after', { method: 'roots/list' })
-  const answer = plain.awaitAnswer('alice', 'after', new AbortController().signal, 20_000)
-  await until(async () => (await plain.getRequest('alice', 'after')) !== undefined, 'the request to be readable')
+  await plain.mailbox.enqueueRequest('alice', 'after', { method: 'roots/list' })
+  const answer = plain.mailbox.awaitAnswer('alice', 'after', new AbortController().signal, 20_000)
+  await until(async () => (await plain.mailbox.getRequest('alice', 'after')) !== undefined, 'the request to be readable')
   const other = open({ prefix })
   t.teardown(() => other.close())
-  await other.completeRequest('alice', 'after', { result: { roots: [] } })
+  await other.mailbox.completeRequest('alice', 'after', { result: { roots: [] } })
   t.same(await answer, { result: { roots: [] } }, 'a wake-up after the failover')
 })
 
@@ -95,13 +95,13 @@ t.test('a failover heard while reconnecting: every store writes and hears wake-u
     stores.map((store, i) =>
       until(
         async () => {
-          await store.setLogLevel(`s${i}`, 'debug')
+          await store.connections.setLogLevel(`s${i}`, 'debug')
           return true
         },
         `store ${i} to write again`,
         60
       ).then(
-        async () => (await store.getLogLevel(`s${i}`)) === 'debug',
+        async () => (await store.connections.getLogLevel(`s${i}`)) === 'debug',
         () => false
       )
     )
@@ -110,9 +110,9 @@ t.test('a failover heard while reconnecting: every store writes and hears wake-u
   // The subscriber connections came through the same failover: a wake-up reaches each store.
   const woken: number[] = []
   for (const [i, store] of stores.entries()) {
-    await store.enqueueRequest('alice', `q${i}`, { method: 'roots/list' })
-    const answer = store.awaitAnswer('alice', `q${i}`, new AbortController().signal, 20_000)
-    await stores[(i + 1) % stores.length]!.completeRequest('alice', `q${i}`, { result: { roots: [] } })
+    await store.mailbox.enqueueRequest('alice', `q${i}`, { method: 'roots/list' })
+    const answer = store.mailbox.awaitAnswer('alice', `q${i}`, new AbortController().signal, 20_000)
+    await stores[(i + 1) % stores.length]!.mailbox.completeRequest('alice', `q${i}`, { result: { roots: [] } })
     if (await answer.then(() => true, () => false)) woken.push(i)
   }
   t.same(woken, stores.map((_, i) => i), 'every store hears its answer')

@@ -182,10 +182,10 @@ t.test('leases: renewed while the work runs without touching lastUpdatedAt; a la
   const orphan = await call(app, { method: 'POST', url: '/tools/unending/calls', payload: { _meta: TASKS } })
   const orphanId = orphan.body.taskId as string
   // As if the instance running it had stopped renewing: its lease is in the past.
-  t.equal(await store.renewTask(ANONYMOUS.id, orphanId, Date.now() - 1), true, 'the anonymous connection owns it')
+  t.equal(await store.tasks.renewTask(ANONYMOUS.id, orphanId, Date.now() - 1), true, 'the anonymous connection owns it')
   const lapsed = await call(app, { url: `/tasks/${orphanId}`, headers: { 'mcp-meta': tasksMeta } })
   t.match(lapsed.body, { status: 'failed', error: { code: -32603 } }, 'a lapsed lease: failed on read')
-  t.equal(await store.renewTask(ANONYMOUS.id, orphanId, Date.now() + 1000), false, 'a finished task is not renewed')
+  t.equal(await store.tasks.renewTask(ANONYMOUS.id, orphanId, Date.now() + 1000), false, 'a finished task is not renewed')
   stop()
   await sleep(50)
   t.equal((await call(app, { url: `/tasks/${orphanId}`, headers: { 'mcp-meta': tasksMeta } })).body.status, 'failed', 'the work ending late changes nothing')

@@ -131,9 +131,14 @@ t.test('a store that hands out copies (not frozen records): every poll answers t
   // The memory store's records are frozen, so a served answer can be kept per record; a store's own
   // copies may change under it, so they are serialized each time.
   class Copying extends MemoryStore {
-    override getTask(owner: string, taskId: string) {
-      const record = super.getTask(owner, taskId)
-      return record === undefined ? undefined : { ...record }
+    constructor() {
+      super()
+      const own = this.tasks
+      const getTask = own.getTask.bind(own)
+      own.getTask = (owner: string, taskId: string) => {
+        const record = getTask(owner, taskId)
+        return record === undefined ? undefined : { ...record }
+      }
     }
   }
   const { app } = await build(t, { mcp: demo(), store: new Copying() })
@@ -214,7 +219,7 @@ t.test('cancel: cooperative through the signal; unknown, expired and other princ
   }
   const other = (await start(app, 'forever')).body.taskId
   // A cancellation heard from the store with no reason (as another instance may publish it).
-  await mcp.store.publishCancel('alice', `task:${other}`, undefined)
+  await mcp.store.signals.publishCancel('alice', `task:${other}`, undefined)
   t.equal((await until(app, other, (b) => b.status !== 'working')).body.result.content[0].text, 'stopped')
   const cancel = await taskCall(app, { method: 'POST', url: `/tasks/${id}/cancel`, payload: {} })
   t.same([cancel.status, cancel.body], [200, { resultType: 'complete' }])
@@ -386,7 +391,7 @@ t.test('tasks/get from the memory store is answered at once; from a store that w
   const mcp = new McpServer({ name: 'poll', version: '1.0.0' })
   const ctx = () => coreContext(mcp, TASKS)
   const now = new Date().toISOString()
-  await mcp.store.createTask('anonymous', { taskId: 'polled', status: 'working', createdAt: now, lastUpdatedAt: now, ttlMs: 60_000, pollIntervalMs: 2000, notify: false })
+  await mcp.store.tasks.createTask('anonymous', { taskId: 'polled', status: 'working', createdAt: now, lastUpdatedAt: now, ttlMs: 60_000, pollIntervalMs: 2000, notify: false })
   const served = mcp.tasks.served(ctx(), 'polled')
   t.notOk(isThenable(served), 'a value, not a promise')
   t.match(served, { status: 'working', pollIntervalMs: 2000 })
@@ -394,7 +399,7 @@ t.test('tasks/get from the memory store is answered at once; from a store that w
   t.throws(() => mcp.tasks.served(ctx(), 'unknown'), { status: 404, message: 'Unknown task: unknown' }, 'an unknown task is refused at once')
 
   const memory = mcp.store as MemoryStore
-  const later = new McpServer({ name: 'later', version: '1.0.0', store: Object.assign(Object.create(memory), { getTask: async (o: string, id: string) => memory.getTask(o, id) }) })
+  const later = new McpServer({ name: 'later', version: '1.0.0', store: Object.assign(Object.create(memory), { tasks: { getTask: async (o: string, id: string) => memory.tasks.getTask(o, id) } }) })
   const waited = later.tasks.served(ctx(), 'polled')
   t.ok(isThenable(waited), 'a store that answers with a promise: a promise')
   t.equal((await waited).representation.body, (served as ServedTask).representation.body, 'with the same answer')

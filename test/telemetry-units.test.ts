@@ -2,6 +2,7 @@ import t from 'tap'
 import { createNoopMeter } from '@opentelemetry/api'
 import { createDemoServer } from '../src/demo/catalogue.js'
 import { buildServer } from '../src/server.js'
+import type { Store } from '../src/store/types.js'
 import { instruments } from '../src/telemetry/metrics.js'
 import { settleTelemetry, telemetryFromConfig, tracesWanted } from '../src/telemetry/options.js'
 import { errorType, observedStore } from '../src/telemetry/store.js'
@@ -31,6 +32,14 @@ t.test('what turns telemetry on', async (t) => {
   t.same(telemetryFromConfig({ HOST: '0.0.0.0', MCP_METRICS: 'true', MCP_METRICS_PORT: 9464 }), { metrics: { port: 9464, host: '0.0.0.0' } })
 })
 
+/** A store whose every role is one object (`observedStore` looks at the store's class for its kind). */
+class FakeStore {
+  readonly companions = {}
+  constructor(readonly connections: object, readonly mailbox = connections, readonly signals = connections, readonly tasks = connections, readonly idempotency = connections) {}
+  async ping(): Promise<void> {}
+  async close(): Promise<void> {}
+}
+
 t.test('the observed store: failures counted by type, results passed through, its own this kept', async (t) => {
   class RedisLike {
     readonly #secret = 'own field'
@@ -59,17 +68,20 @@ t.test('the observed store: failures counted by type, results passed through, it
       return true
     }
   }
-  const store = observedStore(new RedisLike(), undefined, instruments(createNoopMeter()))
-  t.ok(store instanceof RedisLike, 'instanceof sees through')
-  t.equal(store.sync(), 'own field', 'a plain value, the private field reached')
-  t.equal(store.onCancel(), 'own field', 'listeners run on the store itself')
-  t.equal(store.sync, store.sync, 'one wrapper per method')
-  t.equal(store.calls, 0, 'other properties as they are')
-  await t.rejects(store.fails(), { code: 'QUEUE_FULL' })
-  t.throws(() => store.throwsAtOnce(), TypeError)
-  t.same(await store.updateTask('o', 't', { status: 'completed' }), { status: 'completed' })
-  t.equal(await store.updateTask('o', 't', { status: 'gone' }), undefined)
-  t.equal(await store.ackNotifications(), true, 'an unknown group takes nothing off')
+  const store = observedStore(new FakeStore(new RedisLike()) as unknown as Store, undefined, instruments(createNoopMeter()))
+  const role = store.tasks as unknown as RedisLike
+  t.ok(store instanceof FakeStore, 'instanceof sees through')
+  t.ok(role instanceof RedisLike, 'and through a role')
+  t.equal(store.mailbox, store.tasks, 'one object in two roles is wrapped once')
+  t.equal(role.sync(), 'own field', 'a plain value, the private field reached')
+  t.equal((store.signals as unknown as RedisLike).onCancel(), 'own field', 'listeners run on the role itself')
+  t.equal(role.sync, role.sync, 'one wrapper per method')
+  t.equal(role.calls, 0, 'other properties as they are')
+  await t.rejects(role.fails(), { code: 'QUEUE_FULL' })
+  t.throws(() => role.throwsAtOnce(), TypeError)
+  t.same(await role.updateTask('o', 't', { status: 'completed' }), { status: 'completed' })
+  t.equal(await role.updateTask('o', 't', { status: 'gone' }), undefined)
+  t.equal(await role.ackNotifications(), true, 'an unknown group takes nothing off')
   t.equal(errorType(Object.assign(new Error('x'), { code: 'E_X' })), 'E_X')
   t.equal(errorType(new RangeError('x')), 'RangeError')
   t.equal(errorType('a string'), '_OTHER')
@@ -193,7 +205,7 @@ t.test('queue and task counters follow the calls that change them', async (t) =>
       return { n: ++n }
     }
   }
-  const store = observedStore(new MemoryLike(), undefined, m as never)
+  const store = observedStore(new FakeStore(new MemoryLike()) as unknown as Store, undefined, m as never).mailbox as unknown as MemoryLike
   await store.takeNotifications()
   await store.ackNotifications('me', 'g0')
   t.same(added, {}, 'nothing handed out: nothing taken off')

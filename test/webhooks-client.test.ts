@@ -27,7 +27,7 @@ async function serve(t: Test, allowed: string[], gate: Promise<void> = Promise.r
   })
   // A progress notification without params (no server of ours sends one): the CLI passes it over.
   mcp.tool({ name: 'bare' }, async (_args, ctx) => {
-    await mcp.store.pushNotification(ctx.principal.id, { method: 'notifications/progress' })
+    await mcp.store.mailbox.pushNotification(ctx.principal.id, { method: 'notifications/progress' })
     await delivered(1)
     return 'done'
   })

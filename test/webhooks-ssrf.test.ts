@@ -228,7 +228,7 @@ t.test('a stored webhook whose target became internal: the message goes back to 
   )
   const owner = (await call(app, { method: 'POST', url: '/webhooks', payload: { url: 'https://10.0.0.1/' } })).status
   t.equal(owner, 400)
-  await mcp.store.pushNotification('anonymous', { method: 'notifications/message', params: { data: 1 } })
+  await mcp.store.mailbox.pushNotification('anonymous', { method: 'notifications/message', params: { data: 1 } })
   let log: any[] = []
   for (let i = 0; i < 500 && log.length === 0; i++) {
     await new Promise((resolve) => setTimeout(resolve, 10))

@@ -95,7 +95,7 @@ t.test('deliveries are signed the Standard Webhooks way, and standardwebhooks ve
   t.equal(log.length, 3)
   t.match(log[0], { attempt: 1, status: 'delivered', responseStatus: 200 })
   // Other connections and other events are not this webhook's business.
-  await mcp.store.pushNotification('bob', { method: 'notifications/progress', params: { progressToken: 'b', progress: 1 } })
+  await mcp.store.mailbox.pushNotification('bob', { method: 'notifications/progress', params: { progressToken: 'b', progress: 1 } })
   t.equal((await call(app, { url: '/notifications', headers: { 'x-user': 'bob' } })).body.length, 1)
 })
 
@@ -124,7 +124,7 @@ t.test('500 twice then 200: three attempts of one message, one webhook-id', asyn
   t.teardown(() => rx.close())
   const { app, mcp } = await setup(t, rx.port)
   const { id } = (await register(app, { url: rx.url })).body
-  await mcp.store.pushNotification('alice', { method: 'notifications/message', params: { level: 'info', data: 'hi' } })
+  await mcp.store.mailbox.pushNotification('alice', { method: 'notifications/message', params: { level: 'info', data: 'hi' } })
   const got = await rx.waitFor(3)
   t.equal(new Set(got.map((d) => d.headers['webhook-id'])).size, 1, 'the same webhook-id three times')
   const log = await attemptsLogged(app, id, 3)
@@ -142,7 +142,7 @@ t.test('a dead receiver: every attempt fails, and the message is back on /notifi
   await rx.close()
   const { app, mcp } = await setup(t, rx.port, { attempts: 3 })
   const { id } = (await register(app, { url: rx.url })).body
-  await mcp.store.pushNotification('alice', { method: 'notifications/message', params: { level: 'info', data: 'lost?' } })
+  await mcp.store.mailbox.pushNotification('alice', { method: 'notifications/message', params: { level: 'info', data: 'lost?' } })
   let queued: unknown[] = []
   for (let i = 0; i < 500 && queued.length === 0; i++) {
     await new Promise((resolve) => setTimeout(resolve, 10))
@@ -172,10 +172,10 @@ t.test('410 Gone disables the webhook at once; later notifications are queued', 
   t.teardown(() => rx.close())
   const { app, mcp } = await setup(t, rx.port)
   const { id } = (await register(app, { url: rx.url })).body
-  await mcp.store.pushNotification('alice', { method: 'notifications/message', params: { data: 1 } })
+  await mcp.store.mailbox.pushNotification('alice', { method: 'notifications/message', params: { data: 1 } })
   t.same((await queuedEventually(app, 1)).map((n) => n.params.data), [1])
   t.match((await call(app, { url: `/webhooks/${id}` })).body, { status: 'disabled', disabledReason: 'The receiver answered 410 Gone', disabledAt: String })
-  await mcp.store.pushNotification('alice', { method: 'notifications/message', params: { data: 2 } })
+  await mcp.store.mailbox.pushNotification('alice', { method: 'notifications/message', params: { data: 2 } })
   t.same((await queuedEventually(app, 1)).map((n) => n.params.data), [2])
   t.equal(rx.got.length, 1, 'one attempt, no retry')
 })
@@ -185,13 +185,13 @@ t.test('N messages in a row that fail disable the webhook; what was pending is q
   t.teardown(() => rx.close())
   const { app, mcp } = await setup(t, rx.port, { attempts: 1, disableAfter: 2, concurrency: 1 })
   const { id } = (await register(app, { url: rx.url })).body
-  await mcp.store.pushNotification('alice', { method: 'notifications/message', params: { data: 0 } })
+  await mcp.store.mailbox.pushNotification('alice', { method: 'notifications/message', params: { data: 0 } })
   await rx.waitFor(1)
-  await mcp.store.pushNotification('alice', { method: 'notifications/message', params: { data: 1 } })
+  await mcp.store.mailbox.pushNotification('alice', { method: 'notifications/message', params: { data: 1 } })
   await rx.waitFor(2)
   await attemptsLogged(app, id, 2)
   t.match((await call(app, { url: `/webhooks/${id}` })).body, { status: 'active', consecutiveFailures: 0 }, 'a delivery resets the count')
-  for (const data of [2, 3, 4]) await mcp.store.pushNotification('alice', { method: 'notifications/message', params: { data } })
+  for (const data of [2, 3, 4]) await mcp.store.mailbox.pushNotification('alice', { method: 'notifications/message', params: { data } })
   const queued = await queuedEventually(app, 4)
   t.same(queued.map((n) => n.params.data).sort(), [0, 2, 3, 4], 'the failed ones and the pending one')
   t.match((await call(app, { url: `/webhooks/${id}` })).body, {

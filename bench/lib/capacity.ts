@@ -40,10 +40,10 @@ export async function capacity(count = 10_000): Promise<Capacity> {
       }
     }
     await measure('idle logical connection', 'cap-conn:', async (store) => {
-      for (let i = 0; i < count; i += 500) await Promise.all(range(i, 500).map((c) => store.setLogLevel(`user-${c}`, 'info')))
+      for (let i = 0; i < count; i += 500) await Promise.all(range(i, 500).map((c) => store.connections.setLogLevel(`user-${c}`, 'info')))
     })
     await measure('queued notification', 'cap-note:', async (store) => {
-      for (let i = 0; i < count; i += 500) await Promise.all(range(i, 500).map((n) => store.pushNotification('user-1', benchNotification(n))))
+      for (let i = 0; i < count; i += 500) await Promise.all(range(i, 500).map((n) => store.mailbox.pushNotification('user-1', benchNotification(n))))
     })
     await measure('task (completed, small result)', 'cap-task:', async (store) => {
       for (let i = 0; i < count; i += 500) {
@@ -51,8 +51,8 @@ export async function capacity(count = 10_000): Promise<Capacity> {
           range(i, 500).map(async (n) => {
             const now = new Date().toISOString()
             const taskId = `task-${String(n).padStart(22, '0')}`
-            await store.createTask('user-1', { taskId, status: 'working', createdAt: now, lastUpdatedAt: now, ttlMs: 3_600_000, pollIntervalMs: 1000 })
-            await store.updateTask('user-1', taskId, { status: 'completed', result: { content: [{ type: 'text', text: 'done' }] } })
+            await store.tasks.createTask('user-1', { taskId, status: 'working', createdAt: now, lastUpdatedAt: now, ttlMs: 3_600_000, pollIntervalMs: 1000 })
+            await store.tasks.updateTask('user-1', taskId, { status: 'completed', result: { content: [{ type: 'text', text: 'done' }] } })
           })
         )
       }
@@ -63,8 +63,8 @@ export async function capacity(count = 10_000): Promise<Capacity> {
         await Promise.all(
           range(i, 500).map(async (n) => {
             const id = `req-${String(n).padStart(22, '0')}`
-            await store.beginIdempotent('user-1', id, 'a'.repeat(43), 30_000)
-            await store.finishIdempotent('user-1', id, answer, 600_000)
+            await store.idempotency.beginIdempotent('user-1', id, 'a'.repeat(43), 30_000)
+            await store.idempotency.finishIdempotent('user-1', id, answer, 600_000)
           })
         )
       }

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import { sha1 } from '../../src/store/redis-core.js'
+import { sha1 } from '../../src/store/redis-keys.js'
 import { WEBHOOK_SCRIPTS } from '../../src/webhooks/redis-scripts.js'
 import { CEILING_SCRIPTS } from '../servers/redis-ceiling.js'
 import type { Files } from '../requests.js'

@@ -26,10 +26,10 @@ const url = process.env.MCP_REDIS_URL
 const connections = connectionCount()
 const limits = { maxTasks: 100_000, maxConnections: Math.max(10_000, connections + 1) }
 const store = url === undefined ? new MemoryStore(limits) : new RedisStore({ url, prefix: `bench-${process.pid}:`, limits })
-for (let i = 0; i < notificationCount(); i++) await store.pushNotification(ANONYMOUS.id, benchNotification(i))
+for (let i = 0; i < notificationCount(); i++) await store.mailbox.pushNotification(ANONYMOUS.id, benchNotification(i))
 // CONNECTIONS logical connections, one notification queued for each: the query parameter `c`
 // names the caller's (see connectionCount), as an authenticate hook would from a token.
-for (let c = 0; c < connections; c++) await store.pushNotification(connectionId(String(c)), benchNotification(c))
+for (let c = 0; c < connections; c++) await store.mailbox.pushNotification(connectionId(String(c)), benchNotification(c))
 const authenticate = async (request: FastifyRequest) => {
   const c = (request.query as { c?: string }).c
   return c === undefined ? ANONYMOUS : { id: connectionId(c), scopes: [], anonymous: false }

@@ -36,11 +36,11 @@ export async function initialize(server: McpServer, body: InitializeBody, ctx: C
   const out: Initialized = { result: finish(eraOf(protocolVersion), result) }
   let owner = ctx.principal.id
   if (options.issueSession === true) {
-    out.sessionId = await server.store.createSession()
+    out.sessionId = await server.store.connections.createSession()
     owner = `session:${out.sessionId}`
   }
   if (eraOf(protocolVersion) === 'legacy') {
-    await server.store.setLegacyClient(owner, { protocolVersion, capabilities: body.capabilities, clientInfo: body.clientInfo })
+    await server.store.connections.setLegacyClient(owner, { protocolVersion, capabilities: body.capabilities, clientInfo: body.clientInfo })
   }
   return out
 }

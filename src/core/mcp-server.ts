@@ -74,7 +74,7 @@ export class McpServer extends Registry {
     this.store = options.store ?? new MemoryStore()
     this.answerTimeoutMs = options.answerTimeoutMs ?? 300_000
     this.maxRequestMs = options.maxRequestMs ?? 30_000
-    this.cancellations = new Cancellations(() => this.store)
+    this.cancellations = new Cancellations(() => this.store.signals)
     this.taskLeases = new TaskLeases(() => this.store, options.taskLeaseMs ?? 60_000)
     this.queue = queueOutlet(() => this.store)
     this.messages = new Messages(() => this.store)
@@ -85,7 +85,7 @@ export class McpServer extends Registry {
       // Every connection hears that a list changed; a failing store must not fail the registration.
       // Not before serving: an instance booting on a shared store would tell every client of the
       // others that their lists changed each time it starts.
-      if (this.#serving) this.store.broadcast({ method: LIST_CHANGED[kind] }).catch(() => undefined)
+      if (this.#serving) this.store.mailbox.broadcast({ method: LIST_CHANGED[kind] }).catch(() => undefined)
     })
   }
 
@@ -112,12 +112,12 @@ export class McpServer extends Registry {
 
   /** Whether `Mcp-Session-Id` names a live session. */
   hasSession(id: string): Promise<boolean> {
-    return this.store.hasSession(id)
+    return this.store.connections.hasSession(id)
   }
 
   /** The capabilities a legacy-era client declared in `initialize` for its connection. */
   async legacyCapabilities(owner: string): Promise<Record<string, unknown> | undefined> {
-    return (await this.store.getLegacyClient(owner))?.capabilities
+    return (await this.store.connections.getLegacyClient(owner))?.capabilities
   }
 
   /** `server/discover`, serialized once per era. */
@@ -127,7 +127,7 @@ export class McpServer extends Registry {
 
   /** `logging/setLevel` (legacy era): the lowest level of log messages this connection gets. */
   setLogLevel(ctx: CallContext, level: LoggingLevel): Promise<void> {
-    return this.store.setLogLevel(ctx.principal.id, level)
+    return this.store.connections.setLogLevel(ctx.principal.id, level)
   }
 
   // ---- the catalogue ----
@@ -165,11 +165,11 @@ export class McpServer extends Registry {
   /** `resources/subscribe`: 404 for a resource this server does not have. */
   async subscribe(ctx: CallContext, uri: string): Promise<void> {
     if (!this.isKnownResource(uri)) throw resourceNotFound(uri, ctx)
-    await this.store.subscribe(ctx.principal.id, uri)
+    await this.store.connections.subscribe(ctx.principal.id, uri)
   }
 
   async unsubscribe(ctx: CallContext, uri: string): Promise<void> {
-    await this.store.unsubscribe(ctx.principal.id, uri)
+    await this.store.connections.unsubscribe(ctx.principal.id, uri)
   }
 
   /**
@@ -178,9 +178,9 @@ export class McpServer extends Registry {
    * @example mcp.resourceUpdated('demo://readme')
    */
   async resourceUpdated(uri: string): Promise<void> {
-    await this.store.publishResourceUpdated(uri)
-    for (const owner of await this.store.subscribers(uri)) {
-      await this.store.pushNotification(owner, { method: 'notifications/resources/updated', params: { uri } })
+    await this.store.signals.publishResourceUpdated(uri)
+    for (const owner of await this.store.connections.subscribers(uri)) {
+      await this.store.mailbox.pushNotification(owner, { method: 'notifications/resources/updated', params: { uri } })
     }
   }
 
@@ -194,6 +194,6 @@ export class McpServer extends Registry {
 
   /** Hear `resourceUpdated` calls made on any instance sharing the store; returns the function that stops. */
   onResourceUpdated(listener: (uri: string) => void): () => void {
-    return this.store.onResourceUpdated(listener)
+    return this.store.signals.onResourceUpdated(listener)
   }
 }

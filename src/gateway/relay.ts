@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Cluster, Redis } from 'ioredis'
 import { asError, errors } from '../errors.js'
+import { RedisKeys } from '../store/redis-keys.js'
 import type { Outcome, RoundRef } from './call.js'
 
 /** A client's retry, sent to the instance whose upstream request it answers. */
@@ -25,6 +26,8 @@ export interface RoundRelay {
    * `signal` aborts). Rejects when no instance of that name listens.
    */
   send(instance: string, round: RelayedRound, signal: AbortSignal): Promise<Outcome>
+  /** Stop listening and release what the relay holds (not the store's connection). */
+  close?(): Promise<void>
 }
 
 const gone = () => errors.invalidParams('Invalid or expired requestState')
@@ -38,10 +41,19 @@ export class MemoryRelay implements RoundRelay {
     return async () => void this.#handlers.delete(instance)
   }
 
-  async send(instance: string, round: RelayedRound): Promise<Outcome> {
+  /** As {@link RedisRelay.send}: a sender whose signal aborts stops waiting; the holder goes on. */
+  async send(instance: string, round: RelayedRound, signal: AbortSignal): Promise<Outcome> {
     const handle = this.#handlers.get(instance)
     if (handle === undefined) throw gone()
-    return handle(structuredClone(round))
+    const outcome = handle(structuredClone(round))
+    if (signal.aborted) throw asError(signal.reason)
+    let onAbort!: () => void
+    const aborted = new Promise<never>((_resolve, reject) => signal.addEventListener('abort', (onAbort = () => reject(asError(signal.reason))), { once: true }))
+    try {
+      return await Promise.race([outcome, aborted])
+    } finally {
+      signal.removeEventListener('abort', onAbort)
+    }
   }
 }
 
@@ -60,7 +72,7 @@ interface Envelope {
  */
 export class RedisRelay implements RoundRelay {
   readonly #redis: Redis | Cluster
-  readonly #prefix: string
+  readonly #keys: RedisKeys
   readonly #sub: Redis | Cluster
   readonly #replyChannel: string
   readonly #waiting = new Map<string, (outcome: Outcome) => void>()
@@ -68,12 +80,13 @@ export class RedisRelay implements RoundRelay {
   readonly #ready: Promise<unknown>
 
   constructor(redis: Redis | Cluster, prefix: string) {
+    const keys = new RedisKeys(prefix)
     this.#redis = redis
-    this.#prefix = prefix
+    this.#keys = keys
     // Both clients can duplicate themselves; TypeScript cannot call a union of the two signatures.
     this.#sub = (redis as Redis).duplicate()
     this.#sub.on('error', () => undefined)
-    this.#replyChannel = `${prefix}gw:reply:${randomUUID()}`
+    this.#replyChannel = keys.relayReply(randomUUID())
     this.#sub.on('message', (channel: string, text: string) => this.#message(channel, text))
     this.#ready = this.#sub.subscribe(this.#replyChannel)
   }
@@ -90,7 +103,7 @@ export class RedisRelay implements RoundRelay {
   }
 
   async serve(instance: string, handle: (round: RelayedRound) => Promise<Outcome>): Promise<() => Promise<void>> {
-    const channel = `${this.#prefix}gw:${instance}`
+    const channel = this.#keys.relay(instance)
     this.#handlers.set(channel, handle)
     await this.#ready
     await this.#sub.subscribe(channel)
@@ -111,7 +124,7 @@ export class RedisRelay implements RoundRelay {
     outcome.catch(() => undefined)
     try {
       const envelope: Envelope = { id, reply: this.#replyChannel, round }
-      const heard = await this.#redis.publish(`${this.#prefix}gw:${instance}`, JSON.stringify(envelope))
+      const heard = await this.#redis.publish(this.#keys.relay(instance), JSON.stringify(envelope))
       // Nobody listens: the instance holding the upstream request is gone, and the request with it.
       if (heard === 0) throw gone()
       return await outcome

@@ -6,11 +6,12 @@ import { hostOriginFromConfig } from '../config-options.js'
 import { oauthFromConfig, type Config } from '../config.js'
 import type { Logger } from '../core/request-context.js'
 import { serve, serverOptionsFromConfig, type Mount } from '../main.js'
-import { RedisStore, createStore } from '../store/index.js'
+import { companion } from '../store/compose.js'
+import { createStore } from '../store/index.js'
 import { watchCallers } from './connection.js'
 import { Gateway } from './gateway.js'
 import type { Served } from './options.js'
-import { MemoryRelay, RedisRelay, type RoundRelay } from './relay.js'
+import type { RoundRelay } from './relay.js'
 
 // pino's numbers, so that these lines read like the app's own.
 const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity }
@@ -60,7 +61,7 @@ export async function serveGateway(served: readonly Served[]): Promise<FastifyIn
     for (const s of served) {
       const prefix = config.MCP_REDIS_PREFIX ?? 'mcp:'
       const store = createStore(s.prefix === undefined ? config : { ...config, MCP_REDIS_PREFIX: `${prefix}${s.name}:` })
-      relay ??= store instanceof RedisStore ? new RedisRelay(store.client, prefix) : new MemoryRelay()
+      relay ??= await companion(store, 'roundRelay', 'The gateway')
       const gw = await Gateway.start({
         name: s.name,
         spec: s.spec,
@@ -81,7 +82,7 @@ export async function serveGateway(served: readonly Served[]): Promise<FastifyIn
     if (served.some((s) => 'url' in s.spec && s.spec.forwardAuthorization === true)) watchCallers(app.server)
     app.addHook('onClose', async () => {
       await Promise.all(gateways.map((g) => g.close()))
-      await (relay as { close?: () => Promise<void> }).close?.()
+      await relay?.close?.()
     })
     if (served[0]!.prefix === undefined) return
     // With several mounts, the root lists them and their state: their catalogues' names, so with

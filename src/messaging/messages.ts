@@ -1,6 +1,6 @@
 import { errors } from '../errors.js'
 import type { ClientNotifications } from '../schema/messaging.js'
-import type { ClientAnswer, Mailbox, NotificationGroup, QueuedRequest, ServerMessage, Signals } from '../store/types.js'
+import type { ClientAnswer, NotificationGroup, QueuedRequest, ServerMessage, StoreRoles } from '../store/types.js'
 import { answerRequest } from './answers.js'
 
 /**
@@ -10,16 +10,16 @@ import { answerRequest } from './answers.js'
 export class Messages {
   readonly #listeners = new Set<(owner: string, notification: ServerMessage) => void>()
 
-  constructor(readonly store: () => Mailbox & Signals) {}
+  constructor(readonly store: () => Pick<StoreRoles, 'mailbox' | 'signals'>) {}
 
   /** The connection's current group of notifications, the same until acknowledged; undefined when none. */
   takeNotifications(owner: string): Promise<NotificationGroup | undefined> {
-    return this.store().takeNotifications(owner)
+    return this.store().mailbox.takeNotifications(owner)
   }
 
   /** Acknowledge a group handed out by {@link takeNotifications}; 404 when it is not the current one. */
   async acknowledge(owner: string, groupId: string): Promise<void> {
-    if (!(await this.store().ackNotifications(owner, groupId))) throw errors.notFound(`Unknown message group: ${groupId.slice(0, 128)}`)
+    if (!(await this.store().mailbox.ackNotifications(owner, groupId))) throw errors.notFound(`Unknown message group: ${groupId.slice(0, 128)}`)
   }
 
   /** The client's notifications: cancellation aborts the request it names; the rest go to the listeners. */
@@ -38,17 +38,17 @@ export class Messages {
 
   /** Abort the running request `requestId` of `owner`, on whichever instance runs it. */
   cancel(owner: string, requestId: string, reason: unknown): Promise<void> {
-    return this.store().publishCancel(owner, requestId, typeof reason === 'string' ? reason.slice(0, 256) : undefined)
+    return this.store().signals.publishCancel(owner, requestId, typeof reason === 'string' ? reason.slice(0, 256) : undefined)
   }
 
   /** Hand out the connection's oldest waiting server-to-client request (legacy era), or undefined. */
   takeRequest(owner: string): Promise<QueuedRequest | undefined> {
-    return this.store().claimRequest(owner)
+    return this.store().mailbox.claimRequest(owner)
   }
 
   /** The client's answer to a server-to-client request, checked against the question. */
   answer(owner: string, id: string, answer: ClientAnswer): Promise<void> {
-    return answerRequest(this.store(), owner, id, answer)
+    return answerRequest(this.store().mailbox, owner, id, answer)
   }
 
   /** Hear the client's notifications other than cancellation; returns the function that stops. */

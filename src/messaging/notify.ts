@@ -4,18 +4,18 @@ import { errors } from '../errors.js'
 import { metaProgressToken, type Outlet } from '../core/call-context.js'
 import { MetaKey } from '../protocol.js'
 import { missingCapabilities, type Question } from '../mrtr/questions.js'
-import type { ConnectionStore, Mailbox } from '../store/types.js'
+import type { Mailbox, StoreRoles } from '../store/types.js'
 
 /**
  * Notifications of a call queued on its logical connection, for `GET /notifications`: progress when
  * the request carries a `progressToken`; log messages at or above the request's
  * `_meta["io.modelcontextprotocol/logLevel"]` in 2026-07-28, the connection's `POST /logLevel` before.
  */
-export function queueOutlet(store: () => Mailbox & ConnectionStore): Outlet {
+export function queueOutlet(store: () => Pick<StoreRoles, 'mailbox' | 'connections'>): Outlet {
   return {
     progressToken: metaProgressToken,
-    logFloor: (ctx) => (ctx.era === 'modern' ? ctx.meta?.[MetaKey.logLevel] : store().getLogLevel(ctx.principal.id)),
-    send: (ctx, message) => store().pushNotification(ctx.principal.id, message)
+    logFloor: (ctx) => (ctx.era === 'modern' ? ctx.meta?.[MetaKey.logLevel] : store().connections.getLogLevel(ctx.principal.id)),
+    send: (ctx, message) => store().mailbox.pushNotification(ctx.principal.id, message)
   }
 }
 

@@ -3,7 +3,7 @@ import { ConfigurationError, errors } from '../errors.js'
 import { isPlainObject } from '../headers.js'
 import type { InputRequest, InputResponses } from '../schema/mrtr.js'
 import { askThroughQueue } from '../messaging/notify.js'
-import type { Mailbox } from '../store/types.js'
+import type { StoreRoles } from '../store/types.js'
 import type { CallContext } from '../core/call-context.js'
 import { isQuestion, questionFor, type Outcome, type Question } from './questions.js'
 import { Declined, runPlan, type Plan, type Resolution } from './resolvers.js'
@@ -45,7 +45,7 @@ export type RunResult<T> =
 /** What a round needs of the server: sealing, the mailbox (legacy-era questions), and the answer timeout. */
 export interface RoundServices {
   readonly sealer: StateSealer
-  readonly store: Mailbox
+  readonly store: Pick<StoreRoles, 'mailbox'>
   /** How long a legacy-era question waits on /requests for its answer. */
   readonly answerTimeoutMs: number
 }
@@ -193,7 +193,7 @@ class Round<T> {
   // an earlier round (same position, same question), or ask and replay the handler with the answer.
   readonly #ask = async (q: Question<unknown>): Promise<Outcome<unknown>> => {
     if (this.ctx.era === 'legacy') {
-      const got = await askThroughQueue(this.svc.store, this.ctx, new Map([['ask', q]]), this.svc.answerTimeoutMs)
+      const got = await askThroughQueue(this.svc.store.mailbox, this.ctx, new Map([['ask', q]]), this.svc.answerTimeoutMs)
       return toOutcome(q, got.ask!)
     }
     const key = `ask.${this.#asks++}`
@@ -227,7 +227,7 @@ class Round<T> {
     const carry = this.#carry ?? { o: this.#recorded }
     if (ctx.era !== 'legacy') return { kind: 'input_required', result: inputRequiredResult(svc.sealer, sealBinding(this.binding, ctx), questions, carry, ctx) }
     // Legacy era: nothing to seal; the answers come back through the store.
-    const asked = questions.size === 0 ? Promise.resolve({}) : askThroughQueue(svc.store, ctx, questions, svc.answerTimeoutMs)
+    const asked = questions.size === 0 ? Promise.resolve({}) : askThroughQueue(svc.store.mailbox, ctx, questions, svc.answerTimeoutMs)
     return asked.then((responses) => {
       this.#responses = responses
       this.state = withQuestions(carry, questions)

@@ -2,7 +2,8 @@ import rateLimit from '@fastify/rate-limit'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ErrorCode, McpError } from '../errors.js'
-import { RedisStore } from '../store/redis.js'
+import { companion } from '../store/compose.js'
+import type { Store } from '../store/types.js'
 
 export interface RateLimitOptions {
   /** Requests one principal may make per window. */
@@ -13,11 +14,11 @@ export interface RateLimitOptions {
 
 /**
  * Per-principal rate limits on the MCP routes: an authenticated principal is one bucket, anonymous
- * callers one bucket per client IP (behind a proxy, set Fastify's `trustProxy`). With a
- * {@link RedisStore} the counters live in its Redis, so the limit holds across instances. Beyond it:
- * 429 -32600 with `Retry-After`.
+ * callers one bucket per client IP (behind a proxy, set Fastify's `trustProxy`). The counters live
+ * where the store's `rateLimit` companion says (a RedisStore's Redis: the limit holds across
+ * instances); a store without one refuses to start. Beyond it: 429 -32600 with `Retry-After`.
  */
-const rateLimits: FastifyPluginAsync<{ store: unknown; limits: RateLimitOptions | undefined }> = async (fastify, { store, limits: options }) => {
+const rateLimits: FastifyPluginAsync<{ store: Store; limits: RateLimitOptions | undefined }> = async (fastify, { store, limits: options }) => {
   if (options === undefined || options.max <= 0) return
   const timeWindow = options.timeWindowMs ?? 60_000
   await fastify.register(rateLimit, {
@@ -26,7 +27,7 @@ const rateLimits: FastifyPluginAsync<{ store: unknown; limits: RateLimitOptions 
     // After authentication (an onRequest hook): the principal is known.
     hook: 'preValidation',
     keyGenerator: limitKey,
-    ...(store instanceof RedisStore ? { redis: store.client, nameSpace: `${store.prefix}rl:` } : {}),
+    ...(await companion(store, 'rateLimit', 'A rate limit')),
     errorResponseBuilder: (_request, context) =>
       new McpError(ErrorCode.invalidRequest, `Rate limit exceeded: at most ${context.max} requests in ${timeWindow / 1000} s; retry in ${context.after}`, 429, undefined, {
         'retry-after': String(Math.max(1, Math.ceil(context.ttl / 1000)))

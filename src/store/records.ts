@@ -58,7 +58,7 @@ export interface TaskRecord {
 }
 
 /**
- * What {@link Store.beginIdempotent} found for a request id: `new` (claimed: run it), `in_progress`
+ * What {@link IdempotencyStore.beginIdempotent} found for a request id: `new` (claimed: run it), `in_progress`
  * (another attempt runs it now), `done` (its first outcome, to replay) or `conflict` (the id was used
  * for a different request).
  */

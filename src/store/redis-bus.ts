@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { Cluster, Redis } from 'ioredis'
 import { AnswerTimeout } from './store-errors.js'
+import type { RedisKeys } from './redis-keys.js'
 
 type Look = () => void
 type CancelListener = (owner: string, requestId: string, reason: string | undefined) => void
@@ -23,7 +24,8 @@ export class RedisBus {
   readonly #client: Redis | Cluster
   readonly #sub: Redis | Cluster
   readonly #sharded: boolean
-  readonly #prefix: string
+  readonly #keys: RedisKeys
+  readonly #busPrefix: string
   readonly #waiters = new Map<string, Set<Look>>()
   readonly #listening = new Map<string, { n: number; subscribed: Promise<unknown> }>()
   readonly #cancel = new Set<CancelListener>()
@@ -34,18 +36,19 @@ export class RedisBus {
   readonly ready: Promise<unknown>
   #closing: Error | undefined
 
-  constructor(client: Redis | Cluster, sub: Redis | Cluster, sharded: boolean, prefix: string, sweepMs: number) {
+  constructor(client: Redis | Cluster, sub: Redis | Cluster, sharded: boolean, keys: RedisKeys, sweepMs: number) {
     this.#client = client
     this.#sub = sub
     this.#sharded = sharded
-    this.#prefix = prefix
+    this.#keys = keys
+    this.#busPrefix = keys.busPrefix
     sub.on(sharded ? 'smessage' : 'message', (channel: string, message: string) => this.#heard(channel, message))
     // A reconnected subscriber (one server, or Sentinel) listens again, before anyone looks: it is
     // made with autoResubscribe off (see connect), since ioredis would leave a failed SUBSCRIBE unhandled.
     if (!sharded) sub.on('ready', () => this.#subscribeAll())
     // Wake-ups published while a subscriber was reconnecting are lost: look again for everything.
     for (const event of ['ready', '+subscriber']) sub.on(event, () => this.#heal())
-    this.#busChannels = Array.from({ length: BUS_CHANNELS }, (_, n) => `${prefix}bus:{${n}}`)
+    this.#busChannels = Array.from({ length: BUS_CHANNELS }, (_, n) => keys.bus(n))
     this.ready = Promise.all(this.#busChannels.map((c) => this.#subscribe(c)))
     this.ready.catch(() => undefined)
     this.#sweep = setInterval(() => this.#heal(), sweepMs).unref()
@@ -80,7 +83,7 @@ export class RedisBus {
 
   /** The bus channel of a message about `subject` (an owner or a URI). */
   #bus(subject: string): string {
-    return `${this.#prefix}bus:{${parseInt(createHash('sha1').update(subject).digest('hex').slice(0, 4), 16) % BUS_CHANNELS}}`
+    return this.#keys.bus(parseInt(createHash('sha1').update(subject).digest('hex').slice(0, 4), 16) % BUS_CHANNELS)
   }
 
   async publishCancel(owner: string, requestId: string, reason: string | undefined): Promise<void> {
@@ -166,7 +169,7 @@ export class RedisBus {
   }
 
   #heard(channel: string, message: string): void {
-    if (!channel.startsWith(`${this.#prefix}bus:`)) {
+    if (!channel.startsWith(this.#busPrefix)) {
       for (const look of this.#waiters.get(message) ?? []) look()
       return
     }

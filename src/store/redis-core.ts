@@ -1,31 +1,12 @@
 import type { Cluster, Redis } from 'ioredis'
-import { digest } from '../hash.js'
 import { NotReplicated, StoreError, StoreUnavailable } from './store-errors.js'
 import { RedisBus } from './redis-bus.js'
 import { connect, type RedisTarget } from './redis-connect.js'
 import { SCRIPTS, type ScriptName } from './redis-scripts.js'
 import { configure, type ScriptConfig } from './redis-lua.js'
+import { REGISTRY, RedisKeys } from './redis-keys.js'
 import { evalScript, isNoScript, scripts, type Arg, type Script } from './redis-eval.js'
 import type { StoreLimits } from './types.js'
-
-export const sha1 = (s: string): string => digest('sha1', s, 'hex')
-
-// Owners' digests, as every key of an owner needs one (a task costs four): the same few principals
-// make most requests. Bounded; emptied when full rather than kept in order (a miss costs one digest).
-const OWNER_TAGS = new Map<string, string>()
-const MAX_OWNER_TAGS = 4096
-
-/** {@link sha1} of an owner id, remembered for the owners seen last (ids of up to 256 characters: at most ~1 MB). */
-export function ownerTag(owner: string): string {
-  if (owner.length > 256) return sha1(owner)
-  let tag = OWNER_TAGS.get(owner)
-  if (tag === undefined) {
-    if (OWNER_TAGS.size >= MAX_OWNER_TAGS) OWNER_TAGS.clear()
-    tag = sha1(owner)
-    OWNER_TAGS.set(owner, tag)
-  }
-  return tag
-}
 
 /** Durability of acknowledged writes: WAIT for this many replicas, at most this long. */
 export interface WaitOptions {
@@ -34,14 +15,16 @@ export interface WaitOptions {
 }
 
 /**
- * What the parts of a {@link RedisStore} share: the connections, the key names (see
- * `redis-scripts.ts` for their slots), and how scripts run.
+ * What the parts of a {@link RedisStore} share: the connections, the key names (`redis-keys.ts`),
+ * and how scripts run.
  */
 export class RedisCore {
   readonly client: Redis | Cluster
   readonly sub: Redis | Cluster
   readonly bus: RedisBus
   readonly prefix: string
+  /** Every key and channel name (see redis-keys.ts). */
+  readonly keys: RedisKeys
   readonly limits: StoreLimits
   readonly answerTtlMs: number
   /** The scripts with this store's configuration written in, each with its SHA-1 (run by EVALSHA: see evalScript). */
@@ -53,8 +36,7 @@ export class RedisCore {
   readonly #fail = (err: unknown): unknown => this.#failure(err)
 
   constructor(target: RedisTarget, prefix: string, limits: StoreLimits, o: { connectionTtlMs: number; answerTtlMs: number; sweepMs: number; wait?: WaitOptions }) {
-    // A brace in the prefix would become the hash tag of every key: one slot for everything.
-    if (/[{}]/.test(prefix)) throw new Error(`RedisStore: the prefix must not contain { or }: ${JSON.stringify(prefix)}`)
+    this.keys = new RedisKeys(prefix)
     const c = connect(target)
     this.client = c.client
     this.sub = c.sub
@@ -70,7 +52,7 @@ export class RedisCore {
     )
     c.client.on('error', () => undefined)
     c.sub.on('error', () => undefined)
-    this.bus = new RedisBus(c.client, c.sub, c.sharded, prefix, o.sweepMs)
+    this.bus = new RedisBus(c.client, c.sub, c.sharded, this.keys, o.sweepMs)
   }
 
   /** Each script's SHA-1 as this store runs it (its configuration is written into it). */
@@ -143,40 +125,16 @@ export class RedisCore {
     return result
   }
 
-  /** A logical connection's hash `P c:{h}`; its other keys append to it. */
-  conn(owner: string): string {
-    return `${this.prefix}c:{${ownerTag(owner)}}`
-  }
-
-  /** The connections subscribed to a URI, on the URI's slot. */
-  uri(uri: string): string {
-    return `${this.prefix}u:{${sha1(uri)}}`
-  }
-
-  /** A registry key (one slot for the deployment): `conns`, `sess`, `tasks`, `idem`. */
-  registry(name: string): string {
-    return `${this.prefix}{g}:${name}`
-  }
-
-  /**
-   * A record of an owner on its own slot (`t` task, `i` idempotency record, `a` answer): its key,
-   * its index member, and the wake-up channel of that slot.
-   */
-  record(kind: 't' | 'i', owner: string, id: string): { key: string; member: string; channel: string } {
-    const member = `${ownerTag(owner)}:${id}`
-    return { key: `${this.prefix}${kind}:{${member}}`, member, channel: `${this.prefix}w:{${member}}` }
-  }
-
   /** A use of a connection: it becomes the most recently used; those it pushes out are forgotten. */
   async use(owner: string): Promise<void> {
-    const gone = (await this.run('mcpRegister', this.registry('conns'), owner)) as string[]
+    const gone = (await this.run('mcpRegister', this.keys.registry(REGISTRY.connections), owner)) as string[]
     await Promise.all(gone.map((o) => this.forget(o)))
   }
 
   /** Drop everything a connection holds, and take it out of the subscribers of its URIs. */
   async forget(owner: string): Promise<void> {
-    const subs = (await this.run('mcpForget', this.conn(owner))) as string[]
-    await Promise.all(subs.map((uri) => this.run('mcpSubscriber', this.uri(uri), owner, 0)))
+    const subs = (await this.run('mcpForget', this.keys.conn(owner))) as string[]
+    await Promise.all(subs.map((uri) => this.run('mcpSubscriber', this.keys.uri(uri), owner, 0)))
   }
 }
 

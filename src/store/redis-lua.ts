@@ -1,4 +1,5 @@
 /** Definitions a script may start with, by the name(s) they define: dependencies first. */
+import { KIND, PART, TAG_AT } from './redis-keys.js'
 export type Definitions = readonly (readonly [name: string, lua: string])[]
 
 /**
@@ -23,15 +24,15 @@ const PRELUDE: Definitions = [
 end`
   ],
   // The hash tag of K with its braces ("{h}" of "P c:{h}"): names built on it share K's slot.
-  ['TAG', 'local TAG = string.sub(K, #P + 3)'],
+  ['TAG', `local TAG = string.sub(K, #P + ${TAG_AT})`],
   // Wake whoever waits for `name` on the tag's shard channel, on any instance.
-  ['wake', "local function wake(name) redis.call(PUB, P .. 'w:' .. TAG, name) end"],
+  ['wake', `local function wake(name) redis.call(PUB, P .. '${KIND.wake}' .. TAG, name) end`],
   // A connection's keys other than its notification queue (which has its own TTL) live CONN_TTL
   // past its last use. For scripts whose K is a connection's hash `P c:{h}`.
   [
     'keepalive',
     `local function keepalive()
-  for _, k in ipairs({ K, K .. ':subs', K .. ':rq', K .. ':rm', K .. ':rs' }) do redis.call('PEXPIRE', k, CONN_TTL) end
+  for _, k in ipairs({ K, K .. '${PART.subs}', K .. '${PART.requestOrder}', K .. '${PART.requestMessages}', K .. '${PART.requestStates}' }) do redis.call('PEXPIRE', k, CONN_TTL) end
 end`
   ]
 ]

@@ -1,4 +1,5 @@
 import { lua } from './redis-lua.js'
+import { PART } from './redis-keys.js'
 
 /**
  * Scripts on one logical connection's slot (K is its hash `P c:{h}`): its fields and its resource
@@ -7,8 +8,8 @@ import { lua } from './redis-lua.js'
 export const CONNECTION_SCRIPTS = {
   /** K connection: drop everything it holds; returns its subscriptions (to leave their URI sets). */
   mcpForget: lua(`
-local subs = redis.call('SMEMBERS', K .. ':subs')
-redis.call('DEL', K, K .. ':subs', K .. ':nq', K .. ':rq', K .. ':rm', K .. ':rs')
+local subs = redis.call('SMEMBERS', K .. '${PART.subs}')
+redis.call('DEL', K, K .. '${PART.subs}', K .. '${PART.notifications}', K .. '${PART.requestOrder}', K .. '${PART.requestMessages}', K .. '${PART.requestStates}')
 return subs
 `),
 
@@ -21,7 +22,7 @@ keepalive()
   /** K connection, A(1) uri, A(2) max subscriptions: 1 added, 0 already, -1 full. */
   mcpSubscribe: lua(`
 keepalive()
-local s = K .. ':subs'
+local s = K .. '${PART.subs}'
 if redis.call('SISMEMBER', s, A(1)) == 1 then return 0 end
 if redis.call('SCARD', s) >= tonumber(A(2)) then return -1 end
 redis.call('SADD', s, A(1))

@@ -1,4 +1,5 @@
 import { LATER, lua, type Definitions } from './redis-lua.js'
+import { KIND, PART } from './redis-keys.js'
 
 /**
  * What the scripts on a connection's slot share (each takes only what it names, see {@link lua}):
@@ -7,8 +8,8 @@ import { LATER, lua, type Definitions } from './redis-lua.js'
  * - the request queue (`rq` order, `rm` messages, `rs` states); `withdraw(id)` takes one off, false when absent.
  */
 const SHARED: Definitions = [
-  ['answerKey', "local function answerKey(id) return P .. 'a:' .. TAG .. ':' .. id end"],
-  ['q|qb', "local q, qb = K .. ':nq', K .. ':nqb'"],
+  ['answerKey', `local function answerKey(id) return P .. '${KIND.answer}' .. TAG .. ':' .. id end`],
+  ['q|qb', `local q, qb = K .. '${PART.notifications}', K .. '${PART.notificationBytes}'`],
   [
     'pop',
     `local function pop()
@@ -17,7 +18,7 @@ const SHARED: Definitions = [
   return redis.call('DECRBY', qb, #item)
 end`
   ],
-  ['rq|rm|rs', "local rq, rm, rs = K .. ':rq', K .. ':rm', K .. ':rs'"],
+  ['rq|rm|rs', `local rq, rm, rs = K .. '${PART.requestOrder}', K .. '${PART.requestMessages}', K .. '${PART.requestStates}'`],
   [
     'withdraw',
     `local function withdraw(id)
@@ -60,7 +61,7 @@ local g = redis.call('HGET', K, 'group')
 if g then return g end
 -- Nothing queued (the usual poll): two commands, and none of the definitions below made (so the
 -- queue is named here as the shared q names it).
-local head = redis.call('LINDEX', K .. ':nq', 0)
+local head = redis.call('LINDEX', K .. '${PART.notifications}', 0)
 if not head then return nil end
 ${LATER}
 local fresh = nowms() - tonumber(A(3))

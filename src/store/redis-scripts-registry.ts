@@ -1,4 +1,5 @@
 import { lua, type Definitions } from './redis-lua.js'
+import { PART, REGISTRY } from './redis-keys.js'
 
 /**
  * Scripts on the registry slot (`P {g}:...`, one slot for the whole deployment): which connections
@@ -17,13 +18,13 @@ import { lua, type Definitions } from './redis-lua.js'
  * one command per set for the whole batch rather than eight per record.
  */
 const SHARED: Definitions = [
-  ['G', "local G = P .. '{g}:'"],
+  ['G', `local G = P .. '${REGISTRY.tag}'`],
   // A strictly increasing use stamp (ms, with sub-ms steps), so that least-recently-used order is exact.
   [
     'stamp',
     `local function stamp(now)
-  local s = math.max(now, tonumber(redis.call('GET', G .. 'clock') or 0) + 0.001)
-  redis.call('SET', G .. 'clock', string.format('%.3f', s))
+  local s = math.max(now, tonumber(redis.call('GET', G .. '${REGISTRY.clock}') or 0) + 0.001)
+  redis.call('SET', G .. '${REGISTRY.clock}', string.format('%.3f', s))
   return s
 end`
   ],
@@ -34,11 +35,11 @@ end`
     `local function dropAll(N, ms)
   if #ms == 0 then return end
   local Z = G .. N
-  local U = Z .. ':u'
-  local bs = redis.call('HMGET', Z .. ':b', unpack(ms))
-  redis.call('HDEL', Z .. ':b', unpack(ms))
+  local U = Z .. '${PART.ledgerUsage}'
+  local bs = redis.call('HMGET', Z .. '${PART.ledgerBytes}', unpack(ms))
+  redis.call('HDEL', Z .. '${PART.ledgerBytes}', unpack(ms))
   redis.call('ZREM', Z, unpack(ms))
-  redis.call('ZREM', Z .. ':r', unpack(ms))
+  redis.call('ZREM', Z .. '${PART.ledgerRunning}', unpack(ms))
   local per, total = {}, 0
   for i, m in ipairs(ms) do
     local oh, b = owner(m), tonumber(bs[i] or 0)
@@ -49,8 +50,8 @@ end`
     total = total + b
   end
   for oh, o in pairs(per) do
-    redis.call('ZREM', Z .. ':o:' .. oh, unpack(o[1]))
-    redis.call('ZREM', Z .. ':r:' .. oh, unpack(o[1]))
+    redis.call('ZREM', Z .. '${PART.ledgerOwner}' .. oh, unpack(o[1]))
+    redis.call('ZREM', Z .. '${PART.ledgerRunningOwner}' .. oh, unpack(o[1]))
     if redis.call('HINCRBY', U, oh, -o[2]) <= 0 then redis.call('HDEL', U, oh) end
   end
   redis.call('HINCRBY', U, '*', -total)
@@ -62,10 +63,10 @@ end`
     'recount',
     `local function recount(N, m, b, old)
   local Z = G .. N
-  redis.call('HSET', Z .. ':b', m, b)
+  redis.call('HSET', Z .. '${PART.ledgerBytes}', m, b)
   if b ~= old then
-    redis.call('HINCRBY', Z .. ':u', '*', b - old)
-    redis.call('HINCRBY', Z .. ':u', owner(m), b - old)
+    redis.call('HINCRBY', Z .. '${PART.ledgerUsage}', '*', b - old)
+    redis.call('HINCRBY', Z .. '${PART.ledgerUsage}', owner(m), b - old)
   end
 end`
   ],
@@ -75,7 +76,7 @@ end`
     `local function put(N, m, at, b, old)
   local Z = G .. N
   redis.call('ZADD', Z, at, m)
-  redis.call('ZADD', Z .. ':o:' .. owner(m), at, m)
+  redis.call('ZADD', Z .. '${PART.ledgerOwner}' .. owner(m), at, m)
   recount(N, m, b, old)
 end`
   ],
@@ -86,8 +87,8 @@ end`
     'sweep',
     `local function sweep(N, now, force, last)
   local Z = G .. N
-  if not force and now - tonumber(last or redis.call('HGET', Z .. ':u', '~') or 0) < 100 then return false end
-  redis.call('HSET', Z .. ':u', '~', now)
+  if not force and now - tonumber(last or redis.call('HGET', Z .. '${PART.ledgerUsage}', '~') or 0) < 100 then return false end
+  redis.call('HSET', Z .. '${PART.ledgerUsage}', '~', now)
   local ms
   repeat
     ms = redis.call('ZRANGE', Z, '-inf', now, 'BYSCORE', 'LIMIT', 0, 500)
@@ -143,15 +144,15 @@ return out
 local now = nowms()
 redis.call('ZREMRANGEBYSCORE', K, '-inf', now - tonumber(A(2)))
 if redis.call('ZCARD', K) >= tonumber(A(3)) then
-  redis.call('DEL', G .. 's:' .. redis.call('ZPOPMIN', K)[1])
+  redis.call('DEL', G .. '${REGISTRY.session}' .. redis.call('ZPOPMIN', K)[1])
 end
-redis.call('SET', G .. 's:' .. A(1), '1', 'PX', tonumber(A(2)))
+redis.call('SET', G .. '${REGISTRY.session}' .. A(1), '1', 'PX', tonumber(A(2)))
 redis.call('ZADD', K, stamp(now), A(1))
 `),
 
   /** K sessions, A(1) id, A(2) ttl: 1 (and its expiry pushed back) when the session is live. */
   mcpTouchSession: registry(`
-if redis.call('PEXPIRE', G .. 's:' .. A(1), tonumber(A(2))) == 1 then
+if redis.call('PEXPIRE', G .. '${REGISTRY.session}' .. A(1), tonumber(A(2))) == 1 then
   redis.call('ZADD', K, stamp(nowms()), A(1))
   return 1
 end
@@ -167,16 +168,16 @@ return 0
    * running ones and counts its new bytes; {'large'} when they do not fit (the caller keeps it small).
    */
   mcpIndexTask: registry(`
-local N, m = 'tasks', A(1)
+local N, m = '${REGISTRY.tasks}', A(1)
 local oh = owner(m)
-local R, RO, U = K .. ':r', K .. ':r:' .. oh, K .. ':u'
+local R, RO, U = K .. '${PART.ledgerRunning}', K .. '${PART.ledgerRunningOwner}' .. oh, K .. '${PART.ledgerUsage}'
 local b = tonumber(A(3))
 if A(4) == 'create' then
   local now = nowms()
   local u
   local function refusal()
     if redis.call('ZCARD', RO) >= tonumber(A(6)) then return { 'quota', first(RO, now), A(6), 'running tasks' } end
-    if tonumber(u[1] or 0) + b > tonumber(A(8)) then return { 'quota', first(K .. ':o:' .. oh, now), A(8), 'bytes of tasks' } end
+    if tonumber(u[1] or 0) + b > tonumber(A(8)) then return { 'quota', first(K .. '${PART.ledgerOwner}' .. oh, now), A(8), 'bytes of tasks' } end
     if redis.call('ZCARD', R) >= tonumber(A(5)) then return { 'running', first(R, now), A(5) } end
     if tonumber(u[2] or 0) + b > tonumber(A(7)) then return { 'full', first(K, now), A(7) } end
   end
@@ -201,7 +202,7 @@ local function finish()
   if not redis.call('ZSCORE', K, m) then return { 'ok' } end
   redis.call('ZREM', R, m)
   redis.call('ZREM', RO, m)
-  local old = tonumber(redis.call('HGET', K .. ':b', m))
+  local old = tonumber(redis.call('HGET', K .. '${PART.ledgerBytes}', m))
   local u = redis.call('HMGET', U, oh, '*')
   if tonumber(u[1] or 0) - old + b > tonumber(A(8)) or tonumber(u[2] or 0) - old + b > tonumber(A(7)) then return { 'large' } end
   recount(N, m, b, old)
@@ -224,9 +225,9 @@ return out
    */
   mcpIndexIdempotent: registry(`
 local now = nowms()
-local N, m, mode = 'idem', A(1), A(4)
+local N, m, mode = '${REGISTRY.idempotency}', A(1), A(4)
 local oh = owner(m)
-local O = K .. ':o:' .. oh
+local O = K .. '${PART.ledgerOwner}' .. oh
 if mode == 'drop' then drop(N, m) return { 'ok' } end
 if mode == 'renew' then
   if redis.call('ZSCORE', K, m) then
@@ -238,9 +239,9 @@ end
 local swept = sweep(N, now, false)
 local b = tonumber(A(3))
 local function refusal()
-  local old = tonumber(redis.call('HGET', K .. ':b', m) or 0)
+  local old = tonumber(redis.call('HGET', K .. '${PART.ledgerBytes}', m) or 0)
   local new = old == 0 and 1 or 0
-  local u = redis.call('HMGET', K .. ':u', oh, '*')
+  local u = redis.call('HMGET', K .. '${PART.ledgerUsage}', oh, '*')
   local mine = redis.call('ZCARD', O) + new
   if mine > tonumber(A(7)) or tonumber(u[1] or 0) - old + b > tonumber(A(8)) then
     return { 'quota', first(O, now), mine > tonumber(A(7)) and A(7) or A(8) }, old

@@ -1,4 +1,5 @@
 import { lua, type Definitions } from './redis-lua.js'
+import { PART } from './redis-keys.js'
 
 /** What the task scripts share: TERMINAL, the terminal statuses as stored (JSON strings). */
 const SHARED: Definitions = [['TERMINAL', 'local TERMINAL = { [\'"completed"\'] = true, [\'"failed"\'] = true, [\'"cancelled"\'] = true }']]
@@ -19,8 +20,8 @@ export const TASK_SCRIPTS = {
 local ttl, n = tonumber(A(1)), tonumber(A(3))
 if A(2) == '1' then
   redis.call('HSET', K, 'inputRequests', '1', unpack(ARGV, 4, 3 + 2 * n))
-  if #ARGV > 3 + 2 * n then redis.call('HSET', K .. ':in', unpack(ARGV, 4 + 2 * n)) end
-  redis.call('PEXPIRE', K .. ':in', ttl)
+  if #ARGV > 3 + 2 * n then redis.call('HSET', K .. '${PART.inputRequests}', unpack(ARGV, 4 + 2 * n)) end
+  redis.call('PEXPIRE', K .. '${PART.inputRequests}', ttl)
 elseif n > 0 then
   redis.call('HSET', K, unpack(ARGV, 4, 3 + 2 * n))
 end
@@ -35,7 +36,7 @@ redis.call('PEXPIRE', K, ttl)
 local fields = redis.call('HGETALL', K)
 if #fields == 0 then return nil end
 for i = 1, #fields, 2 do
-  if fields[i] == 'inputRequests' then return { fields, redis.call('HGETALL', K .. ':in') } end
+  if fields[i] == 'inputRequests' then return { fields, redis.call('HGETALL', K .. '${PART.inputRequests}') } end
 end
 return { fields, {} }
 `),
@@ -52,7 +53,7 @@ if not status or TERMINAL[status] then return nil end
 local n = tonumber(A(3))
 local d = 4 + 2 * n
 local dels = tonumber(A(d))
-local ir = K .. ':in'
+local ir = K .. '${PART.inputRequests}'
 if dels > 0 then redis.call('HDEL', K, unpack(ARGV, d + 1, d + dels)) end
 if A(2) ~= 'keep' then redis.call('DEL', ir) redis.call('HDEL', K, 'inputRequests') end
 if A(2) == 'set' then
@@ -71,7 +72,7 @@ return { redis.call('HGETALL', K), redis.call('HGETALL', ir) }
    */
   mcpAnswerTask: script(`
 if redis.call('EXISTS', K) == 0 then return nil end
-local ir, ans = K .. ':in', K .. ':ans'
+local ir, ans = K .. '${PART.inputRequests}', K .. '${PART.answers}'
 local taken = {}
 for i = 2, #ARGV, 2 do
   if redis.call('HDEL', ir, A(i)) == 1 then
@@ -103,7 +104,7 @@ return 1
   /** K task, then the keys: their answers (taken), 0 while some are missing, -1 when the task is gone. */
   mcpTakeTaskAnswers: script(`
 if redis.call('EXISTS', K) == 0 then return -1 end
-local ans = K .. ':ans'
+local ans = K .. '${PART.answers}'
 local keys = {}
 for i = 1, #ARGV do
   if redis.call('HEXISTS', ans, A(i)) == 0 then return 0 end

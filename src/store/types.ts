@@ -1,5 +1,8 @@
 import type { LoggingLevel } from '../schema/lifecycle.js'
 import type { MaybePromise } from '../core/maybe-promise.js'
+import type { RateLimitPluginOptions } from '@fastify/rate-limit'
+import type { RoundRelay } from '../gateway/relay.js'
+import type { WebhookStore } from '../webhooks/types.js'
 import type { ClientAnswer, IdempotentStart, LegacyClient, NotificationGroup, QueuedRequest, ServerMessage, TaskRecord } from './records.js'
 
 export * from './records.js'
@@ -7,8 +10,9 @@ export * from './limits.js'
 
 /*
  * State that outlives one request and must be shared by every instance, as role interfaces: a caller
- * declares the slice it needs (the task runner a TaskStore, the idempotency plugin an
- * IdempotencyStore), and one class implements them all (MemoryStore, RedisStore). Every method that
+ * takes the role it needs (the task runner `store.tasks`, the idempotency plugin
+ * `store.idempotency`), and a backend assembles a {@link Store} from one object per role
+ * (MemoryStore, RedisStore). Every method that
  * takes an owner (the principal id of the logical connection) touches only that owner's state.
  * Stores raise the errors of ./errors.ts; the protocol core maps them to wire errors.
  */
@@ -144,8 +148,8 @@ export interface IdempotencyStore {
    * none is ever evicted; beyond, the claim is refused with {@link QuotaExceeded} (the owner's share)
    * or {@link StoreFull}, each with when the first record expires.
    * @example
-   * const start = await store.beginIdempotent(owner, 'call-1', digest, 30_000)
-   * if (start.state === 'new') await store.finishIdempotent(owner, 'call-1', JSON.stringify(result), 600_000)
+   * const start = await store.idempotency.beginIdempotent(owner, 'call-1', digest, 30_000)
+   * if (start.state === 'new') await store.idempotency.finishIdempotent(owner, 'call-1', JSON.stringify(result), 600_000)
    */
   beginIdempotent(owner: string, requestId: string, digest: string, leaseMs: number): Promise<IdempotentStart>
   /** Extend a running claim by `leaseMs`; false when it is no longer running (finished, abandoned, lapsed). */
@@ -159,11 +163,39 @@ export interface IdempotencyStore {
   abandonIdempotent(owner: string, requestId: string): Promise<void>
 }
 
+/** The role objects of a {@link Store}, by name. */
+export interface StoreRoles {
+  readonly connections: ConnectionStore
+  readonly mailbox: Mailbox
+  readonly signals: Signals
+  readonly tasks: TaskStore
+  readonly idempotency: IdempotencyStore
+}
+
+/** What `@fastify/rate-limit` needs to count in a backend (its `redis` + `nameSpace`, or its `store` class; `{}`: its own memory). */
+export type RateLimitBackend = Pick<RateLimitPluginOptions, 'redis' | 'nameSpace' | 'store'>
+
 /**
- * The whole store: every role, plus readiness and shutdown. The in-memory implementation is the
- * embedded default; a Redis one shares state between instances.
+ * Features beside the core that keep state of their own and must keep it where the store keeps
+ * its: the per-principal rate limits, webhooks and their pending deliveries, the gateway's round
+ * relay between instances. Each is made when a feature that needs it starts. A backend that lacks
+ * one makes that feature refuse to start with a {@link ConfigurationError}: nothing falls back to
+ * this process' memory behind a shared store's back.
  */
-export interface Store extends ConnectionStore, Mailbox, Signals, TaskStore, IdempotencyStore {
+export interface StoreCompanions {
+  rateLimit?(): Promise<RateLimitBackend>
+  webhooks?(): Promise<WebhookStore>
+  roundRelay?(): Promise<RoundRelay>
+}
+
+/**
+ * The whole store: its role objects, assembled by a backend (there is no method of the store
+ * itself that forwards to a role), its companions, readiness and shutdown. A caller takes the role
+ * it needs: `store.tasks.createTask(owner, task)`. The in-memory implementation is the embedded
+ * default; a Redis one shares state between instances. See docs/backends.md to add another.
+ */
+export interface Store extends StoreRoles {
+  readonly companions: StoreCompanions
   /** Resolves when the store can serve (readiness: `GET /ready`); rejects when it cannot. */
   ping(): Promise<void>
 

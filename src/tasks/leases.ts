@@ -1,4 +1,4 @@
-import type { TaskStore } from '../store/types.js'
+import type { StoreRoles } from '../store/types.js'
 
 /**
  * The leases of the tasks this instance runs. A task is created with a lease (`leaseUntil`) and, while
@@ -11,7 +11,7 @@ export class TaskLeases {
   readonly #running = new Map<string, { owner: string; taskId: string }>()
   #timer: NodeJS.Timeout | undefined
 
-  constructor(readonly store: () => TaskStore, readonly leaseMs: number) {}
+  constructor(readonly store: () => Pick<StoreRoles, 'tasks'>, readonly leaseMs: number) {}
 
   /** The lease a task created or renewed now gets. */
   until(): number {
@@ -36,6 +36,6 @@ export class TaskLeases {
   #renew(): void {
     const until = this.until()
     const store = this.store()
-    for (const { owner, taskId } of this.#running.values()) store.renewTask(owner, taskId, until).catch(() => undefined)
+    for (const { owner, taskId } of this.#running.values()) store.tasks.renewTask(owner, taskId, until).catch(() => undefined)
   }
 }

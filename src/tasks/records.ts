@@ -1,5 +1,5 @@
 import { randomFillSync } from 'node:crypto'
-import type { Mailbox, TaskRecord, TaskStore } from '../store/types.js'
+import type { StoreRoles, TaskRecord } from '../store/types.js'
 
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks'
 /** The capability a client declares (per request in 2026-07-28, in initialize before) to get tasks. */
@@ -65,14 +65,14 @@ export function detailedTask(t: TaskRecord): Record<string, unknown> {
  * goes through here: the runner's, and tasks/cancel's.
  */
 export function changeTask(
-  store: TaskStore & Mailbox,
+  store: Pick<StoreRoles, 'tasks' | 'mailbox'>,
   owner: string,
   taskId: string,
   patch: Partial<Omit<TaskRecord, 'taskId' | 'createdAt'>>
 ): Promise<void> {
   // Chained, not async: every task changes status at least twice (an async frame each).
-  return store.updateTask(owner, taskId, patch).then((t) => {
-    if (t !== undefined && t !== true && t.notify === true) return store.pushNotification(owner, { method: 'notifications/tasks', params: detailedTask(t) })
+  return store.tasks.updateTask(owner, taskId, patch).then((t) => {
+    if (t !== undefined && t !== true && t.notify === true) return store.mailbox.pushNotification(owner, { method: 'notifications/tasks', params: detailedTask(t) })
     return undefined
   })
 }

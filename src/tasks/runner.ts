@@ -5,7 +5,7 @@ import { isPlainObject } from '../headers.js'
 import type { LoggingLevel } from '../schema/lifecycle.js'
 import { isQuestion, questionFor, type Question } from '../mrtr/questions.js'
 import { toOutcome } from '../mrtr/outcome.js'
-import type { Mailbox, TaskRecord, TaskStore } from '../store/types.js'
+import type { StoreRoles, TaskRecord } from '../store/types.js'
 import { requireCapabilities } from '../messaging/notify.js'
 import { changeTask, newTaskId, type TaskContext, type TaskOptions } from './records.js'
 import type { TaskLeases } from './leases.js'
@@ -17,7 +17,7 @@ export type { TaskContext, TaskOptions } from './records.js'
 
 /** What running a task needs of the server: the store's task and mailbox roles, cancellation, leases. */
 export interface TaskServices {
-  readonly store: TaskStore & Mailbox
+  readonly store: Pick<StoreRoles, 'tasks' | 'mailbox'>
   readonly cancellations: Cancellations
   readonly taskLeases: TaskLeases
 }
@@ -102,7 +102,7 @@ export function startTask<T>(
   }
   let created: Promise<void>
   try {
-    created = svc.store.createTask(owner, task)
+    created = svc.store.tasks.createTask(owner, task)
   } catch (err) {
     return Promise.reject(err)
   }
@@ -144,7 +144,7 @@ function runTask<T>(
     const keys = new Map([...questions.keys()].map((k) => [`${round}.${k}`, k]))
     const inputRequests = Object.fromEntries([...keys].map(([wire, k]) => [wire, questions.get(k)!.request]))
     await record({ status: 'input_required', inputRequests })
-    const answers = await persistently(() => store.awaitTaskAnswers(owner, task.taskId, [...keys.keys()], taskCtx.signal), deadline, taskCtx.log, task.taskId)
+    const answers = await persistently(() => store.tasks.awaitTaskAnswers(owner, task.taskId, [...keys.keys()], taskCtx.signal), deadline, taskCtx.log, task.taskId)
     return Object.fromEntries([...keys].map(([wire, k]) => [k, answers[wire]!]))
   }
   // A handler called again (after a hand-rolled input_required) replays its earlier asks: the same

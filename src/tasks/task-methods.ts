@@ -2,7 +2,7 @@ import type { CallContext } from '../core/call-context.js'
 import { etagOf } from '../core/etag.js'
 import type { Representation } from '../core/list-cache.js'
 import type { DetailedTask } from '../schema/tasks.js'
-import type { Mailbox, Signals, TaskRecord, TaskStore } from '../store/types.js'
+import type { StoreRoles, TaskRecord } from '../store/types.js'
 import { answerTask, cancelTask, failLapsed, findTask, lapsed, requireTasks, unknownTask } from './task-steps.js'
 import { detailedTask } from './records.js'
 import { isThenable, type MaybePromise } from '../core/maybe-promise.js'
@@ -23,7 +23,7 @@ const wire = (record: TaskRecord) => ({ resultType: 'complete', ...detailedTask(
  * the extension says it MUST.
  */
 export class Tasks {
-  constructor(readonly store: () => TaskStore & Mailbox & Signals) {}
+  constructor(readonly store: () => Pick<StoreRoles, 'tasks' | 'mailbox' | 'signals'>) {}
 
   /** `tasks/get`: the task with its result, error or input requests; 404 when unknown or another's. */
   async get(ctx: CallContext, taskId: string): Promise<DetailedTask> {
@@ -39,7 +39,7 @@ export class Tasks {
   served(ctx: CallContext, taskId: string): MaybePromise<ServedTask> {
     requireTasks(ctx)
     const store = this.store()
-    if (store.getTaskText !== undefined) return servedText(store, ctx.principal.id, taskId)
+    if (store.tasks.getTaskText !== undefined) return servedText(store, ctx.principal.id, taskId)
     // At once when the store answers at once (memory): a poll takes no promise.
     const record = findTask(store, ctx.principal.id, taskId)
     return isThenable(record) ? record.then((r) => this.#serve(r)) : this.#serve(record)
@@ -74,11 +74,11 @@ export class Tasks {
  * A poll from a store that keeps tasks as JSON (Redis): its text, neither decoded nor encoded. A task
  * whose lease lapsed is failed first, and read again.
  */
-async function servedText(store: TaskStore & Mailbox & Signals, owner: string, taskId: string): Promise<ServedTask> {
-  let text = await store.getTaskText!(owner, taskId)
+async function servedText(store: Pick<StoreRoles, 'tasks' | 'mailbox' | 'signals'>, owner: string, taskId: string): Promise<ServedTask> {
+  let text = await store.tasks.getTaskText!(owner, taskId)
   if (text !== undefined && lapsed(text)) {
     await failLapsed(store, owner, taskId)
-    text = await store.getTaskText!(owner, taskId)
+    text = await store.tasks.getTaskText!(owner, taskId)
   }
   if (text === undefined) throw unknownTask(taskId)
   return { status: text.status, pollIntervalMs: text.pollIntervalMs, representation: { body: text.json, etag: etagOf(text.json) } }

@@ -1,7 +1,7 @@
 import type { RequestContext } from '../core/request-context.js'
 import { errors } from '../errors.js'
 import { askedOf, checkResponse } from '../mrtr/responses.js'
-import { TERMINAL, type Mailbox, type Signals, type TaskRecord, type TaskStore } from '../store/types.js'
+import { TERMINAL, type StoreRoles, type TaskRecord } from '../store/types.js'
 import { changeTask } from './records.js'
 import { TASKS_CAPABILITY, TASKS_EXTENSION, clientTakesTasks } from './runner.js'
 import { ownValue } from '../core/json-limits.js'
@@ -18,8 +18,8 @@ export const unknownTask = (taskId: string) => errors.notFound(`Unknown task: ${
  * tasks/get: the task record (see `detailedTask` for its wire form); at once when the store answers at
  * once. A task whose lease lapsed (see {@link lapsed}) is failed first, and read again.
  */
-export function findTask(store: TaskStore & Mailbox & Signals, owner: string, taskId: string): MaybePromise<TaskRecord> {
-  const task = store.getTask(owner, taskId)
+export function findTask(store: Pick<StoreRoles, 'tasks' | 'mailbox' | 'signals'>, owner: string, taskId: string): MaybePromise<TaskRecord> {
+  const task = store.tasks.getTask(owner, taskId)
   if (isThenable(task)) return Promise.resolve(task).then((t) => (t !== undefined && lapsed(t) ? failLapsed(store, owner, taskId) : found(t, taskId)))
   return task !== undefined && lapsed(task) ? failLapsed(store, owner, taskId) : found(task, taskId)
 }
@@ -42,9 +42,9 @@ export function lapsed(task: { status: TaskRecord['status']; leaseUntil?: number
 }
 
 /** Fail a task whose lease lapsed, saying why (notifying as any change does), and read it again. */
-export async function failLapsed(store: TaskStore & Mailbox & Signals, owner: string, taskId: string): Promise<TaskRecord> {
+export async function failLapsed(store: Pick<StoreRoles, 'tasks' | 'mailbox' | 'signals'>, owner: string, taskId: string): Promise<TaskRecord> {
   await changeTask(store, owner, taskId, { status: 'failed', statusMessage: INSTANCE_LOST.message, error: { ...INSTANCE_LOST }, inputRequests: undefined })
-  return found(await store.getTask(owner, taskId), taskId)
+  return found(await store.tasks.getTask(owner, taskId), taskId)
 }
 
 /**
@@ -52,7 +52,7 @@ export async function failLapsed(store: TaskStore & Mailbox & Signals, owner: st
  * (400 -32602 naming the key); keys that name no outstanding request are ignored, and a partial
  * answer leaves the task `input_required` with the rest.
  */
-export async function answerTask(store: TaskStore & Mailbox & Signals, owner: string, taskId: string, inputResponses: Record<string, Record<string, unknown>>): Promise<void> {
+export async function answerTask(store: Pick<StoreRoles, 'tasks' | 'mailbox' | 'signals'>, owner: string, taskId: string, inputResponses: Record<string, Record<string, unknown>>): Promise<void> {
   const task = await findTask(store, owner, taskId)
   const outstanding = task.inputRequests ?? {}
   const answers: Record<string, Record<string, unknown>> = {}
@@ -62,17 +62,17 @@ export async function answerTask(store: TaskStore & Mailbox & Signals, owner: st
     checkResponse(`inputResponses["${key}"]`, askedOf(req), response)
     answers[key] = response
   }
-  if ((await store.answerTask(owner, task.taskId, answers)) === undefined) throw unknownTask(taskId)
+  if ((await store.tasks.answerTask(owner, task.taskId, answers)) === undefined) throw unknownTask(taskId)
 }
 
 /**
  * tasks/cancel: cooperative (the handler's signal aborts, on whichever instance runs it). A task
  * already finished stays as it is, and the ack is the same (the extension makes cancel idempotent).
  */
-export async function cancelTask(store: TaskStore & Mailbox & Signals, owner: string, taskId: string): Promise<void> {
+export async function cancelTask(store: Pick<StoreRoles, 'tasks' | 'mailbox' | 'signals'>, owner: string, taskId: string): Promise<void> {
   const task = await findTask(store, owner, taskId)
   await changeTask(store, owner, task.taskId, { status: 'cancelled', statusMessage: 'Cancelled by the client', inputRequests: undefined })
-  await store.publishCancel(owner, `task:${task.taskId}`, 'Cancelled by the client')
+  await store.signals.publishCancel(owner, `task:${task.taskId}`, 'Cancelled by the client')
 }
 
 /** 400 -32021 naming the extension, for a client that did not declare it (the JSON-RPC face's gate). */

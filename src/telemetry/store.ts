@@ -1,4 +1,6 @@
 import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Tracer } from '@opentelemetry/api'
+import type { Store, StoreRoles } from '../store/types.js'
+import { overlay } from '../store/compose.js'
 import type { Instruments } from './metrics.js'
 import { PREFIX } from './metrics.js'
 
@@ -7,14 +9,31 @@ const SKIP = new Set(['constructor', 'onCancel', 'onResourceUpdated', 'close'])
 const OPERATION = `${PREFIX}.store.operation`
 const MAX_GROUPS = 10_000
 
+const ROLES = ['connections', 'mailbox', 'signals', 'tasks', 'idempotency'] as const satisfies readonly (keyof StoreRoles)[]
+
 /**
- * The store seen through telemetry: every method call is timed (`mcp_pure_http.store.operation.duration`,
- * errors counted) and, inside an MCP request's span, a child span; queue and task counters follow
- * the calls that change them. Methods run on the store itself (its private fields stay reachable);
- * `instanceof` and other properties see through. Made only when telemetry is on.
+ * The store seen through telemetry: every method call of every role is timed
+ * (`mcp_pure_http.store.operation.duration`, by method name, errors counted) and, inside an MCP
+ * request's span, a child span; queue and task counters follow the calls that change them. Methods
+ * run on their role object (its private fields stay reachable); `instanceof` and other properties
+ * see through. Made only when telemetry is on.
  */
-export function observedStore<S extends object>(store: S, tracer: Tracer | undefined, m: Instruments): S {
+export function observedStore<S extends Store>(store: S, tracer: Tracer | undefined, m: Instruments): S {
   const redis = store.constructor.name.startsWith('Redis')
+  // One object may play two roles (a MemoryStore's connections are its mailbox): wrapped once.
+  const seen = new Map<object, object>()
+  const roles: Record<string, object> = {}
+  for (const name of ROLES) {
+    const role = store[name]
+    let w = seen.get(role)
+    if (w === undefined) seen.set(role, (w = observedRole(role, redis, tracer, m)))
+    roles[name] = w
+  }
+  return overlay(store, roles as Partial<S>)
+}
+
+/** One role object seen through telemetry (see {@link observedStore}). */
+function observedRole<R extends object>(store: R, redis: boolean, tracer: Tracer | undefined, m: Instruments): R {
   const kind = redis ? SpanKind.CLIENT : SpanKind.INTERNAL
   const system: Attributes = redis ? { 'db.system.name': 'redis' } : {}
   // The size of each group handed out, so that its acknowledgement takes that many off the queue.

@@ -1,10 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify'
-import { RedisStore } from '../store/redis.js'
+import { companion } from '../store/compose.js'
 import webhookRoutes from '../../routes/webhooks.js'
 import { withWebhooks } from './decorate.js'
-import { MemoryWebhookStore } from './memory.js'
 import type { WebhookOptions } from './options.js'
-import { RedisWebhookStore } from './redis.js'
 import { WebhookService } from './service.js'
 
 declare module 'fastify' {
@@ -15,15 +13,16 @@ declare module 'fastify' {
 }
 
 /**
- * Webhooks on the MCP plugin: the service, the routes, and the store the core sees wrapped so that
- * notifications reach webhooks first. Pending deliveries live beside the core's state: in Redis
- * (same connection and prefix) with a RedisStore, in memory otherwise, unless `store` says where.
+ * Webhooks on the MCP plugin: the service, the routes, and the store the core sees with its mailbox
+ * wrapped so that notifications reach webhooks first. Pending deliveries live beside the core's
+ * state, in the store's `webhooks` companion (Redis: same connection and prefix), unless `store`
+ * says where; a store without that companion refuses to start (see docs/backends.md).
  */
 const webhooks: FastifyPluginAsync<WebhookOptions> = async (fastify, opts) => {
   const mcp = fastify.mcp
   const inner = mcp.store
-  const store = opts.store ?? (inner instanceof RedisStore ? new RedisWebhookStore(inner.client, inner.prefix) : new MemoryWebhookStore())
-  const service = new WebhookService(store, inner, opts, fastify.log)
+  const store = opts.store ?? (await companion(inner, 'webhooks', 'Webhooks'))
+  const service = new WebhookService(store, inner.mailbox, opts, fastify.log)
   mcp.store = withWebhooks(inner, service)
   fastify.decorate('mcpWebhooks', service)
   fastify.addHook('onReady', async () => service.start())

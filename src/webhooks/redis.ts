@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Cluster, Redis } from 'ioredis'
-import { ownerTag, storeFailure } from '../store/redis-core.js'
+import { storeFailure } from '../store/redis-core.js'
+import { ownerTag } from '../store/redis-keys.js'
 import { evalScript, script, type Script } from '../store/redis-eval.js'
 import { WEBHOOK_SCRIPTS, type WebhookScript } from './redis-scripts.js'
 import type { ClaimedDelivery, DeliveryAttempt, PendingDelivery, PendingLimits, WebhookRecord, WebhookStore } from './types.js'
