@@ -16,6 +16,7 @@ import { IdempotentCalls } from './core/idempotency.js'
 import { methodsAllowed } from './plugins/method-not-allowed.js'
 import rateLimits, { type RateLimitOptions } from './plugins/rate-limit.js'
 import streamSlots, { type StreamLimits } from './plugins/stream-slots.js'
+import type { CorsOptions } from './plugins/cors.js'
 import mcpEndpoint, { type JsonRpcOptions } from './jsonrpc/endpoint.js'
 import completionsRoutes from '../routes/completions.js'
 import discoverRoutes from '../routes/discover.js'
@@ -93,6 +94,12 @@ export interface McpPluginOptions extends HostOriginOptions {
   streams?: StreamLimits
   /** Webhooks (`/webhooks`): notifications pushed to URLs the client registers (default: off). */
   webhooks?: WebhookOptions | boolean
+  /**
+   * CORS for browsers on the origins `allowedOrigins` accepts (any: `*`), on every route and `/mcp`:
+   * preflights of the binding's headers, its response headers exposed (docs/http.md). Default on;
+   * `false` for an app that answers CORS itself.
+   */
+  cors?: CorsOptions | boolean
   /** `GET /docs`: an interactive reference of the OpenAPI document, served by this server (default false). */
   docs?: boolean
   /** Telemetry of these routes (spans, metrics): what `startTelemetry` made; `buildServer` passes its own. */
@@ -124,7 +131,8 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   // First, so that its hooks see each request before admission may refuse it.
   opts.observer?.instrument(fastify, mcp)
 
-  await fastify.register(admission, { ...opts, mcp, defaultVersion, oauth, authenticate: opts.authenticate, sessions: opts.sessions === true })
+  const cors = opts.cors === false ? false : opts.cors === true || opts.cors === undefined ? {} : opts.cors
+  await fastify.register(admission, { ...opts, mcp, defaultVersion, oauth, authenticate: opts.authenticate, sessions: opts.sessions === true, cors })
   await fastify.register(errorShape, { metadataUrl })
   await registerOpenApi(fastify, { mcp, metadataUrl })
   const allowed = await methodsAllowed(fastify)

@@ -1,6 +1,7 @@
 import type { OAuthOptions } from './auth/oauth.js'
 import { isLoopbackHost, loopbackOnly, type HostOriginOptions } from './auth/origin.js'
 import type { Config } from './config.js'
+import type { CorsOptions } from './plugins/cors.js'
 
 /*
  * The options of the server and the plugin that the configuration gives (see loadConfig in
@@ -51,6 +52,17 @@ export function hostOriginFromConfig(c: Config): HostOriginOptions {
   else if (c.MCP_ALLOWED_HOSTS !== undefined) out.loopbackByDefault = false
   if (origins !== undefined) out.allowedOrigins = origins
   return out
+}
+
+/** The plugin's `cors` from `MCP_CORS_CREDENTIALS`. */
+export function corsFromConfig(c: Config): CorsOptions {
+  return { credentials: c.MCP_CORS_CREDENTIALS === 'true' }
+}
+
+// With any origin the answer is `*`, which browsers refuse with credentials: say so at start.
+export function corsProblems(c: Config): string[] {
+  if (c.MCP_CORS_CREDENTIALS !== 'true' || hostOriginFromConfig(c).allowedOrigins !== undefined) return []
+  return ['MCP_CORS_CREDENTIALS=true needs MCP_ALLOWED_ORIGINS to list the origins (browsers refuse credentials from a server that allows any origin)']
 }
 
 /** Fastify's `trustProxy` from `MCP_TRUST_PROXY`: `true` (any), or a list of addresses/CIDRs. */

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
-import { oauthProblems } from './config-options.js'
+import { corsProblems, oauthProblems } from './config-options.js'
 import { ConfigurationError } from './errors.js'
 import { SUPPORTED_VERSIONS } from './protocol.js'
 import { StoreLimitsConfig } from './store/limits.js'
@@ -49,7 +49,11 @@ export const ConfigSchema = Type.Object({
   MCP_OAUTH_CLOCK_TOLERANCE_SEC: Int(0, 600, 30, 'Leeway for exp and nbf, in seconds.'),
   MCP_OAUTH_RESOURCE_METADATA_URL: Str('resource_metadata URL of the challenges (default: derived from the audience).'),
   MCP_ALLOWED_HOSTS: Str('Accepted Host headers, comma-separated, or * for any (default: loopback names when HOST is loopback).'),
-  MCP_ALLOWED_ORIGINS: Str('Accepted Origin headers, comma-separated, or * for any (default: loopback origins when HOST is loopback).'),
+  MCP_ALLOWED_ORIGINS: Str('Accepted Origin headers, comma-separated, or * for any (default: loopback origins when HOST is loopback). Browsers on them get CORS answers.'),
+  MCP_CORS_CREDENTIALS: Type.Union([Type.Literal('true'), Type.Literal('false')], {
+    default: 'false',
+    description: 'CORS answers allow credentials (cookies, TLS client certificates) for MCP_ALLOWED_ORIGINS; needs a list, not *.'
+  }),
   MCP_REDIS_URL: Type.Optional(
     Type.String({ pattern: '^rediss?://', description: 'Shared state in Redis (redis:// or rediss://); default: in this process only.' })
   ),
@@ -107,9 +111,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     (e) => `${e.path.slice(1)}=${JSON.stringify(e.value)}: ${e.message}`
   )
   problems.push(...oauthProblems(config))
+  problems.push(...corsProblems(config))
   problems.push(...redisProblems(config))
   if (problems.length > 0) throw new ConfigurationError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
   return config
 }
 
-export { hostOriginFromConfig, loggerFromConfig, oauthFromConfig, trustProxyFromConfig } from './config-options.js'
+export { corsFromConfig, hostOriginFromConfig, loggerFromConfig, oauthFromConfig, trustProxyFromConfig } from './config-options.js'

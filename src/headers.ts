@@ -11,8 +11,48 @@ export const Header = {
   arguments: 'mcp-arguments',
   inputResponses: 'mcp-input-responses',
   requestState: 'mcp-request-state',
-  sessionId: 'mcp-session-id'
+  sessionId: 'mcp-session-id',
+  messageGroup: 'mcp-message-group',
+  /** Alias of `Mcp-Message-Group` on the acknowledgement. */
+  groupId: 'mcp-group-id',
+  /** SEP-2243's standard headers of a 2026-07-28 message on `/mcp` (besides `Mcp-Param-{name}`). */
+  method: 'mcp-method',
+  name: 'mcp-name',
+  idempotentReplayed: 'idempotent-replayed'
 } as const
+
+/*
+ * What a browser on another origin may send and read (CORS). Every header above may be sent (naming
+ * one that never comes costs nothing), so that a header added there is not forgotten here, and the
+ * standard ones the binding reads. Authorization is never covered by a `*` answer: the lists are
+ * explicit.
+ */
+/** Request headers a CORS preflight allows (`Mcp-Param-{name}` too: see src/plugins/cors.ts). */
+export const CORS_REQUEST_HEADERS: readonly string[] = [
+  ...Object.values(Header),
+  'authorization',
+  'content-type',
+  'accept',
+  'if-none-match',
+  'last-event-id'
+]
+/** Response headers a script on another origin may read (`Access-Control-Expose-Headers`): a new one goes here. */
+export const CORS_RESPONSE_HEADERS: readonly string[] = [
+  Header.protocolVersion,
+  Header.requestId,
+  Header.sessionId,
+  Header.messageGroup,
+  Header.idempotentReplayed,
+  'etag',
+  'location',
+  'retry-after',
+  'www-authenticate',
+  'allow',
+  // @fastify/rate-limit's, with a limit configured: what is left of it.
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset'
+]
 
 /** A usable `Mcp-Request-Id`: 1-128 visible ASCII characters. */
 export const REQUEST_ID = /^[\x21-\x7e]{1,128}$/

@@ -3,7 +3,7 @@ import { realpathSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import { mcpPlugin } from './app.js'
-import { hostOriginFromConfig, loadConfig, loggerFromConfig, oauthFromConfig, trustProxyFromConfig, type Config } from './config.js'
+import { corsFromConfig, hostOriginFromConfig, loadConfig, loggerFromConfig, oauthFromConfig, trustProxyFromConfig, type Config } from './config.js'
 import type { McpServer, McpServerOptions } from './core/mcp-server.js'
 import { createDemoServer } from './demo/catalogue.js'
 import { ConfigurationError } from './errors.js'
@@ -56,6 +56,7 @@ export async function serve(
     streams: { maxPerPrincipal: config.MCP_MAX_STREAMS_PER_PRINCIPAL, max: config.MCP_MAX_STREAMS },
     webhooks: webhooksFromConfig(config),
     docs: config.MCP_DOCS === 'true',
+    cors: corsFromConfig(config),
     ...hostOriginFromConfig(config)
   }
   const app = await buildServer({

@@ -40,7 +40,24 @@ t.test('gateway --config: each server under /{name}, GET / lists them with their
   t.match(await rebound.body.json(), { code: -32600, message: 'Host not allowed' })
   const foreign = await request(`${gw.base}/`, { headers: { origin: 'https://attacker.example' } })
   t.equal(foreign.statusCode, 403, 'another Origin: 403')
+  t.equal(foreign.headers['access-control-allow-origin'], undefined, 'and no CORS header')
   await foreign.body.dump()
+  // CORS follows the same list (the loopback default, settled at listen): on GET / as on each mount.
+  const own = gw.base.replace('127.0.0.1', 'localhost')
+  for (const [path, method] of [['/', 'GET'], ['/everything/tools/echo/calls', 'POST'], ['/files/tools', 'GET']] as const) {
+    const headers = { origin: own, 'access-control-request-method': method, 'access-control-request-headers': 'authorization, content-type, mcp-meta' }
+    const pre = await request(`${gw.base}${path}`, { method: 'OPTIONS', headers })
+    t.equal(pre.statusCode, 204, `${path}: a preflight from the server's own other origin`)
+    t.equal(pre.headers['access-control-allow-origin'], own)
+    await pre.body.dump()
+    const refused = await request(`${gw.base}${path}`, { method: 'OPTIONS', headers: { ...headers, origin: 'https://attacker.example' } })
+    t.equal(refused.statusCode, 403, `${path}: not from another`)
+    t.equal(refused.headers['access-control-allow-origin'], undefined)
+    await refused.body.dump()
+  }
+  const listing = await request(`${gw.base}/`, { headers: { origin: own } })
+  t.equal(listing.headers['access-control-allow-origin'], own, 'GET / is readable from it')
+  await listing.body.dump()
   const echo = await post(`${gw.base}/everything/tools/echo/calls`, { arguments: { message: 'mounted' } })
   t.equal(echo.body.content[0].text, 'Echo: mounted')
   const env = await post(`${gw.base}/everything/tools/get-env/calls`, { arguments: {} })

@@ -1,4 +1,4 @@
-import type { onRequestHookHandler } from 'fastify'
+import type { FastifyRequest, onRequestHookHandler } from 'fastify'
 import { Socket, type Server } from 'node:net'
 import { ConfigurationError, errors } from '../errors.js'
 
@@ -12,6 +12,7 @@ export interface HostOriginOptions {
   /**
    * Accepted `Origin` headers (`scheme://host[:port]`, or `null`). A request that sends another Origin
    * is refused with 403; requests without one (non-browser clients) pass. Default: any Origin.
+   * Browsers on these origins get CORS answers too (see the plugin's `cors` option).
    */
   allowedOrigins?: readonly string[]
   /**
@@ -25,19 +26,32 @@ export interface HostOriginOptions {
 // A Host header is `name[:port]` or `[IPv6][:port]`: anything else (`a:1:1`, spaces, userinfo) is refused.
 const HOST = /^(\[[0-9a-f:.]+\]|[a-z0-9._~!$&'()*+,;=%-]*)(?::(\d{1,5}))?$/
 
+/** The Host and Origin decisions of a server, shared by the check and CORS (src/plugins/cors.ts). */
+export interface HostOriginPolicy {
+  /**
+   * The `onRequest` hook refusing requests whose `Host` or `Origin` is not allowed (403): a page on
+   * another site that rebinds its own DNS name to 127.0.0.1 still sends its name as Host and its
+   * origin as Origin. Undefined when there is nothing to check.
+   */
+  check: onRequestHookHandler | undefined
+  /**
+   * The origins (lower-cased) this request may come from, those the check applies (without a
+   * request: those of requests from the network); undefined: any.
+   */
+  origins(request?: FastifyRequest): ReadonlySet<string> | undefined
+}
+
 /**
- * The `onRequest` hook refusing requests whose `Host` or `Origin` is not allowed: a page on another
- * site that rebinds its own DNS name to 127.0.0.1 still sends its name as Host and its origin as
- * Origin. Two Set lookups a request that names a listed host as listed. Undefined when there is
- * nothing to check; throws when a given host is not a `host[:port]`.
+ * The Host and Origin policy of `options` for a server: two Set lookups a request that names a
+ * listed host as listed. Throws when a given host is not a `host[:port]`.
  */
-export function hostOriginCheck(options: HostOriginOptions, server?: Server): onRequestHookHandler | undefined {
+export function hostOriginPolicy(options: HostOriginOptions, server?: Server): HostOriginPolicy {
   const givenHosts = options.allowedHosts === undefined ? undefined : new Set(options.allowedHosts.map((h) => h.toLowerCase()))
   // A listed name is well-formed, so a Host equal to one passes without the pattern (most requests).
   for (const h of givenHosts ?? []) if (!HOST.test(h)) throw new ConfigurationError(`allowedHosts (MCP_ALLOWED_HOSTS): ${JSON.stringify(h)} is not a host[:port]`)
   const givenOrigins = options.allowedOrigins === undefined ? undefined : new Set(options.allowedOrigins.map((o) => o.toLowerCase()))
   const listening = givenHosts === undefined && options.loopbackByDefault === true && server !== undefined ? server : undefined
-  if (givenHosts === undefined && givenOrigins === undefined && listening === undefined) return undefined
+  if (givenHosts === undefined && givenOrigins === undefined && listening === undefined) return { check: undefined, origins: () => undefined }
   // The loopback default, settled on the first request after listen(): its names on the bound port.
   let settled = listening === undefined
   let ownHosts: Set<string> | undefined
@@ -51,17 +65,15 @@ export function hostOriginCheck(options: HostOriginOptions, server?: Server): on
     ownHosts = new Set(own.allowedHosts)
     ownOrigins = new Set(own.allowedOrigins)
   }
-  return (request, _reply, done) => {
-    let hosts = givenHosts
-    let origins = givenOrigins
-    if (listening !== undefined) {
-      if (!settled) settle()
-      // The default guards the network: an in-process `inject()` has no socket to rebind. Given lists always apply.
-      if (request.raw.socket instanceof Socket) {
-        hosts = ownHosts
-        origins ??= ownOrigins
-      }
-    }
+  // The default guards the network: an in-process `inject()` has no socket to rebind. Given lists always apply.
+  const byDefault = (request: FastifyRequest | undefined): boolean => {
+    if (listening === undefined) return false
+    if (!settled) settle()
+    return request === undefined || request.raw.socket instanceof Socket
+  }
+  const origins = (request?: FastifyRequest): ReadonlySet<string> | undefined => (byDefault(request) ? givenOrigins ?? ownOrigins : givenOrigins)
+  const check: onRequestHookHandler = (request, _reply, done) => {
+    const hosts = byDefault(request) ? ownHosts : givenHosts
     const raw = request.headers.host
     if (hosts !== undefined && (raw === undefined || !hosts.has(raw))) {
       const host = (raw ?? '').toLowerCase()
@@ -72,12 +84,20 @@ export function hostOriginCheck(options: HostOriginOptions, server?: Server): on
       }
     }
     const origin = request.headers.origin
-    if (origins !== undefined && origin !== undefined && !origins.has(origin.toLowerCase())) {
+    if (origin === undefined) return done()
+    const allowed = origins(request)
+    if (allowed !== undefined && !allowed.has(origin.toLowerCase())) {
       request.log.warn({ origin: origin.slice(0, 256) }, 'request refused: Origin not allowed')
       return done(errors.forbidden('Origin not allowed'))
     }
     done()
   }
+  return { check, origins }
+}
+
+/** The `onRequest` hook of {@link hostOriginPolicy} alone: undefined when there is nothing to check. */
+export function hostOriginCheck(options: HostOriginOptions, server?: Server): onRequestHookHandler | undefined {
+  return hostOriginPolicy(options, server).check
 }
 
 /** True for `localhost`, `127.0.0.0/8` and `::1` (with or without brackets). */

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { oauthSetup } from '../auth/oauth.js'
-import { hostOriginCheck } from '../auth/origin.js'
-import { hostOriginFromConfig } from '../config-options.js'
+import { hostOriginPolicy } from '../auth/origin.js'
+import { corsFromConfig, hostOriginFromConfig } from '../config-options.js'
+import mcpCors from '../plugins/cors.js'
 import { oauthFromConfig, type Config } from '../config.js'
 import type { Logger } from '../core/request-context.js'
 import { serve, serverOptionsFromConfig, type Mount } from '../main.js'
@@ -77,7 +78,7 @@ export async function serveGateway(served: readonly Served[]): Promise<FastifyIn
     }
     return mounts
   }
-  return serve(make, (app, config) => {
+  return serve(make, async (app, config) => {
     log.target = app.log
     if (served.some((s) => 'url' in s.spec && s.spec.forwardAuthorization === true)) watchCallers(app.server)
     app.addHook('onClose', async () => {
@@ -90,20 +91,22 @@ export async function serveGateway(served: readonly Served[]): Promise<FastifyIn
     // mount's challenge (its RFC 9728 metadata URL) is right here too.
     const oauth = oauthFromConfig(config)
     const authenticate = oauth === undefined ? undefined : oauthSetup(oauth, served[0]!.prefix).authenticate
-    // The same Host and Origin check as the mounts (DNS rebinding), then the token.
-    const hostOrigin = hostOriginCheck({ loopbackByDefault: true, ...hostOriginFromConfig(config) }, app.server)
-    const onRequest = [
-      ...(hostOrigin === undefined ? [] : [hostOrigin]),
-      ...(authenticate === undefined ? [] : [async (request: FastifyRequest) => void (await authenticate(request))])
-    ]
-    app.get('/', { schema: { hide: true }, onRequest }, async () => ({
-      servers: served.map((s, i) => ({
-        name: s.name,
-        path: s.prefix,
-        state: gateways[i]!.upstream.state,
-        required: s.required,
-        serverInfo: gateways[i]!.mcp.serverInfo
+    // What the mounts do, in their order: the Host and Origin check (DNS rebinding), CORS (a
+    // preflight is answered there), then the token. In a context of its own, so that its hooks stay here.
+    const policy = hostOriginPolicy({ loopbackByDefault: true, ...hostOriginFromConfig(config) }, app.server)
+    await app.register(async (root) => {
+      if (policy.check !== undefined) root.addHook('onRequest', policy.check)
+      await root.register(mcpCors, { ...corsFromConfig(config), policy })
+      const onRequest = authenticate === undefined ? [] : [async (request: FastifyRequest) => void (await authenticate(request))]
+      root.get('/', { schema: { hide: true }, onRequest }, async () => ({
+        servers: served.map((s, i) => ({
+          name: s.name,
+          path: s.prefix,
+          state: gateways[i]!.upstream.state,
+          required: s.required,
+          serverInfo: gateways[i]!.mcp.serverInfo
+        }))
       }))
-    }))
+    })
   })
 }

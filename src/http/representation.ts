@@ -9,6 +9,7 @@ import { settleGet } from './meta.js'
 import { isThenable, type MaybePromise } from '../core/maybe-promise.js'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
+const VARY = 'Mcp-Protocol-Version, Mcp-Meta, Authorization'
 
 /**
  * Send a cacheable representation: ETag, Cache-Control from the server's cache hints, Vary on the
@@ -17,7 +18,9 @@ const JSON_TYPE = 'application/json; charset=utf-8'
 export function sendRepresentation(request: FastifyRequest, reply: FastifyReply, rep: Representation, hints: CacheHints) {
   reply.header('etag', rep.etag)
   reply.header('cache-control', `${hints.cacheScope}, max-age=${Math.floor(hints.ttlMs / 1000)}`)
-  reply.header('vary', 'Mcp-Protocol-Version, Mcp-Meta, Authorization')
+  // Added to, not replaced: CORS has said `Vary: Origin` already.
+  const vary = reply.getHeader('vary')
+  reply.header('vary', vary === undefined ? VARY : `${String(vary)}, ${VARY}`)
   if (ifNoneMatch(request.headers['if-none-match'], rep.etag)) return reply.code(304).send()
   return reply.type(JSON_TYPE).send(rep.bytes ?? rep.body)
 }

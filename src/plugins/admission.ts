@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction, preValidationHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import type { OAuthSetup } from '../auth/oauth.js'
-import { hostOriginCheck, type HostOriginOptions } from '../auth/origin.js'
+import { hostOriginPolicy, type HostOriginOptions } from '../auth/origin.js'
 import { ANONYMOUS, type Principal } from '../core/request-context.js'
 import type { McpServer } from '../core/mcp-server.js'
 import { ErrorCode, errors } from '../errors.js'
@@ -9,6 +9,7 @@ import { Header, REQUEST_ID, newRequestId } from '../headers.js'
 import { era, negotiateVersion, type Era, type ProtocolVersion } from '../protocol.js'
 import { authFailureLimit, type RateLimitOptions } from './rate-limit.js'
 import { rootEchoes } from '../http/root-errors.js'
+import mcpCors, { type CorsOptions } from './cors.js'
 
 /** What the MCP hooks learn about a request before its route runs. */
 export interface McpRequestState {
@@ -45,18 +46,21 @@ export interface AdmissionOptions extends HostOriginOptions {
   sessions: boolean
   /** The per-principal limit; also bounds refused authentications per address (see authFailureLimit). */
   rateLimit?: RateLimitOptions
+  /** CORS for the allowed origins (src/plugins/cors.ts); false: none. */
+  cors: CorsOptions | false
 }
 
 /**
  * What every MCP request passes before its route: its `Mcp-Request-Id` (validated, echoed, else
  * generated), its protocol version (400 -32022 when unsupported), Host and Origin (DNS rebinding),
- * then who is calling (bearer token, `authenticate`, or an `Mcp-Session-Id`). One onRequest hook for
- * the first three, so that a request pays for one hook call.
+ * then CORS (a preflight is answered there), then who is calling (bearer token, `authenticate`, or an
+ * `Mcp-Session-Id`). One onRequest hook for the first three, so that a request pays for one hook call.
  */
 const admission: FastifyPluginAsync<AdmissionOptions> = async (fastify, opts) => {
   const { defaultVersion, mcp } = opts
   fastify.decorateRequest('mcpState', null as never)
-  const hostOrigin = hostOriginCheck(opts, fastify.server)
+  const policy = hostOriginPolicy(opts, fastify.server)
+  const hostOrigin = policy.check
   const admit: (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void = hostOrigin ?? ((_request, _reply, done) => done())
   const echoed = rootEchoes(fastify, defaultVersion)
   fastify.addHook('onRequest', (request, reply, done) => {
@@ -92,6 +96,8 @@ const admission: FastifyPluginAsync<AdmissionOptions> = async (fastify, opts) =>
     }
     admit(request, reply, done)
   })
+  // Between the Origin check and authentication: a preflight carries no token, and only an allowed origin gets here.
+  if (opts.cors !== false) await fastify.register(mcpCors, { ...opts.cors, policy })
 
   const authenticate = opts.oauth?.authenticate ?? opts.authenticate
   fastify.decorate('mcpSessions', authenticate === undefined && opts.sessions)
