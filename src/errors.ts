@@ -124,6 +124,12 @@ export type McpErrorName = keyof typeof catalogue
 type Fixed = { [K in McpErrorName]: (typeof catalogue)[K]['rpc'] extends number ? ((typeof catalogue)[K]['status'] extends number ? K : never) : never }[McpErrorName]
 type Worded = { [K in McpErrorName]: (typeof catalogue)[K] extends { message: string } ? K : never }[McpErrorName]
 
+/**
+ * A wire error. Its `name` is the catalogue's name of the error, not the class's: as with
+ * `DOMException` (`AbortError`, `TimeoutError`), `instanceof McpError` says what kind of object it
+ * is and `name` which error, so that `String(err)`, stack traces and logs say it. The string cannot
+ * be `code`, which stays the JSON-RPC number (the official SDK's `McpError` shape, `toJSON`).
+ */
 export class McpError extends Error {
   /**
    * The stable name (`MCP_ERR_UNKNOWN_TOOL`), for logs and tests: a key of {@link catalogue}, or
