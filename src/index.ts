@@ -9,7 +9,7 @@ export { buildServer, type BuildServerOptions } from './server.js'
 export { bearerAuth, DEFAULT_ALGORITHMS, type Authenticate, type BearerAuthOptions } from './auth/bearer.js'
 export type { OAuthOptions } from './auth/oauth.js'
 export { loopbackOnly, type HostOriginOptions } from './auth/origin.js'
-export { McpError, ErrorCode, errors, ConfigurationError } from './errors.js'
+export { McpError, ErrorCode, errors, catalogue, ConfigurationError, type McpErrorName, type CatalogueEntry } from './errors.js'
 export { SUPPORTED_VERSIONS, LATEST_VERSION, type ProtocolVersion } from './protocol.js'
 export { MemoryStore } from './store/memory.js'
 export type {

@@ -6,7 +6,7 @@ import type { Socket } from 'node:net'
 import { isLoopbackHost } from './auth/origin.js'
 import { insertedPathOf, protectedResourceMetadata } from './auth/oauth.js'
 import wellKnownRoutes from '../routes/well-known.js'
-import { ErrorCode } from './errors.js'
+import { errors, type McpError } from './errors.js'
 import { LATEST_VERSION } from './protocol.js'
 import { mcpRequestId, newRequestId } from './headers.js'
 import { loadShedding, probes, type PressureOptions } from './http/probes.js'
@@ -120,21 +120,22 @@ function loggerOptions(logger: FastifyServerOptions['logger'], observer: { logFi
  * requests) still get the binding's error body. The usual cause of a 431 is a large `Mcp-Arguments`
  * or `Mcp-Meta`: the POST form of the route takes the same parameters in the body.
  */
-const CLIENT_ERRORS: Record<string, [number, string, string]> = {
-  HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'Request headers too large: send the parameters in the body with POST'],
-  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'Request timeout']
+const CLIENT_ERRORS: Record<string, [string, () => McpError]> = {
+  HPE_HEADER_OVERFLOW: ['Request Header Fields Too Large', errors.headersTooLarge],
+  ERR_HTTP_REQUEST_TIMEOUT: ['Request Timeout', errors.requestTimeout]
 }
 
 function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket, version: string): void {
   // A reset or half-closed socket has nobody to answer: races no test can provoke reliably.
   /* c8 ignore next */
   if (err.code === 'ECONNRESET' || socket.destroyed) return
-  const [status, reason, message] = CLIENT_ERRORS[String(err.code)] ?? [400, 'Bad Request', 'Malformed HTTP request']
-  const body = JSON.stringify({ code: ErrorCode.invalidRequest, message })
+  const [reason, make] = CLIENT_ERRORS[String(err.code)] ?? ['Bad Request', errors.malformedHttp]
+  const error = make()
+  const body = JSON.stringify(error)
   /* c8 ignore next */
   if (socket.writable) {
     socket.write(
-      `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nMcp-Protocol-Version: ${version}\r\nMcp-Request-Id: ${newRequestId()}\r\nConnection: close\r\n\r\n${body}`
+      `HTTP/1.1 ${error.status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nMcp-Protocol-Version: ${version}\r\nMcp-Request-Id: ${newRequestId()}\r\nConnection: close\r\n\r\n${body}`
     )
   }
   socket.destroy(err)

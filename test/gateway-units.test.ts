@@ -28,8 +28,8 @@ t.test('upstream errors as the client sees them', async (t) => {
   const ac = new AbortController()
   ac.abort(new Error('stop'))
   t.type(upstreamError(new Error('aborted'), 'u', ac.signal), Cancelled)
-  t.same(toWire(new Error('boom')), { code: -32603, message: 'boom', status: 502 })
-  t.same(toWire(new McpError(-32021, 'm', 400, { a: 1 }, { h: 'v' })), { code: -32021, message: 'm', status: 400, data: { a: 1 }, headers: { h: 'v' } })
+  t.same(toWire(new Error('boom')), { name: 'MCP_ERR_UPSTREAM_FAILED', code: -32603, message: 'boom', status: 502 })
+  t.same(toWire(new McpError(-32021, 'm', 400, { a: 1 }, { h: 'v' })), { name: 'MCP_ERR_APPLICATION', code: -32021, message: 'm', status: 400, data: { a: 1 }, headers: { h: 'v' } })
 })
 
 t.test('an upstream closed while it connects reports failure and stays closed', async (t) => {

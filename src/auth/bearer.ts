@@ -73,7 +73,7 @@ export function bearerAuth(options: BearerAuthOptions): Authenticate {
     } catch (err) {
       if (isKeySetFailure(err)) {
         request.log.error({ err }, 'cannot verify access tokens: the key set is unavailable')
-        throw errors.unavailable("Cannot verify the access token now: the authorization server's keys are unavailable", 5)
+        throw errors.authUnavailable(5)
       }
       const code = (err as jose.JOSEError).code
       request.log.info({ reason: code, detail: (err as Error).message }, 'access token rejected')
@@ -129,8 +129,10 @@ function scopesOf(payload: JWTPayload): string[] {
 export function withResourceMetadata(error: McpError, metadataUrl: string): McpError {
   const challenge = error.headers?.['www-authenticate']
   if (challenge === undefined || !challenge.startsWith('Bearer') || challenge.includes('resource_metadata=')) return error
-  return new McpError(error.code, error.message, error.status, error.data, {
-    ...error.headers,
-    'www-authenticate': `${challenge}, resource_metadata="${metadataUrl}"`
+  return error.with({
+    headers: {
+      ...error.headers,
+      'www-authenticate': `${challenge}, resource_metadata="${metadataUrl}"`
+    }
   })
 }

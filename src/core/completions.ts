@@ -12,11 +12,11 @@ export async function complete(registry: Registry, body: CompleteBody, ctx: Call
   let completer: Completer | undefined
   if (body.ref.type === 'ref/prompt') {
     const prompt = registry.prompts.get(body.ref.name)
-    if (prompt === undefined) throw errors.notFound(`Unknown prompt: ${body.ref.name}`)
+    if (prompt === undefined) throw errors.unknownPrompt(body.ref.name)
     completer = prompt.completers.get(body.argument.name)
   } else {
     const template = registry.templates.get(body.ref.uri)
-    if (template === undefined) throw errors.notFound(`Unknown resource template: ${body.ref.uri}`)
+    if (template === undefined) throw errors.unknownResourceTemplate(body.ref.uri)
     completer = template.completers.get(body.argument.name)
   }
   let values: readonly string[] = []

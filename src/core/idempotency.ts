@@ -1,4 +1,4 @@
-import { ErrorCode, McpError } from '../errors.js'
+import { errors } from '../errors.js'
 import type { IdempotencyStore } from '../store/types.js'
 
 export interface IdempotencyOptions {
@@ -70,11 +70,9 @@ export class IdempotentCalls {
       case 'done':
         return { state: 'done', outcome: start.response }
       case 'in_progress':
-        throw new McpError(ErrorCode.invalidRequest, `A request with Mcp-Request-Id ${key} is still running: retry later`, 409, undefined, {
-          'retry-after': '1'
-        })
+        throw errors.callRunning(key)
       case 'conflict':
-        throw new McpError(ErrorCode.invalidRequest, `Mcp-Request-Id ${key} was already used for a different request`, 409)
+        throw errors.callMismatch(key)
     }
   }
 }

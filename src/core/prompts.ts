@@ -16,7 +16,7 @@ export async function getPrompt(
   ctx: CallContext
 ): Promise<Record<string, unknown>> {
   const entry = server.prompts.get(name)
-  if (entry === undefined) throw errors.notFound(`Unknown prompt: ${name}`)
+  if (entry === undefined) throw errors.unknownPrompt(name)
   const args = body.arguments ?? {}
   const missing = entry.required.filter((a) => typeof args[a] !== 'string')
   if (missing.length > 0) {

@@ -1,4 +1,4 @@
-import { ErrorCode, McpError, errors } from '../errors.js'
+import { McpError, errors } from '../errors.js'
 import { runRound, type RetryParams } from '../mrtr/rounds.js'
 import type { CallContext } from './call-context.js'
 import { RESUME, finishResumable, isResumable } from '../mrtr/resume.js'
@@ -58,11 +58,7 @@ export async function readResource(
 
 /** Resource not found: -32602 from 2026-07-28 on, -32002 before; 404 either way. */
 export function resourceNotFound(uri: string, ctx: { era: 'legacy' | 'modern' }): McpError {
-  return errors.notFound(
-    `Resource not found: ${uri}`,
-    ctx.era === 'modern' ? ErrorCode.invalidParams : ErrorCode.resourceNotFoundLegacy,
-    { uri }
-  )
+  return errors.resourceNotFound(uri, ctx.era)
 }
 
 /** `c` (a content block made just before) with the resource's mimeType, when it has one. */

@@ -1,4 +1,4 @@
-import { ConfigurationError, McpError, errors, messageOf, wireErrorOf } from '../errors.js'
+import { ConfigurationError, errors, messageOf, wireErrorOf } from '../errors.js'
 import { runRound, type RunResult } from '../mrtr/rounds.js'
 import { isThenable, type MaybePromise } from './maybe-promise.js'
 import { LazyTarget } from '../mrtr/seal.js'
@@ -18,7 +18,7 @@ import { describeErrors } from './validation.js'
 /**
  * `tools/call`. Arguments are checked against the tool's compiled input schema; arguments that fail
  * it and a handler that throws both become an `isError` result naming the problem, as MCP wants tool
- * failures reported to the model (SEP-1303); a protocol error ({@link McpError}) is passed through. A round that needs input
+ * failures reported to the model (SEP-1303); a protocol error (`McpError`) is passed through. A round that needs input
  * answers `input_required` (see {@link runRound}). The answer is a value when the handler answered
  * at once, else a promise (see {@link MaybePromise}); a refusal before the handler runs is thrown.
  */
@@ -29,7 +29,7 @@ export function callTool(
   ctx: CallContext
 ): MaybePromise<Record<string, unknown>> {
   const entry = server.tools.get(name)
-  if (entry === undefined) throw errors.notFound(`Unknown tool: ${name}`)
+  if (entry === undefined) throw errors.unknownTool(name)
   // Scopes before arguments (a caller without them learns nothing of the input): 403 -32600 with an
   // RFC 6750 insufficient_scope challenge. Anonymous callers exist only without authentication,
   // where no token carries scopes; the check is then off.
@@ -158,7 +158,7 @@ function toolResult(entry: ToolEntry, name: string, out: ToolReturn<unknown>, ct
           : describeErrors(entry.validateOutput.errors).message
     if (problem !== undefined) {
       ctx.log.error({ tool: name, problem }, 'tool result does not match its outputSchema')
-      throw new McpError(-32603, `Tool ${name} returned a result that does not match its outputSchema: ${problem}`, 500)
+      throw errors.outputSchema(name, problem)
     }
   }
   return result

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { RequestContext } from '../core/request-context.js'
-import { McpError, asError, errors } from '../errors.js'
+import { asError, errors } from '../errors.js'
 import { missingCapabilities, questionFor } from '../mrtr/questions.js'
 import type { InputRequest } from '../schema/mrtr.js'
 import type { ServerMessage } from '../store/types.js'
@@ -14,6 +14,8 @@ export interface RoundRef {
 
 /** A wire error as it crosses between instances. */
 export interface WireError {
+  /** The catalogue's name (`MCP_ERR_...`), so that the error keeps it across instances. */
+  name?: string
   code: number
   message: string
   status: number
@@ -165,7 +167,7 @@ export class UpstreamCall {
     this.heldUntil = undefined
     for (const q of this.#questions.values()) {
       if (q.request.method === 'elicitation/create') q.resolve({ action: 'cancel' })
-      else q.reject(new McpError(-32603, reason, 500))
+      else q.reject(errors.upstreamRequestRefused(reason))
     }
     this.#questions.clear()
     this.abort.abort(new Error(reason))

@@ -1,4 +1,4 @@
-import { ErrorCode, McpError, messageOf } from '../errors.js'
+import { McpError, errors, messageOf } from '../errors.js'
 
 const STATUS: Record<number, number> = { [-32600]: 400, [-32601]: 404, [-32602]: 400, [-32002]: 404 }
 
@@ -13,15 +13,15 @@ export function upstreamError(err: unknown, name: string, signal?: AbortSignal):
   const code = (err as { code?: unknown }).code
   // Cancelled by our caller: a tool's result says so (the caller asked for it; nothing failed here).
   if (signal?.aborted === true) return new Cancelled(`Cancelled: ${messageOf(signal.reason)}`)
-  if (code === -32000) return new McpError(-32603, `The upstream server ${name} closed the connection during the request`, 502)
-  if (code === -32001) return new McpError(-32603, `The upstream server ${name} did not answer in time`, 504)
+  if (code === -32000) return errors.upstreamClosed(name)
+  if (code === -32001) return errors.upstreamTimeout(name)
   if (typeof code === 'number' && Number.isInteger(code) && code !== -32603) {
     const data = (err as { data?: unknown }).data
     // The SDK prefixes "MCP error <code>: "; the client gets the upstream's own words.
     const message = messageOf(err).replace(/^MCP error -?\d+: /, '')
-    return new McpError(code, message, STATUS[code] ?? 502, data)
+    return errors.upstream(code, message, STATUS[code] ?? 502, data)
   }
-  return new McpError(-32603, `The upstream server ${name} failed: ${messageOf(err).replace(/^MCP error -?\d+: /, '')}`, 502)
+  return errors.upstreamFailed(`The upstream server ${name} failed: ${messageOf(err).replace(/^MCP error -?\d+: /, '')}`)
 }
 
 /**
@@ -30,7 +30,5 @@ export function upstreamError(err: unknown, name: string, signal?: AbortSignal):
  */
 export function tooManyRounds(max: number, firstExpiry: number): McpError {
   const after = Math.max(1, Math.ceil((firstExpiry - Date.now()) / 1000))
-  return new McpError(ErrorCode.invalidRequest, `Too many open rounds: at most ${max} calls may wait for your answers at once`, 429, undefined, {
-    'retry-after': String(after)
-  })
+  return errors.tooManyRounds(max, after)
 }

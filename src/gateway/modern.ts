@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { RequestContext } from '../core/request-context.js'
-import { McpError, messageOf } from '../errors.js'
+import { McpError, errors, messageOf } from '../errors.js'
 import { isPlainObject } from '../headers.js'
 import { MetaKey } from '../protocol.js'
 import { forwarding, type UpstreamSpec } from './connection.js'
@@ -110,18 +110,18 @@ async function post(
     try {
       answer = JSON.parse(text)
     } catch {
-      throw new McpError(-32603, `The upstream server ${target.name} answered ${res.status} without JSON`, 502)
+      throw errors.upstreamBadAnswer(`The upstream server ${target.name} answered ${res.status} without JSON`)
     }
   }
-  if (!isPlainObject(answer)) throw new McpError(-32603, `The upstream server ${target.name} answered no JSON-RPC message`, 502)
+  if (!isPlainObject(answer)) throw errors.upstreamBadAnswer(`The upstream server ${target.name} answered no JSON-RPC message`)
   if (isPlainObject(answer.error)) {
     const e = answer.error
     const err = upstreamError(Object.assign(new Error(String(e.message)), { code: e.code, data: e.data }), target.name)
     // 2026-07-28 gives each refusal its status (400 -32021, 404 -32601...): the caller gets the same.
-    if (err instanceof McpError && res.status >= 400 && res.status < 500) throw new McpError(err.code, err.message, res.status, err.data)
+    if (err instanceof McpError && res.status >= 400 && res.status < 500) throw err.with({ status: res.status })
     throw err
   }
-  if (!isPlainObject(answer.result)) throw new McpError(-32603, `The upstream server ${target.name} answered without a result`, 502)
+  if (!isPlainObject(answer.result)) throw errors.upstreamBadAnswer(`The upstream server ${target.name} answered without a result`)
   return answer.result
 }
 
@@ -142,7 +142,7 @@ async function * bounded(res: Response): AsyncGenerator<Uint8Array> {
   let bytes = 0
   for await (const chunk of res.body ?? []) {
     bytes += chunk.length
-    if (bytes > MAX_ANSWER_BYTES) throw new McpError(-32603, 'The upstream server\'s answer is too large', 502)
+    if (bytes > MAX_ANSWER_BYTES) throw errors.upstreamBadAnswer('The upstream server\'s answer is too large')
     yield chunk
   }
 }
@@ -170,7 +170,7 @@ async function fromStream(res: Response, id: number, heard: (m: Record<string, u
         try {
           m = JSON.parse(data.join('\n'))
         } catch (err) {
-          throw new McpError(-32603, `The upstream server sent an event that is not JSON: ${messageOf(err)}`, 502)
+          throw errors.upstreamBadAnswer(`The upstream server sent an event that is not JSON: ${messageOf(err)}`)
         }
         data = []
         if (!isPlainObject(m)) continue
@@ -180,7 +180,7 @@ async function fromStream(res: Response, id: number, heard: (m: Record<string, u
       }
     }
   }
-  throw new McpError(-32603, 'The upstream server ended its stream without an answer', 502)
+  throw errors.upstreamBadAnswer('The upstream server ended its stream without an answer')
 }
 
 /** A header value as SEP-2243 carries it: plain printable ASCII as is, anything else `=?base64?...?=`. */

@@ -67,7 +67,7 @@ export class Rounds {
     }
     if (outcome.kind === 'error') {
       const e = outcome.error
-      throw new McpError(e.code, e.message, e.status, e.data, e.headers)
+      throw errors.relayed(e)
     }
     return outcome
   }
@@ -106,7 +106,7 @@ export class Rounds {
     if (call !== undefined) return call.ask(request, signal)
     this.log.warn({ method: request.method, callsInFlight: running.length }, 'upstream request outside a single caller\'s calls refused')
     return Promise.reject(
-      new McpError(-32603, running.length === 0 ? `${request.method} outside a request` : `${request.method}: the gateway cannot tell which caller this is for`, 500)
+      errors.upstreamRequestRefused(running.length === 0 ? `${request.method} outside a request` : `${request.method}: the gateway cannot tell which caller this is for`)
     )
   }
 
@@ -125,10 +125,10 @@ export class Rounds {
 
 export function toWire(err: unknown): WireError {
   if (err instanceof McpError) {
-    const wire: WireError = { code: err.code, message: err.message, status: err.status }
+    const wire: WireError = { name: err.name, code: err.code, message: err.message, status: err.status }
     if (err.data !== undefined) wire.data = err.data
     if (err.headers !== undefined) wire.headers = err.headers
     return wire
   }
-  return { code: -32603, message: messageOf(err), status: 502 }
+  return { name: 'MCP_ERR_UPSTREAM_FAILED', code: -32603, message: messageOf(err), status: 502 }
 }

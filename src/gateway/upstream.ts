@@ -174,7 +174,7 @@ export class Upstream {
     const client = this.client
     if (client === undefined) {
       const wait = Math.max(1, Math.ceil((this.#retryAt - Date.now()) / 1000))
-      throw errors.unavailable(`The upstream server ${this.#opts.name} is ${this.state === 'closed' ? 'stopped' : 'down'}; try again later`, wait)
+      throw errors.upstreamDown(`The upstream server ${this.#opts.name} is ${this.state === 'closed' ? 'stopped' : 'down'}; try again later`, wait)
     }
     const sdk = await loadSdk()
     const { onprogress, signal } = options

@@ -1,12 +1,24 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { ErrorCode, McpError, errors, wireErrorOf } from '../errors.js'
+import { McpError, errors, wireErrorOf } from '../errors.js'
 
 /**
  * Map anything thrown while serving an MCP route to the binding's error response: the JSON-RPC
  * `error` object with the right status. Fastify's own errors (schema validation, body parsing,
- * size limits) get their MCP codes; anything unknown is a 500 whose body says nothing more.
+ * size limits) get their MCP codes; anything unknown is a 500 whose body says nothing more. The log
+ * names each answer by its catalogue name (`mcpError`): at debug level, since a refusal is the
+ * client's business, and an unknown failure at error level with what was thrown.
  */
 export function toMcpError(err: unknown, request: FastifyRequest): McpError {
+  const error = knownError(err)
+  if (error === undefined) {
+    request.log.error({ err, mcpError: 'MCP_ERR_INTERNAL' }, 'unhandled error')
+    return errors.internal()
+  }
+  request.log.debug({ mcpError: error.name, status: error.status }, error.message)
+  return error
+}
+
+function knownError(err: unknown): McpError | undefined {
   const wire = wireErrorOf(err)
   if (wire !== undefined) return wire
   const e = err as Partial<FastifyError> & { validation?: unknown; statusCode?: number }
@@ -23,11 +35,8 @@ export function toMcpError(err: unknown, request: FastifyRequest): McpError {
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return errors.invalidRequest('Content-Length does not match the body')
   }
-  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
-    return new McpError(ErrorCode.invalidRequest, String(e.message), e.statusCode)
-  }
-  request.log.error({ err }, 'unhandled error')
-  return errors.internal()
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) return errors.http(e.statusCode, String(e.message))
+  return undefined
 }
 
 export function sendError(reply: FastifyReply, error: McpError): FastifyReply {

@@ -30,7 +30,7 @@ export async function loadShedding(app: FastifyInstance, options: PressureOption
     retryAfter,
     // A rejection goes to the route's error handler: the binding's error body, with Retry-After.
     pressureHandler: async (request) => {
-      if (request.routeOptions.config.mcpLiveness !== true) throw errors.unavailable('The server is overloaded: retry later', retryAfter)
+      if (request.routeOptions.config.mcpLiveness !== true) throw errors.overloaded(retryAfter)
     }
   })
 }
@@ -59,7 +59,7 @@ export function probes(store: () => Store): FastifyPluginAsync {
         ])
       } catch (err) {
         request.log.warn({ err }, 'not ready: the store does not answer')
-        throw errors.unavailable('Not ready: the store does not answer', 5)
+        throw errors.notReady(5)
       } finally {
         clearTimeout(timer)
       }

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { ErrorCode, McpError, errors } from '../errors.js'
+import { McpError, errors } from '../errors.js'
 import { Header } from '../headers.js'
 import { sendError, toMcpError } from './error-reply.js'
 
@@ -21,7 +21,7 @@ export function shapeRootErrors(app: FastifyInstance, version: string, notFound:
     reply.header(Header.protocolVersion, version)
     if (!closing) return done()
     reply.header('connection', 'close')
-    sendError(reply, errors.unavailable('The server is shutting down: retry on another connection', 1))
+    sendError(reply, errors.shuttingDown())
   })
   app.setErrorHandler((err, request, reply) => sendError(reply, toMcpError(err, request)))
   // Under a prefix the MCP plugin answers only its own paths; at the root its 404 covers all.
@@ -64,7 +64,7 @@ export function frameworkErrors(version: string): (error: FastifyError, request:
       case 'FST_ERR_BAD_URL':
         return void sendError(reply, errors.invalidRequest('The URL is not validly percent-encoded UTF-8'))
       case 'FST_ERR_MAX_PARAM_LENGTH':
-        return void sendError(reply, new McpError(ErrorCode.invalidRequest, 'A path parameter is longer than 4096 characters: send the value in the body (POST)', 414))
+        return void sendError(reply, errors.uriTooLong())
       /* c8 ignore next 3 */
       default:
         request.log.error({ err: error }, 'framework error')

@@ -152,7 +152,7 @@ async function cancel(request: FastifyRequest, params: Record<string, unknown>):
 /** An error raised while serving a method, with the status its era gives it (see {@link mcpEndpoint}). */
 function inBand(error: McpError, era: Era): McpError {
   if (error.headers !== undefined || (era === 'modern' && STATUS_CODES.has(error.code))) return error
-  return new McpError(error.code, error.message, 200, error.data)
+  return error.with({ status: 200 })
 }
 
 export default mcpEndpoint

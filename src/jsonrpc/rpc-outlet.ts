@@ -53,10 +53,7 @@ export function narrowCapabilities(ctx: CallContext, stream: ResponseStream): Ca
 export function explainAsk(error: McpError): McpError {
   const required = error.code === ErrorCode.missingCapability ? (error.data as { requiredCapabilities?: object } | undefined)?.requiredCapabilities : undefined
   if (required === undefined || !Object.keys(required).some((k) => ASKING.has(k))) return error
-  return new McpError(
-    error.code,
-    `${error.message}. Over /mcp a client of protocol 2025-11-25 or 2025-06-18 is asked on the SSE stream of its POST: send Accept: application/json, text/event-stream`,
-    error.status,
-    error.data
-  )
+  return error.with({
+    message: `${error.message}. Over /mcp a client of protocol 2025-11-25 or 2025-06-18 is asked on the SSE stream of its POST: send Accept: application/json, text/event-stream`
+  })
 }

@@ -19,4 +19,4 @@ export async function answerRequest(store: Mailbox, owner: string, id: string, a
   if (!(await store.completeRequest(owner, id, answer))) throw unknown(id)
 }
 
-const unknown = (id: string) => errors.notFound(`Unknown or already answered request: ${id.slice(0, 128)}`)
+const unknown = (id: string) => errors.unknownRequest(id)

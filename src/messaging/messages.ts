@@ -19,7 +19,7 @@ export class Messages {
 
   /** Acknowledge a group handed out by {@link takeNotifications}; 404 when it is not the current one. */
   async acknowledge(owner: string, groupId: string): Promise<void> {
-    if (!(await this.store().mailbox.ackNotifications(owner, groupId))) throw errors.notFound(`Unknown message group: ${groupId.slice(0, 128)}`)
+    if (!(await this.store().mailbox.ackNotifications(owner, groupId))) throw errors.unknownMessageGroup(groupId)
   }
 
   /** The client's notifications: cancellation aborts the request it names; the rest go to the listeners. */

@@ -4,7 +4,7 @@ import type { OAuthSetup } from '../auth/oauth.js'
 import { hostOriginPolicy, type HostOriginOptions } from '../auth/origin.js'
 import { ANONYMOUS, type Principal } from '../core/request-context.js'
 import type { McpServer } from '../core/mcp-server.js'
-import { ErrorCode, errors } from '../errors.js'
+import { errors } from '../errors.js'
 import { Header, REQUEST_ID, newRequestId } from '../headers.js'
 import { era, negotiateVersion, type Era, type ProtocolVersion } from '../protocol.js'
 import { authFailureLimit, type RateLimitOptions } from './rate-limit.js'
@@ -135,7 +135,7 @@ const admission: FastifyPluginAsync<AdmissionOptions> = async (fastify, opts) =>
       const id = request.headers[Header.sessionId]
       if (id === undefined) return
       if (typeof id !== 'string' || !(await mcp.hasSession(id))) {
-        throw errors.notFound('Unknown or expired Mcp-Session-Id: initialize again', ErrorCode.invalidRequest)
+        throw errors.unknownSession()
       }
       request.mcpState.principal = { id: `session:${id}`, scopes: [], anonymous: true }
     })

@@ -1,7 +1,7 @@
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { ErrorCode, McpError } from '../errors.js'
+import { errors } from '../errors.js'
 import { companion } from '../store/compose.js'
 import type { Store } from '../store/types.js'
 
@@ -29,9 +29,7 @@ const rateLimits: FastifyPluginAsync<{ store: Store; limits: RateLimitOptions | 
     keyGenerator: limitKey,
     ...(await companion(store, 'rateLimit', 'A rate limit')),
     errorResponseBuilder: (_request, context) =>
-      new McpError(ErrorCode.invalidRequest, `Rate limit exceeded: at most ${context.max} requests in ${timeWindow / 1000} s; retry in ${context.after}`, 429, undefined, {
-        'retry-after': String(Math.max(1, Math.ceil(context.ttl / 1000)))
-      })
+      errors.rateLimited(context.max, timeWindow / 1000, context.after, Math.max(1, Math.ceil(context.ttl / 1000)))
   })
 }
 
@@ -76,9 +74,7 @@ export function authFailureLimit(options: RateLimitOptions | undefined, now: () 
       roll()
       if ((counts.get(ip) ?? 0) < max) return
       const retry = Math.max(1, Math.ceil((windowStart + windowMs - now()) / 1000))
-      throw new McpError(ErrorCode.invalidRequest, `Too many refused authentications: at most ${max} in ${windowMs / 1000} s; retry in ${retry} s`, 429, undefined, {
-        'retry-after': String(retry)
-      })
+      throw errors.authRateLimited(max, windowMs / 1000, retry)
     },
     failed(ip) {
       counts.set(ip, (counts.get(ip) ?? 0) + 1)

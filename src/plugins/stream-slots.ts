@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { ErrorCode, McpError } from '../errors.js'
+import { errors } from '../errors.js'
 import { limitKey } from './rate-limit.js'
 
 export interface StreamLimits {
@@ -56,12 +56,10 @@ export class StreamSlots {
     const key = limitKey(request)
     const held = this.#open.get(key) ?? 0
     if (held >= this.maxPerPrincipal) {
-      throw new McpError(ErrorCode.invalidRequest, `Too many open streams: at most ${this.maxPerPrincipal} per client at once; end one, or retry later`, 429, undefined, {
-        'retry-after': RETRY_AFTER
-      })
+      throw errors.tooManyStreams(this.maxPerPrincipal, RETRY_AFTER)
     }
     if (this.#total >= this.max) {
-      throw new McpError(ErrorCode.internalError, 'This server holds as many streams as it can: retry later', 503, undefined, { 'retry-after': RETRY_AFTER })
+      throw errors.streamsFull(RETRY_AFTER)
     }
     this.#open.set(key, held + 1)
     this.#total++

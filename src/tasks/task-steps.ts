@@ -12,7 +12,7 @@ import { isThenable, type MaybePromise } from '../core/maybe-promise.js'
  * `tasks/get`, `tasks/update`, `tasks/cancel` on /mcp). A task belongs to its creator: anyone else's,
  * like an unknown or expired one, is 404 -32602 (the extension's "unknown taskId").
  */
-export const unknownTask = (taskId: string) => errors.notFound(`Unknown task: ${taskId.slice(0, 128)}`)
+export const unknownTask = (taskId: string) => errors.unknownTask(taskId)
 
 /**
  * tasks/get: the task record (see `detailedTask` for its wire form); at once when the store answers at

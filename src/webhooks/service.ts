@@ -134,5 +134,5 @@ export class WebhookService {
 }
 
 function notFound(id: string) {
-  return errors.notFound(`Unknown webhook: ${id.slice(0, 64)}`)
+  return errors.unknownWebhook(id)
 }
