@@ -66,3 +66,15 @@ t.test('buildServer takes a prefix too', async (t) => {
   t.equal((await app.inject({ url: '/v1/discover' })).statusCode, 200)
   t.equal((await app.inject({ url: '/discover' })).statusCode, 404)
 })
+
+t.test('plugins that read what admission sets declare it: registered without it, they say so', async (t) => {
+  const { default: idempotency } = await import('../src/plugins/idempotency.js')
+  const { default: rateLimits } = await import('../src/plugins/rate-limit.js')
+  const { default: streamSlots } = await import('../src/plugins/stream-slots.js')
+  for (const [name, plugin] of [['mcp-idempotency', idempotency], ['mcp-rate-limits', rateLimits], ['mcp-stream-slots', streamSlots]] as const) {
+    const app = Fastify()
+    t.teardown(() => app.close())
+    app.register(plugin as never, {} as never)
+    await t.rejects(async () => { await app.ready() }, { code: 'FST_ERR_PLUGIN_DEPENDENCY_NOT_REGISTERED', message: /mcp-admission/ }, `${name} needs mcp-admission first`)
+  }
+})

@@ -88,4 +88,9 @@ const idempotentToolCalls: FastifyPluginAsync<{ calls: IdempotentCalls }> = asyn
   })
 }
 
-export default fp(idempotentToolCalls, { name: 'mcp-idempotency', fastify: '5.x' })
+export default fp(idempotentToolCalls, {
+  name: 'mcp-idempotency',
+  fastify: '5.x',
+  // Reads request.mcpState (the request id, version and principal), which admission sets.
+  dependencies: ['mcp-admission']
+})

@@ -42,7 +42,12 @@ export function limitKey(request: FastifyRequest): string {
   return p.anonymous ? `ip:${request.ip}` : `p:${p.id}`
 }
 
-export default fp(rateLimits, { name: 'mcp-rate-limits', fastify: '5.x' })
+export default fp(rateLimits, {
+  name: 'mcp-rate-limits',
+  fastify: '5.x',
+  // Reads request.mcpState (the request id, version and principal), which admission sets.
+  dependencies: ['mcp-admission']
+})
 
 /**
  * Rate limiting before authentication: an address whose requests were refused authentication `max`

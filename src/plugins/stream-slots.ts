@@ -77,4 +77,9 @@ const streamSlots: FastifyPluginAsync<StreamLimits> = async (fastify, limits) =>
   fastify.decorate('mcpStreams', new StreamSlots(limits))
 }
 
-export default fp(streamSlots, { name: 'mcp-stream-slots', fastify: '5.x' })
+export default fp(streamSlots, {
+  name: 'mcp-stream-slots',
+  fastify: '5.x',
+  // Reads request.mcpState (the request id, version and principal), which admission sets.
+  dependencies: ['mcp-admission']
+})
