@@ -317,7 +317,10 @@ async function loadCatalogue() {
     const name = String(info.title ?? info.name ?? 'MCP server')
     $('server-name').textContent = name
     document.title = `${name}: MCP console`
-    $('server-about').textContent = typeof about.body?.instructions === 'string' ? about.body.instructions : ''
+    // Instructions can be long: two lines here, the whole text on hover.
+    const instructions = typeof about.body?.instructions === 'string' ? about.body.instructions : ''
+    $('server-about').textContent = instructions
+    $('server-about').title = instructions
   } else if (about.status === 401) {
     return
   }
