@@ -281,7 +281,10 @@ const KINDS = {
     label: (r) => r.title ?? r.name ?? r.uriTemplate,
     form: (r) => {
       const names = templateVariables(String(r.uriTemplate))
-      return simpleForm(stringsSchema(names.map((n) => [n]), names), 'Read', (values) => readResource(expand(String(r.uriTemplate), values)))
+      // A URI's parts: one line each.
+      const schema = stringsSchema(names.map((n) => [n]), names)
+      for (const property of Object.values(schema.properties)) property.maxLength = 1000
+      return simpleForm(schema, 'Read', (values) => readResource(expand(String(r.uriTemplate), values)))
     }
   }
 }
@@ -296,18 +299,37 @@ function select(kind, item, button) {
   $('item-form').replaceChildren(KINDS[kind].form(item))
 }
 
-/** Every page of a list (`nextCursor`), at most 100 pages. */
-async function listAll(path, key) {
-  const items = []
-  let cursor
-  for (let page = 0; page < 100; page++) {
-    const answer = await get(cursor === undefined ? path : `${path}?cursor=${encodeURIComponent(cursor)}`)
-    if (!answer.ok) return { answer }
-    items.push(...(Array.isArray(answer.body?.[key]) ? answer.body[key] : []))
-    cursor = answer.body?.nextCursor
-    if (typeof cursor !== 'string' || cursor === '') break
+/**
+ * One page of a list into its sidebar section; with a `nextCursor`, a "More" button fetches the
+ * next page on demand (a server may list thousands of resources). Answers the count shown, or
+ * undefined when the list was refused.
+ */
+async function listPage(kind, cursor) {
+  const { path, key, label } = KINDS[kind]
+  const list = $(kind)
+  const answer = await get(cursor === undefined ? path : `${path}?cursor=${encodeURIComponent(cursor)}`)
+  if (cursor === undefined) list.replaceChildren()
+  list.querySelector('.more')?.remove()
+  if (!answer.ok) {
+    list.append(el('li', { class: 'help' }, `Not available (${answer.body?.message ?? `HTTP ${answer.status}`})`))
+    return answer.status === 401 ? undefined : 0
   }
-  return { items }
+  const items = Array.isArray(answer.body?.[key]) ? answer.body[key] : []
+  list.append(...items.map((item) => {
+    const name = String(item.name ?? item.uri ?? item.uriTemplate)
+    const button = el('button', { type: 'button', title: name }, String(label(item)))
+    button.addEventListener('click', () => select(kind, item, button))
+    return el('li', {}, button)
+  }))
+  const next = answer.body?.nextCursor
+  if (typeof next === 'string' && next !== '') {
+    const more = el('button', { type: 'button' }, `More ${$(`${kind}-title`).textContent.toLowerCase()}`)
+    more.addEventListener('click', () => listPage(kind, next), { once: true })
+    list.append(el('li', { class: 'more' }, more))
+  } else if (cursor === undefined && items.length === 0) {
+    list.append(el('li', { class: 'help' }, 'None.'))
+  }
+  return list.querySelectorAll('li > button[title]').length
 }
 
 async function loadCatalogue() {
@@ -325,22 +347,11 @@ async function loadCatalogue() {
     return
   }
   const counts = []
-  for (const [kind, { path, key, label }] of Object.entries(KINDS)) {
-    const list = $(kind)
-    const { items, answer } = await listAll(path, key)
-    if (items === undefined) {
-      list.replaceChildren(el('li', { class: 'help' }, `Not available (${answer.body?.message ?? `HTTP ${answer.status}`})`))
-      if (answer.status === 401) return
-      continue
-    }
-    list.replaceChildren(...items.map((item) => {
-      const name = String(item.name ?? item.uri ?? item.uriTemplate)
-      const button = el('button', { type: 'button', title: name }, String(label(item)))
-      button.addEventListener('click', () => select(kind, item, button))
-      return el('li', {}, button)
-    }))
-    if (items.length === 0) list.append(el('li', { class: 'help' }, 'None.'))
-    counts.push(`${items.length} ${$(`${kind}-title`).textContent.toLowerCase()}`)
+  for (const kind of Object.keys(KINDS)) {
+    const count = await listPage(kind)
+    if (count === undefined) return
+    const more = $(kind).querySelector('.more') === null ? '' : '+'
+    counts.push(`${count}${more} ${$(`${kind}-title`).textContent.toLowerCase()}`)
   }
   status(`Loaded ${counts.join(', ')}.`)
 }

@@ -73,7 +73,7 @@ function numberField(id, schema, integer) {
 function stringField(id, schema) {
   const format = FORMATS[schema.format]
   // Short or typed strings on one line; free text (no bound, or a long one) in a text area.
-  const long = format === undefined && !(typeof schema.maxLength === 'number' && schema.maxLength <= 200)
+  const long = format === undefined && !(typeof schema.maxLength === 'number' && schema.maxLength <= 1000)
   const control = long ? el('textarea', { id, rows: 3 }) : el('input', { id, type: format ?? 'text' })
   if (typeof schema.minLength === 'number') control.minLength = schema.minLength
   if (typeof schema.maxLength === 'number') control.maxLength = schema.maxLength

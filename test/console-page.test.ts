@@ -13,6 +13,7 @@ import { PAGE_CSP } from '../src/http/page-security.js'
 import { launch, startDemo, watched, type Watched } from './browser.js'
 import { start } from './gateway-cli-helper.js'
 import { everythingStdio } from './gateway-helper.js'
+import { oddUpstreamNamed } from './gateway-odd.js'
 import { build, call } from './helper.js'
 
 t.setTimeout(600_000)
@@ -225,6 +226,30 @@ t.test('the console of a gateway mount, under its prefix', async (t) => {
   await result(page, 'Hello from a person')
   t.match(await newest(page), 'LLM sampling result', 'the upstream got the reply')
   t.ok(statuses.has('/everything/console/app.js'), 'the files came from under the prefix')
+  clean(t, w, gw.base)
+})
+
+t.test('a hostile upstream behind a gateway: its words are text, its endless list comes a page at a time', async (t) => {
+  const HOSTILE = 'evil</title><script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+  const upstream = oddUpstreamNamed(HOSTILE)
+  const gw = await start(t, ['gateway', '--', upstream.command, ...upstream.args])
+  const w = await watchedConsole(t, gw.base)
+  const { page } = w
+  t.equal(await page.title(), `${HOSTILE}: MCP console`, 'the name, as text')
+  t.equal(await page.$eval('#server-name', (e) => e.textContent), HOSTILE)
+  t.equal(await page.evaluate('typeof window.__pwned'), 'undefined', 'no script of the name ran')
+  // Its resources never end (every page has a nextCursor): one page, then more on demand.
+  const count = () => page.$$eval('#resources li > button[title]', (b) => b.length)
+  const first = await count()
+  t.ok(first > 0)
+  await page.locator('::-p-aria([name="More resources"][role="button"])').click()
+  await page.waitForFunction(`document.querySelectorAll('#resources li > button[title]').length > ${first}`)
+  t.equal(await count(), 2 * first, 'the next page, added')
+  // Thousands of buttons in the sidebar: found by CSS, quicker than the accessibility tree.
+  await page.locator('#templates button[title="t"]').click()
+  await page.locator('#item-form input[type=text]').fill('a b/c')
+  await page.locator('::-p-aria([name="Read"][role="button"])').click()
+  await result(page, '"uri": "odd://t/a%20b%2Fc"')
   clean(t, w, gw.base)
 })
 
