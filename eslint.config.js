@@ -7,6 +7,14 @@ import neostandard from 'neostandard'
 export default [
   ...neostandard({ ts: true, ignores: ['dist/**', 'coverage/**', '.tap/**', 'openapi/**', 'bench/results/**'] }),
   {
+    // The console's page scripts run in the browser, as plain ES modules (no build step).
+    files: ['console/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: { document: 'readonly', window: 'readonly', sessionStorage: 'readonly', fetch: 'readonly', Headers: 'readonly', TextDecoderStream: 'readonly', btoa: 'readonly' }
+    }
+  },
+  {
     rules: {
       '@stylistic/space-before-function-paren': ['error', { anonymous: 'always', named: 'never', asyncArrow: 'always' }],
       // `void x` marks a value discarded on purpose: a promise not awaited (a task runner), or an arrow

@@ -6,6 +6,7 @@ import type { McpServer } from './core/mcp-server.js'
 import { ConfigurationError, McpError } from './errors.js'
 import { LATEST_VERSION, type ProtocolVersion } from './protocol.js'
 import { registerOpenApi } from './http/openapi-document.js'
+import { registerConsolePage } from './http/console-page.js'
 import { registerDocsPage } from './http/docs-page.js'
 import { holdTickShape } from './http/hold-tick-shape.js'
 import type { Store } from './store/types.js'
@@ -100,7 +101,10 @@ export interface McpPluginOptions extends HostOriginOptions {
    * `false` for an app that answers CORS itself.
    */
   cors?: CorsOptions | boolean
-  /** `GET /docs`: an interactive reference of the OpenAPI document, served by this server (default false). */
+  /**
+   * The server's pages (default false): `GET /docs`, an interactive reference of the OpenAPI
+   * document, and `GET /console`, a page that runs every flow of the protocol against this server.
+   */
   docs?: boolean
   /** Telemetry of these routes (spans, metrics): what `startTelemetry` made; `buildServer` passes its own. */
   observer?: Observer
@@ -163,7 +167,10 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   }
   await allowed.answer()
   // After the 405 answers: the page's routes (static files under a wildcard) are not MCP methods.
-  if (opts.docs === true) await registerDocsPage(fastify, mcp, oauth !== undefined || opts.authenticate !== undefined)
+  if (opts.docs === true) {
+    await registerDocsPage(fastify, mcp, oauth !== undefined || opts.authenticate !== undefined)
+    await registerConsolePage(fastify)
+  }
 }
 
 export { McpError }

@@ -89,7 +89,7 @@ export const ConfigSchema = Type.Object({
   MCP_TRUST_PROXY: Str('Trust X-Forwarded-For from: true (any), or addresses/CIDRs, comma-separated (default: none).'),
   MCP_METRICS: Type.Union([Type.Literal('true'), Type.Literal('false')], { default: 'false', description: 'Serve GET /metrics (Prometheus text format) outside the MCP routes.' }),
   MCP_METRICS_PORT: Int(0, 65535, 0, 'Serve /metrics on this port of its own instead (0: on PORT).'),
-  MCP_DOCS: Type.Union([Type.Literal('true'), Type.Literal('false')], { default: 'true', description: 'Serve the interactive API reference at /docs.' }),
+  MCP_DOCS: Type.Union([Type.Literal('true'), Type.Literal('false')], { default: 'true', description: 'Serve the interactive API reference at /docs and the console at /console.' }),
   ...StoreLimitsConfig,
   ...WebhookConfig
 })

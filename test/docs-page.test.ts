@@ -1,41 +1,18 @@
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { SignJWT, exportJWK, generateKeyPair } from 'jose'
-import t, { type Test } from 'tap'
-import puppeteer, { type Browser, type Page } from 'puppeteer-core'
+import t from 'tap'
 import { McpServer } from '../src/core/mcp-server.js'
 import { PAGE_CSP } from '../src/http/page-security.js'
+import { launch, startDemo, watched } from './browser.js'
 import { start } from './gateway-cli-helper.js'
 import { oddUpstreamNamed } from './gateway-odd.js'
 import { DEMO_TOOLS, build, call } from './helper.js'
-import { prerequisite } from './prerequisites.js'
-import { reservePort } from './redis-server.js'
 
-// Debian's chromium, driven by puppeteer-core (which downloads no browser of its own).
-const chromium = prerequisite('chromium')
-const main = fileURLToPath(new URL('../dist/src/main.js', import.meta.url))
 t.setTimeout(600_000)
-
-/** `npm start` on a free port: Host and Origin checks on (loopback HOST), /docs on by default. */
-async function startDemo(t: Test): Promise<number> {
-  const { port, release } = await reservePort()
-  await release()
-  const child = spawn(process.execPath, [main], { env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'silent' }, stdio: 'ignore' })
-  t.teardown(async () => {
-    if (child.exitCode === null) await (child.kill('SIGTERM'), once(child, 'exit'))
-  })
-  for (let i = 0; i < 1200; i++) {
-    if (await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)) return port
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  throw new Error('the demo server did not start')
-}
 
 t.test('/docs of the demo: every tool has an operation, and "try it" on echo calls the server', async (t) => {
   const port = await startDemo(t)
@@ -43,26 +20,7 @@ t.test('/docs of the demo: every tool has an operation, and "try it" on echo cal
   const refused = await fetch(`${origin}/ping`, { headers: { origin: 'http://evil.example' } })
   t.equal(refused.status, 403, 'the Host and Origin checks are on')
 
-  const browser = await puppeteer.launch({ executablePath: chromium, headless: true, timeout: 120_000, args: ['--no-sandbox', '--disable-gpu'] })
-  t.teardown(() => browser.close())
-  const page = await browser.newPage()
-  // Waits, not timing assertions: a busy machine may take long to render the page.
-  page.setDefaultTimeout(120_000)
-  const problems: string[] = []
-  const foreign: string[] = []
-  const calls: { url: string; status: number }[] = []
-  page.on('console', (message) => {
-    if (message.type() === 'error') problems.push(`console error: ${message.text()}`)
-  })
-  page.on('pageerror', (error) => problems.push(`page error: ${(error as Error).message}`))
-  page.on('request', (request) => {
-    const url = request.url()
-    // Inline images (data:) are part of the page; anything else must come from this server.
-    if (!url.startsWith('data:') && new URL(url).origin !== origin) foreign.push(url)
-  })
-  page.on('response', (response) => {
-    if (response.url().includes('/tools/echo/calls')) calls.push({ url: response.url(), status: response.status() })
-  })
+  const { page, problems, foreign, statuses } = await watched(await launch(t), origin)
 
   const loaded = await page.goto(`${origin}/docs`, { waitUntil: 'networkidle0' })
   t.equal(loaded?.status(), 200)
@@ -87,9 +45,24 @@ t.test('/docs of the demo: every tool has an operation, and "try it" on echo cal
   await page.waitForFunction(`document.querySelector('${echo} .live-responses-table')?.textContent.includes('hello from the browser')`, { timeout: 60_000 })
   const shown = await page.$eval(`${echo} .live-responses-table`, (e) => e.textContent ?? '')
   t.match(shown, /"text": "hello from the browser"/, 'the echoed text is in the page')
-  t.strictSame(calls, [{ url: `${origin}/tools/echo/calls`, status: 200 }], 'one call, to this server, answered 200')
+  t.strictSame(statuses.get('/tools/echo/calls'), [200], 'one call, to this server, answered 200')
+  const link = await page.$eval('#mcp-console-link a', (a) => [a.textContent, (a as unknown as { href: string }).href])
+  t.strictSame(link, ['the console', `${origin}/console`], 'the page links the console')
   t.strictSame(problems, [], 'no script errors')
   t.strictSame(foreign, [], 'nothing fetched from another host')
+})
+
+t.test('/docs lets a user set Mcp-Meta: a field on every GET, _meta in the bodies of the MCP POSTs', async (t) => {
+  const { app } = await build(t, { docs: true })
+  const document = (await call(app, { url: '/docs/json' })).body as {
+    paths: Record<string, Record<string, { parameters?: { in: string; name: string }[]; requestBody?: { content: { 'application/json': { schema: { properties?: object } } } } }>>
+  }
+  const gets = Object.entries(document.paths).filter(([path, ops]) => ops.get !== undefined && path !== '/openapi.json')
+  t.ok(gets.length >= 10, 'the GETs of the binding')
+  for (const [path, ops] of gets) t.ok(ops.get!.parameters?.some((p) => p.in === 'header' && p.name === 'mcp-meta'), `GET ${path}: Mcp-Meta`)
+  const posts = Object.entries(document.paths).filter(([path, ops]) => ops.post !== undefined && /^\/(tools|prompts|resources\/|tasks|completions)/.test(path))
+  t.ok(posts.length > 10)
+  for (const [path, ops] of posts) t.hasProp(ops.post!.requestBody?.content['application/json'].schema.properties ?? {}, '_meta', `POST ${path}: _meta in the body`)
 })
 
 t.test('docs is off unless asked for, and hidden from the document when on', async (t) => {
@@ -124,7 +97,7 @@ t.test('/docs escapes the server name, and every page response carries the stric
   t.notMatch(page.payload, /<script>window/, 'no markup from the name')
   t.match(page.payload, '<title>evil&lt;/title&gt;&lt;script&gt;window.__pwned=1&lt;/script&gt;&lt;title&gt;: API reference</title>')
   t.notMatch(page.payload, /<script>|<style>| style=| on[a-z]+=/i, 'nothing inline for the policy to allow')
-  for (const url of ['/docs', '/docs/', '/docs/static/swagger-initializer.js', '/docs/static/theme/token.js', '/docs/static/swagger-ui.css', '/docs/json']) {
+  for (const url of ['/docs', '/docs/', '/docs/static/swagger-initializer.js', '/docs/static/theme/token.js', '/docs/static/theme/console-link.js', '/docs/static/swagger-ui.css', '/docs/json']) {
     const res = await app.inject({ url })
     t.equal(res.statusCode, 200, url)
     t.equal(res.headers['content-security-policy'], PAGE_CSP, `${url}: the policy`)
@@ -166,35 +139,8 @@ t.test('with OAuth, the shell of /docs is public and its document needs a token 
   }
 })
 
-/** Chromium, closed when the test ends; each page collects its problems and foreign requests. */
-async function launch(t: Test): Promise<Browser> {
-  const browser = await puppeteer.launch({ executablePath: chromium, headless: true, timeout: 120_000, args: ['--no-sandbox', '--disable-gpu'] })
-  t.teardown(() => browser.close())
-  return browser
-}
-
-async function watched(browser: Browser, origin: string): Promise<{ page: Page; problems: string[]; foreign: string[]; statuses: Map<string, number[]> }> {
-  const page = await browser.newPage()
-  // Waits, not timing assertions: a busy machine may take long to render the page.
-  page.setDefaultTimeout(120_000)
-  const problems: string[] = []
-  const foreign: string[] = []
-  const statuses = new Map<string, number[]>()
-  page.on('console', (message) => {
-    // The document's refusal is the page's cue to ask for a token; Chromium logs every 4xx load.
-    if (message.type() === 'error' && !/status of 401/.test(message.text())) problems.push(`console error: ${message.text()}`)
-  })
-  page.on('pageerror', (error) => problems.push(`page error: ${(error as Error).message}`))
-  page.on('request', (request) => {
-    const url = request.url()
-    if (!url.startsWith('data:') && new URL(url).origin !== origin) foreign.push(url)
-  })
-  page.on('response', (response) => {
-    const path = new URL(response.url()).pathname
-    statuses.set(path, [...(statuses.get(path) ?? []), response.status()])
-  })
-  return { page, problems, foreign, statuses }
-}
+// The document's refusal is the page's cue to ask for a token; Chromium logs every 4xx load.
+const REFUSAL = /status of 401/
 
 const upstream = oddUpstreamNamed(HOSTILE)
 
@@ -202,7 +148,7 @@ t.test("a gateway's /docs runs no script of a hostile upstream name", async (t) 
   const browser = await launch(t)
   // Without authentication the name is in the page's <title>, where it once closed the element.
   const open = await start(t, ['gateway', '--', upstream.command, ...upstream.args])
-  const plain = await watched(browser, open.base)
+  const plain = await watched(browser, open.base, REFUSAL)
   const loaded = await plain.page.goto(`${open.base}/docs`, { waitUntil: 'networkidle0' })
   t.equal(loaded?.status(), 200)
   t.equal(loaded?.headers()['content-security-policy'], PAGE_CSP, 'the policy is sent')
@@ -242,7 +188,7 @@ t.test('a gateway under OAuth: GET / and each mount\'s document need a token; it
   const root = (await fetch(`${gw.base}/`, { headers: { authorization: `Bearer ${jwt}` } }).then((r) => r.json())) as { servers: { serverInfo: { name: string } }[] }
   t.strictSame(root.servers.map((s) => s.serverInfo.name), [HOSTILE, HOSTILE], 'the listing, with a token')
 
-  const authed = await watched(await launch(t), gw.base)
+  const authed = await watched(await launch(t), gw.base, REFUSAL)
   const shell = await authed.page.goto(`${gw.base}/odd/docs`, { waitUntil: 'networkidle0' })
   t.equal(shell?.status(), 200, 'the shell loads without a token')
   t.equal(await authed.page.title(), 'API reference', 'and names no server')

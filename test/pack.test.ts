@@ -14,8 +14,8 @@ const run = promisify(execFile)
 t.setTimeout(300_000)
 
 // What a user of the package needs: the compiled library, routes and bins, the OpenAPI document,
-// the licence and the documentation the README links to.
-const SHIPPED = /^(package\.json|README\.md|LICENSE|docs\/[^/]+\.md|openapi\/[^/]+|dist\/(src|routes|bin)\/.+\.(js|d\.ts|js\.map))$/
+// the licence, the console page's files and the documentation the README links to.
+const SHIPPED = /^(package\.json|README\.md|LICENSE|docs\/[^/]+\.md|openapi\/[^/]+|console\/[^/]+\.(html|js|css)|dist\/(src|routes|bin)\/.+\.(js|d\.ts|js\.map))$/
 
 t.test('npm pack ships only what a user needs', async (t) => {
   // Files a build of the tests or the bench would leave in dist/: they must stay out whatever is there.
@@ -75,14 +75,20 @@ t.test('the packed tarball installs and runs without the dev dependencies', asyn
   writeFileSync(join(app, 'probe.mjs'), `
     const lib = await import('mcp-pure-http')
     const client = await import('mcp-pure-http/client')
+    // The console's files are read from the package at start: served from an installed copy too.
+    const server = await lib.buildServer({ mcp: new lib.McpServer({ name: 'probe', version: '1.0.0' }), docs: true, logger: false, telemetry: false })
+    const pages = []
+    for (const url of ['/console', '/console/app.js', '/console/console.css']) pages.push((await server.inject({ url })).statusCode)
+    await server.close()
     console.log(JSON.stringify({
       McpServer: typeof lib.McpServer,
       buildServer: typeof lib.buildServer,
-      PureHttpClient: typeof client.PureHttpClient
+      PureHttpClient: typeof client.PureHttpClient,
+      pages
     }))
   `)
   const probe = await run(process.execPath, ['probe.mjs'], { cwd: app })
-  t.same(JSON.parse(probe.stdout), { McpServer: 'function', buildServer: 'function', PureHttpClient: 'function' }, 'exports')
+  t.same(JSON.parse(probe.stdout), { McpServer: 'function', buildServer: 'function', PureHttpClient: 'function', pages: [200, 200, 200] }, 'exports, and the console from the installed package')
 
   const bin = join(app, 'node_modules', '.bin', 'mcp-http')
   const help = await run(bin, ['--help'], { cwd: app }) // rejects on a non-zero exit

@@ -1,7 +1,7 @@
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import type { McpServer } from '../core/mcp-server.js'
-import { DOCS_TOKEN_SCRIPT, DOCS_TOKEN_STYLE } from './docs-token.js'
+import { DOCS_CONSOLE_LINK_SCRIPT, DOCS_TOKEN_SCRIPT, DOCS_TOKEN_STYLE } from './docs-token.js'
 import { escapeHtml, securePage } from './page-security.js'
 import { openapiDocument } from './tool-operations.js'
 
@@ -39,7 +39,10 @@ export async function registerDocsPage(fastify: FastifyInstance, mcp: McpServer,
       // The name comes from the server or, through a gateway, from an upstream: HTML-escaped.
       theme: {
         title: name === undefined ? 'API reference' : `${escapeHtml(name)}: API reference`,
-        js: [{ filename: 'token.js', content: DOCS_TOKEN_SCRIPT }],
+        js: [
+          { filename: 'token.js', content: DOCS_TOKEN_SCRIPT },
+          { filename: 'console-link.js', content: DOCS_CONSOLE_LINK_SCRIPT }
+        ],
         css: [{ filename: 'token.css', content: DOCS_TOKEN_STYLE }]
       },
       uiConfig: {

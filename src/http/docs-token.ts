@@ -94,4 +94,22 @@ export const DOCS_TOKEN_SCRIPT = `(function () {
 export const DOCS_TOKEN_STYLE = `#mcp-docs-token { max-width: 1460px; margin: 0 auto; padding: 20px; font-family: sans-serif; }
 #mcp-docs-token input { width: 60%; padding: 8px; margin-right: 8px; font-family: monospace; }
 #mcp-docs-token button { padding: 8px 16px; cursor: pointer; }
+#mcp-console-link { max-width: 1460px; margin: 0 auto; padding: 12px 20px 0; font-family: sans-serif; }
+`
+
+/**
+ * A link from /docs to the console beside it (`/console`, or `/{name}/console` on a gateway's
+ * mount): what Swagger UI cannot do (answer `input_required` rounds, follow a task, show progress),
+ * the console does. Built with DOM calls, like the token form.
+ */
+export const DOCS_CONSOLE_LINK_SCRIPT = `(function () {
+  'use strict'
+  var note = document.createElement('p')
+  note.id = 'mcp-console-link'
+  var link = document.createElement('a')
+  link.href = location.pathname.replace(/\\/docs\\/?$/, '/console')
+  link.textContent = 'the console'
+  note.append('Tools that ask questions (input_required), run as tasks or report progress: use ', link, '.')
+  document.body.insertBefore(note, document.body.firstChild)
+})()
 `
