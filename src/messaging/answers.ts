@@ -10,7 +10,7 @@ import type { ClientAnswer, Mailbox } from '../store/types.js'
  * already answered; 400 -32602 when the result does not fit the question.
  *
  * @example
- * await answerRequest(store, principal.id, id, { result: { action: 'accept', content: { city: 'Oslo' } } })
+ * await answerRequest(store.mailbox, principal.id, id, { result: { action: 'accept', content: { city: 'Oslo' } } })
  */
 export async function answerRequest(store: Mailbox, owner: string, id: string, answer: ClientAnswer): Promise<void> {
   const queued = await store.getRequest(owner, id)

@@ -20,7 +20,7 @@ const newId = (prefix: string) => prefix + randomBytes(16).toString('base64url')
  * `offer` is the one interception point: a notification an active webhook wants is delivered instead
  * of queued; one that runs out of attempts is queued after all (`queue.pushNotification`).
  * @example
- * const service = new WebhookService(new MemoryWebhookStore(), store, { allowedHosts: ['127.0.0.1:8080'] }, log)
+ * const service = new WebhookService(new MemoryWebhookStore(), store.mailbox, { allowedHosts: ['127.0.0.1:8080'] }, log)
  * service.start()
  * const { secret } = await service.register('alice', { url: 'http://127.0.0.1:8080/hook' })
  */
