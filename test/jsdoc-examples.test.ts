@@ -21,6 +21,8 @@ interface Example {
   file: string
   /** The line (1-based) of its `@example` tag. */
   tag: number
+  /** Its place among the examples of its file (1-based). */
+  nth: number
   /** The line (1-based) of each of the example's lines in `file`. */
   lines: number[]
   code: string[]
@@ -42,7 +44,7 @@ function examplesOf(file: string, text: string): Example[] {
       if (tag !== null) {
         current = undefined
         if (tag[1] !== 'example') return
-        current = { file, tag: first + i, lines: [], code: [] }
+        current = { file, tag: first + i, nth: found.length + 1, lines: [], code: [] }
         found.push(current)
         if (tag[2]!.trim() === '') return
       }
@@ -101,30 +103,30 @@ const PRELUDE = [
   'declare const handler: () => string'
 ]
 
-// An example that needs more than the prelude, by file and line of its `@example` tag: lines of its
-// own before it (`prelude`; a name it declares replaces the shared one), or the code it is a
+// An example that needs more than the prelude, by file and its place among the file's examples
+// (`#1` the first: lines move, the order rarely does): lines of its own before it (`prelude`; a name it declares replaces the shared one), or the code it is a
 // fragment of (`before` and `after` it).
 const DIST = '../../dist/src'
 const SPECIAL: Record<string, { prelude?: string[]; before?: string; after?: string }> = {
-  'src/app.ts:73': { before: "const options: Pick<McpPluginOptions, 'oauth'> =" },
-  'src/core/cancellations.ts:22': {
+  'src/app.ts#1': { before: "const options: Pick<McpPluginOptions, 'oauth'> =" },
+  'src/core/cancellations.ts#1': {
     prelude: ['declare const cancellations: Cancellations', `import type { CallContext } from '${DIST}/core/call-context.js'`, 'declare const ctx: CallContext']
   },
-  'src/core/definitions.ts:138': { before: "mcp.prompt({ name: 'greeting',", after: "}, ({ name }) => 'Say hello to ' + name)" },
-  'src/core/definitions.ts:151': { before: "mcp.prompt({ name: 'greeting',", after: "}, ({ name }) => 'Say hello to ' + name)" },
-  'src/core/registry.ts:69': { prelude: ['declare const old: { remove(): void }[]', 'declare const tools: { name: string }[]'] },
-  'src/core/results.ts:40': { prelude: ['declare const out: Record<string, unknown>'] },
-  'src/mrtr/resume.ts:16': { prelude: ['declare const PAGE: number', 'declare const total: number', "declare function page(from: number): { content: { type: 'text', text: string }[] }"] },
-  'src/mrtr/rounds.ts:23': { prelude: ['const City = Type.Object({ city: Type.String() })'] },
-  'src/plugins/cors.ts:42': {
+  'src/core/definitions.ts#1': { before: "mcp.prompt({ name: 'greeting',", after: "}, ({ name }) => 'Say hello to ' + name)" },
+  'src/core/definitions.ts#2': { before: "mcp.prompt({ name: 'greeting',", after: "}, ({ name }) => 'Say hello to ' + name)" },
+  'src/core/registry.ts#1': { prelude: ['declare const old: { remove(): void }[]', 'declare const tools: { name: string }[]'] },
+  'src/core/results.ts#1': { prelude: ['declare const out: Record<string, unknown>'] },
+  'src/mrtr/resume.ts#1': { prelude: ['declare const PAGE: number', 'declare const total: number', "declare function page(from: number): { content: { type: 'text', text: string }[] }"] },
+  'src/mrtr/rounds.ts#1': { prelude: ['const City = Type.Object({ city: Type.String() })'] },
+  'src/plugins/cors.ts#1': {
     prelude: [`import mcpCors from '${DIST}/plugins/cors.js'`, `import { hostOriginPolicy } from '${DIST}/auth/origin.js'`, 'declare const options: HostOriginOptions']
   },
-  'src/store/compose.ts:9': { prelude: ["declare const pushNotification: Mailbox['pushNotification']"] },
-  'src/store/memory.ts:12': { prelude: [`import type { TaskRecord } from '${DIST}/store/records.js'`, 'declare const task: TaskRecord'] },
-  'src/store/types.ts:150': { prelude: ['declare const digest: string', 'declare const result: unknown'] },
-  'src/webhooks/redis.ts:17': { prelude: ['declare const store: RedisStore'] },
-  'src/webhooks/sign.ts:46': { prelude: ["import type { IncomingMessage } from 'node:http'", 'declare const req: IncomingMessage', 'declare const rawBody: string'] },
-  'src/webhooks/types.ts:68': { prelude: ['declare const store: WebhookStore', 'declare function send(delivery: ClaimedDelivery): Promise<boolean>'] }
+  'src/store/compose.ts#1': { prelude: ["declare const pushNotification: Mailbox['pushNotification']"] },
+  'src/store/memory.ts#1': { prelude: [`import type { TaskRecord } from '${DIST}/store/records.js'`, 'declare const task: TaskRecord'] },
+  'src/store/types.ts#1': { prelude: ['declare const digest: string', 'declare const result: unknown'] },
+  'src/webhooks/redis.ts#1': { prelude: ['declare const store: RedisStore'] },
+  'src/webhooks/sign.ts#1': { prelude: ["import type { IncomingMessage } from 'node:http'", 'declare const req: IncomingMessage', 'declare const rawBody: string'] },
+  'src/webhooks/types.ts#1': { prelude: ['declare const store: WebhookStore', 'declare function send(delivery: ClaimedDelivery): Promise<boolean>'] }
 }
 
 /** The names a line of code declares or imports. */
@@ -136,7 +138,7 @@ const namesIn = (line: string) => [
 
 /** An example as its own module: imports, preludes, then its code in an async function (`await`, `return`). */
 function moduleOf(e: Example, publicApi: Set<string>): { text: string, origin: (number | undefined)[] } {
-  const special = SPECIAL[`${e.file}:${e.tag}`] ?? {}
+  const special = SPECIAL[`${e.file}#${e.nth}`] ?? {}
   const lines: string[] = []
   const origin: (number | undefined)[] = []
   const add = (line: string, from?: number) => {
@@ -193,9 +195,9 @@ t.test('the extractor', async (t) => {
     '/** @example four() */'
   ].join('\n'))
   t.same(ex, [
-    { file: 'x.ts', tag: 3, lines: [3], code: ['one(1)'] },
-    { file: 'x.ts', tag: 4, lines: [6, 7], code: ['two(2)', '  .three()'] },
-    { file: 'x.ts', tag: 12, lines: [12], code: ['four()'] }
+    { file: 'x.ts', tag: 3, nth: 1, lines: [3], code: ['one(1)'] },
+    { file: 'x.ts', tag: 4, nth: 2, lines: [6, 7], code: ['two(2)', '  .three()'] },
+    { file: 'x.ts', tag: 12, nth: 3, lines: [12], code: ['four()'] }
   ])
 })
 
