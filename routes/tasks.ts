@@ -40,7 +40,7 @@ const tasks: FastifyPluginAsyncTypebox = async (fastify) => {
     handler: (request, reply) => {
       // The context settles the version from Mcp-Meta, as settleGet would: the header is decoded once.
       const made = contextOf(request, reply, paramsFromHeaders(request))
-      return sendWhenReady(reply, GET.core(fastify.mcp, request.params, restAt(request.mcpState.era, made)), sendTask)
+      return sendWhenReady(reply, GET.core(fastify.mcp, request.params, made instanceof Promise ? restAt(request.mcpState.era, made) : made), sendTask)
     }
   })
 

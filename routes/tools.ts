@@ -9,7 +9,7 @@ import { CallToolResponseSchema, ListToolsResultSchema, type CallToolBody, type 
 import { CreateTaskResultSchema, type CreateTaskResult } from '../src/schema/tasks.js'
 import type { CallContext } from '../src/core/call-context.js'
 import { METHODS } from '../src/methods.js'
-import { NO_CONTEXT, restAt, restRoute } from '../src/http/rest-route.js'
+import { NO_CONTEXT, restRoute } from '../src/http/rest-route.js'
 
 const listTools = restRoute('listTools')
 const callTool = restRoute('callTool')
@@ -66,8 +66,8 @@ function call(name: string, body: CallToolBody, made: CallContext, reply: Fastif
   const ctx = cancellableByClient(made, reply)
   const mcp = request.server.mcp
   const params = { ...body, name }
-  if (wantsStream(request)) return streamResult(request, reply, ctx, (c) => CALL.core(mcp, params, restAt(c.era, c)))
-  return sendWhenReady(reply, CALL.core(mcp, params, restAt(ctx.era, ctx)), answer)
+  if (wantsStream(request)) return streamResult(request, reply, ctx, (c) => CALL.core(mcp, params, c))
+  return sendWhenReady(reply, CALL.core(mcp, params, ctx), answer)
 }
 
 /** Legacy era: the call once its context is read; ends with the reply, as sendWhenReady's promise does. */

@@ -172,7 +172,11 @@ export const METHODS = {
     body: CallToolBodySchema,
     result: Type.Union([CallToolResponseSchema, CreateTaskResultSchema]),
     rest: [{ method: 'POST', url: '/tools/:name/calls', operationId: 'callTool' }],
-    core: (mcp, p, at) => withContext(at, (ctx) => mcp.callTool(p.name, p, ctx))
+    // No closure when the context is there already (the hot path: a REST call in 2026-07-28).
+    core: (mcp, p, at) => {
+      const ctx = at.context()
+      return isThenable(ctx) ? ctx.then((c) => mcp.callTool(p.name, p, c)) : mcp.callTool(p.name, p, ctx)
+    }
   }),
   'prompts/get': method({
     eras: BOTH,
