@@ -7,113 +7,111 @@ import { Accepted, CommonHeaders, CursorQuery, GetHeaders, NotModified, RetryGet
 import {
   ListResourceTemplatesResultSchema,
   ListResourcesResultSchema,
-  ReadResourceBodySchema,
-  ReadResourceResponseSchema,
-  SubscribeBodySchema
+  ReadResourceResponseSchema
 } from '../src/schema/resources.js'
+import { NO_CONTEXT, restAt, restRoute } from '../src/http/rest-route.js'
+import { METHODS } from '../src/methods.js'
 
-const UriParams = Type.Object({
-  uri: Type.String({
-    minLength: 1,
-    maxLength: 4096,
-    description: 'The whole resource URI, percent-encoded as one path segment (encodeURIComponent).'
-  })
-})
+const listResourcesRoute = restRoute('listResources')
+const listResourceTemplatesRoute = restRoute('listResourceTemplates')
+const readResourceRoute = restRoute('readResource')
+const readResourceWithBodyRoute = restRoute('readResourceWithBody')
+
+const subscribeRoute = restRoute('subscribeResource')
+const unsubscribeRoute = restRoute('unsubscribeResource')
+const READ = METHODS['resources/read']
+const UriParams = Type.Object(READ.target)
 
 /** resources/list, resources/templates/list, resources/read, resources/subscribe and unsubscribe. */
 const resources: FastifyPluginAsyncTypebox = async (fastify) => {
   const mcp = fastify.mcp
 
-  fastify.get(
-    '',
-    {
-      schema: {
-        operationId: 'listResources',
-        summary: 'resources/list',
-        tags: ['resources'],
-        querystring: CursorQuery,
-        headers: GetHeaders,
-        response: { 200: ListResourcesResultSchema, 304: NotModified, ...errorResponses() }
-      }
+  fastify.route({
+    method: listResourcesRoute.method,
+    url: listResourcesRoute.url,
+    schema: {
+      operationId: listResourcesRoute.operationId,
+      summary: 'resources/list',
+      tags: ['resources'],
+      querystring: CursorQuery,
+      headers: GetHeaders,
+      response: { 200: ListResourcesResultSchema, 304: NotModified, ...errorResponses() }
     },
-    serveCached(mcp.cacheHints, (request: ListRequest, era) => mcp.list('resources', request.query.cursor, era))
-  )
+    handler: serveCached(mcp.cacheHints, (request: ListRequest, era) => METHODS['resources/list'].core(mcp, { cursor: request.query.cursor }, NO_CONTEXT[era]))
+  })
 
-  fastify.get(
-    '/templates',
-    {
-      schema: {
-        operationId: 'listResourceTemplates',
-        summary: 'resources/templates/list',
-        tags: ['resources'],
-        querystring: CursorQuery,
-        headers: GetHeaders,
-        response: { 200: ListResourceTemplatesResultSchema, 304: NotModified, ...errorResponses() }
-      }
+  fastify.route({
+    method: listResourceTemplatesRoute.method,
+    url: listResourceTemplatesRoute.url,
+    schema: {
+      operationId: listResourceTemplatesRoute.operationId,
+      summary: 'resources/templates/list',
+      tags: ['resources'],
+      querystring: CursorQuery,
+      headers: GetHeaders,
+      response: { 200: ListResourceTemplatesResultSchema, 304: NotModified, ...errorResponses() }
     },
-    serveCached(mcp.cacheHints, (request: ListRequest, era) => mcp.list('templates', request.query.cursor, era))
-  )
+    handler: serveCached(mcp.cacheHints, (request: ListRequest, era) => METHODS['resources/templates/list'].core(mcp, { cursor: request.query.cursor }, NO_CONTEXT[era]))
+  })
 
   // GET reads are HTTP-cacheable (ETag, 304); POST ones are not (RFC 9110 allows 304 only for GET/HEAD),
   // nor are retries: MCP caching forbids caching results that depend on inputResponses/requestState.
   const read = async (request: FastifyRequest, reply: FastifyReply, uri: string, params: RetryParams, get: boolean) => {
     const ctx = cancellableByClient(await createContext(request, reply, params), reply)
     const retry = params.inputResponses !== undefined || params.requestState !== undefined
-    return sendResult(request, reply, await mcp.readResource(uri, params, ctx), get && !retry ? mcp.cacheHints : undefined)
+    return sendResult(request, reply, await READ.core(mcp, { ...params, uri }, restAt(ctx.era, ctx)), get && !retry ? mcp.cacheHints : undefined)
   }
 
-  fastify.get(
-    '/:uri',
-    {
-      schema: {
-        operationId: 'readResource',
-        summary: 'resources/read',
-        tags: ['resources'],
-        params: UriParams,
-        headers: RetryGetHeaders,
-        response: { 200: ReadResourceResponseSchema, 304: NotModified, ...errorResponses(404) }
-      }
-    },
-    async (request, reply) => read(request, reply, request.params.uri, paramsFromHeaders(request), true)
-  )
-
-  fastify.post(
-    '/:uri',
-    {
-      schema: {
-        operationId: 'readResourceWithBody',
-        summary: 'resources/read (parameters in the body)',
-        description: 'The same as GET, for parameters too large for headers.',
-        tags: ['resources'],
-        params: UriParams,
-        headers: CommonHeaders,
-        body: ReadResourceBodySchema,
-        response: { 200: ReadResourceResponseSchema, ...errorResponses(404, 413) }
-      }
-    },
-    async (request, reply) => read(request, reply, request.params.uri, paramsFromPost(request, request.body), false)
-  )
-
-  const subscription = (subscribe: boolean) => ({
+  fastify.route({
+    method: readResourceRoute.method,
+    url: readResourceRoute.url,
     schema: {
-      operationId: subscribe ? 'subscribeResource' : 'unsubscribeResource',
-      summary: subscribe ? 'resources/subscribe' : 'resources/unsubscribe',
+      operationId: readResourceRoute.operationId,
+      summary: 'resources/read',
       tags: ['resources'],
+      params: UriParams,
+      headers: RetryGetHeaders,
+      response: { 200: ReadResourceResponseSchema, 304: NotModified, ...errorResponses(404) }
+    },
+    handler: async (request, reply) => read(request, reply, request.params.uri, paramsFromHeaders(request), true)
+  })
+
+  fastify.route({
+    method: readResourceWithBodyRoute.method,
+    url: readResourceWithBodyRoute.url,
+    schema: {
+      operationId: readResourceWithBodyRoute.operationId,
+      summary: 'resources/read (parameters in the body)',
+      description: 'The same as GET, for parameters too large for headers.',
+      tags: ['resources'],
+      params: UriParams,
       headers: CommonHeaders,
-      body: SubscribeBodySchema,
-      response: { 202: Accepted, ...errorResponses(404) }
-    }
+      body: READ.body,
+      response: { 200: ReadResourceResponseSchema, ...errorResponses(404, 413) }
+    },
+    handler: async (request, reply) => read(request, reply, request.params.uri, paramsFromPost(request, request.body), false)
   })
 
-  fastify.post('/subscribe', subscription(true), async (request, reply) => {
-    await mcp.subscribe(await createContext(request, reply, request.body), request.body.uri)
-    return sendEmpty(reply, 202)
-  })
-
-  fastify.post('/unsubscribe', subscription(false), async (request, reply) => {
-    await mcp.unsubscribe(await createContext(request, reply, request.body), request.body.uri)
-    return sendEmpty(reply, 202)
-  })
+  for (const [route, name] of [[subscribeRoute, 'resources/subscribe'], [unsubscribeRoute, 'resources/unsubscribe']] as const) {
+    const entry = METHODS[name]
+    fastify.route({
+      method: route.method,
+      url: route.url,
+      schema: {
+        operationId: route.operationId,
+        summary: name,
+        tags: ['resources'],
+        headers: CommonHeaders,
+        body: entry.body,
+        response: { 202: Accepted, ...errorResponses(404) }
+      },
+      handler: async (request, reply) => {
+        const ctx = createContext(request, reply, request.body)
+        await entry.core(mcp, request.body, restAt(request.mcpState.era, ctx))
+        return sendEmpty(reply, 202)
+      }
+    })
+  }
 }
 
 export default resources

@@ -5,46 +5,50 @@ import { type ListRequest, sendResult, sendWhenReady, serveCached } from '../src
 import { cancellableByClient, contextOf, paramsFromPost } from '../src/http/request.js'
 import { streamResult, wantsStream } from '../src/http/sse-result.js'
 import { CommonHeaders, CursorQuery, GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
-import { CallToolBodySchema, CallToolResponseSchema, ListToolsResultSchema, type CallToolBody, type CallToolResponse } from '../src/schema/tools.js'
+import { CallToolResponseSchema, ListToolsResultSchema, type CallToolBody, type CallToolResponse } from '../src/schema/tools.js'
 import { CreateTaskResultSchema, type CreateTaskResult } from '../src/schema/tasks.js'
 import type { CallContext } from '../src/core/call-context.js'
+import { METHODS } from '../src/methods.js'
+import { NO_CONTEXT, restRoute } from '../src/http/rest-route.js'
+
+const listTools = restRoute('listTools')
+const callTool = restRoute('callTool')
+const CALL = METHODS['tools/call']
 
 /** tools/list and tools/call. */
 const tools: FastifyPluginAsyncTypebox = async (fastify) => {
   const mcp = fastify.mcp
 
-  fastify.get(
-    '',
-    {
-      schema: {
-        operationId: 'listTools',
-        summary: 'tools/list',
-        tags: ['tools'],
-        querystring: CursorQuery,
-        headers: GetHeaders,
-        response: { 200: ListToolsResultSchema, 304: NotModified, ...errorResponses() }
-      }
+  fastify.route({
+    method: listTools.method,
+    url: listTools.url,
+    schema: {
+      operationId: listTools.operationId,
+      summary: 'tools/list',
+      tags: ['tools'],
+      querystring: CursorQuery,
+      headers: GetHeaders,
+      response: { 200: ListToolsResultSchema, 304: NotModified, ...errorResponses() }
     },
-    serveCached(mcp.cacheHints, (request: ListRequest, era) => mcp.list('tools', request.query.cursor, era))
-  )
+    handler: serveCached(mcp.cacheHints, (request: ListRequest, era) => METHODS['tools/list'].core(mcp, { cursor: request.query.cursor }, NO_CONTEXT[era]))
+  })
 
-  fastify.post(
-    '/:name/calls',
-    {
-      schema: {
-        operationId: 'callTool',
-        summary: 'tools/call',
-        description:
-          'Call any tool by name. Each tool also has its own typed operation at /tools/{its name}/calls. With `Accept: text/event-stream` the answer is a stream: `notification` events (progress, log messages), then one `result` (or `error`) event.',
-        tags: ['tools'],
-        params: Type.Object({ name: Type.String({ minLength: 1, maxLength: 128 }) }),
-        headers: CommonHeaders,
-        body: CallToolBodySchema,
-        response: { 200: CallToolResponseSchema, 202: CreateTaskResultSchema, ...errorResponses(404, 409, 413) }
-      }
+  fastify.route({
+    method: callTool.method,
+    url: callTool.url,
+    schema: {
+      operationId: callTool.operationId,
+      summary: 'tools/call',
+      description:
+        'Call any tool by name. Each tool also has its own typed operation at /tools/{its name}/calls. With `Accept: text/event-stream` the answer is a stream: `notification` events (progress, log messages), then one `result` (or `error`) event.',
+      tags: ['tools'],
+      params: Type.Object(CALL.target),
+      headers: CommonHeaders,
+      body: CALL.body,
+      response: { 200: CallToolResponseSchema, 202: CreateTaskResultSchema, ...errorResponses(404, 409, 413) }
     },
     // Not an async handler: a call answered at once is sent in this turn, with no promise (see MaybePromise).
-    (request, reply) => {
+    handler: (request, reply) => {
       // A stream holds its slot from before the call starts: a refusal (429) leaves nothing begun.
       if (wantsStream(request)) fastify.mcpStreams.take(request, reply)
       const body = paramsFromPost(request, request.body)
@@ -53,7 +57,7 @@ const tools: FastifyPluginAsyncTypebox = async (fastify) => {
       if (made instanceof Promise) return callLater(request.params.name, body, made, reply)
       return call(request.params.name, body, made, reply)
     }
-  )
+  })
 }
 
 /** Run the call and send its answer (200 with the result, or 202 with the task it became): now (undefined), or by the promise. */
@@ -61,8 +65,9 @@ function call(name: string, body: CallToolBody, made: CallContext, reply: Fastif
   const request = reply.request
   const ctx = cancellableByClient(made, reply)
   const mcp = request.server.mcp
-  if (wantsStream(request)) return streamResult(request, reply, ctx, (c) => mcp.callTool(name, body, c))
-  return sendWhenReady(reply, mcp.callTool(name, body, ctx), answer)
+  const params = { ...body, name }
+  if (wantsStream(request)) return streamResult(request, reply, ctx, (c) => CALL.core(mcp, params, c))
+  return sendWhenReady(reply, CALL.core(mcp, params, ctx), answer)
 }
 
 /** Legacy era: the call once its context is read; ends with the reply, as sendWhenReady's promise does. */

@@ -3,8 +3,10 @@ import type { FastifyInstance } from 'fastify'
 import { createDemoServer } from '../src/demo/catalogue.js'
 import { answerTask } from '../src/tasks/task-steps.js'
 import type { Store } from '../src/store/types.js'
-import { build } from './helper.js'
-import { LEGACY, rpc, type RpcOptions } from './rpc.js'
+import { RedisStore } from '../src/store/redis.js'
+import { build, call } from './helper.js'
+import { startRedis } from './redis-server.js'
+import { LEGACY, envelope, rpc, type RpcOptions } from './rpc.js'
 
 /**
  * The Tasks extension on /mcp: tasks/get, tasks/update and tasks/cancel over the same src/tasks
@@ -87,4 +89,21 @@ t.test('a task that expires between its lookup and its answers is unknown', asyn
   const task = { taskId: 'gone', status: 'input_required', inputRequests: {} }
   const store = { tasks: { getTask: async () => task, answerTask: async () => undefined } } as unknown as Store
   await t.rejects(answerTask(store, 'o', 'gone', {}), { code: -32602, status: 404, message: 'Unknown task: gone' })
+})
+
+t.test('tasks/get on /mcp answers the task GET /tasks/{id} serves, in memory and in Redis (the store\'s own JSON text)', async (t) => {
+  const redis = await startRedis()
+  const redisStore = new RedisStore({ url: redis.url })
+  t.teardown(async () => {
+    await redisStore.close()
+    await redis.stop()
+  })
+  for (const store of [undefined, redisStore]) {
+    const { app } = await build(t, { mcp: createDemoServer({ taskStepMs: 5 }), ...(store === undefined ? {} : { store }) })
+    const { taskId } = (await rpc(app, 'tools/call', { name: 'slow_compute', arguments: { n: 3 } }, { caps: TASKS })).body.result
+    const done = await until(app, taskId, (x) => x.status === 'completed')
+    const rest = await call(app, { url: `/tasks/${taskId}`, headers: { 'mcp-meta': JSON.stringify(envelope(TASKS)) } })
+    t.same(done, rest.body, store === undefined ? 'memory' : 'redis')
+    t.same([done.resultType, done.result.structuredContent], ['complete', { sum: 6 }])
+  }
 })

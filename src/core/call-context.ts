@@ -67,6 +67,14 @@ export class CallContext implements RequestContext {
   #controller: AbortController | undefined = undefined
   readonly #watch: CallInit['watch']
 
+  /**
+   * Itself: a built context is the `At` a face hands a method's core call (src/methods.ts), with no
+   * object made for it on the hot path.
+   */
+  context(): this {
+    return this
+  }
+
   constructor(init: CallInit, outlet: Outlet) {
     this.requestId = init.requestId
     this.protocolVersion = init.protocolVersion

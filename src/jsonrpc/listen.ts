@@ -1,19 +1,10 @@
-import { Type, type Static } from '@sinclair/typebox'
+import type { Static } from '@sinclair/typebox'
 import type { OutgoingHttpHeaders } from 'node:http'
 import type { ListKind } from '../core/registry.js'
-import { MetaSchema } from '../schema/common.js'
+import type { ListenParamsSchema } from '../schema/subscriptions.js'
 import { STREAMED, type RequestId } from './message.js'
 import type { Call } from './rpc-methods.js'
 
-export const ListenParamsSchema = Type.Object({
-  notifications: Type.Object({
-    toolsListChanged: Type.Optional(Type.Boolean()),
-    promptsListChanged: Type.Optional(Type.Boolean()),
-    resourcesListChanged: Type.Optional(Type.Boolean()),
-    resourceSubscriptions: Type.Optional(Type.Array(Type.String({ maxLength: 4096 }), { maxItems: 1000 }))
-  }),
-  _meta: Type.Optional(MetaSchema)
-})
 type Filter = Static<typeof ListenParamsSchema>['notifications']
 type Flag = 'toolsListChanged' | 'promptsListChanged' | 'resourcesListChanged'
 

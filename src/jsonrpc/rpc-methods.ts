@@ -1,29 +1,21 @@
-import { Type, type Static, type TSchema } from '@sinclair/typebox'
+import type { Static } from '@sinclair/typebox'
 import type { ValidateFunction } from 'ajv'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { CallContext } from '../core/call-context.js'
-import { ListKind } from '../core/registry.js'
 import { createValidator, describeErrors } from '../core/validation.js'
 import { errors } from '../errors.js'
 import { Header } from '../headers.js'
+import { METHODS, type At, type Core, type MethodEntry, type MethodName } from '../methods.js'
 import type { Era } from '../protocol.js'
-import { MetaSchema } from '../schema/common.js'
-import { CompleteBodySchema } from '../schema/completions.js'
-import { InitializeBodySchema, SetLevelBodySchema } from '../schema/lifecycle.js'
-import { GetPromptBodySchema } from '../schema/prompts.js'
-import { ReadResourceBodySchema, SubscribeBodySchema } from '../schema/resources.js'
-import { UpdateTaskBodySchema } from '../schema/tasks.js'
-import { CallToolBodySchema } from '../schema/tools.js'
 import { checkParamHeaders } from './standard-headers.js'
-import { ListenParamsSchema, type ListenStreams } from './listen.js'
+import type { ListenStreams } from './listen.js'
 import type { RequestId, STREAMED } from './message.js'
 
 /** What a method gets from the face besides its params. */
-export interface Call {
+export interface Call extends At {
   readonly request: FastifyRequest
   readonly reply: FastifyReply
   readonly id: RequestId
-  readonly era: Era
   readonly streams: ListenStreams
   /** The core's context of this request, built the way the Pure HTTP routes build it. */
   context(): Promise<CallContext>
@@ -39,88 +31,46 @@ interface Method {
 }
 
 const ajv = createValidator()
-const LEGACY: readonly Era[] = ['legacy']
-const MODERN: readonly Era[] = ['modern']
-const BOTH: readonly Era[] = ['legacy', 'modern']
-
-function method<S extends TSchema>(eras: readonly Era[], schema: S, run: (params: Static<S>, call: Call) => Promise<Answer>): Method {
-  return { eras, validate: ajv.compile(schema), run: run as Method['run'] }
-}
-
-const Meta = { _meta: Type.Optional(MetaSchema) }
-const Empty = Type.Object(Meta)
-const Cursor = Type.Object({ cursor: Type.Optional(Type.String({ maxLength: 512 })), ...Meta })
-const Name = Type.String({ minLength: 1, maxLength: 128 })
-// The tasks methods refuse a client that did not declare the Tasks extension (its MUST).
-const TaskId = Type.String({ minLength: 1, maxLength: 128 })
-
-const list = (kind: ListKind) =>
-  method(BOTH, Cursor, async (p, call) => call.request.server.mcp.list(kind, p.cursor, call.era).body)
 
 /**
- * Every JSON-RPC method, the eras that define it and its params. Each calls the same core method as
- * the Pure HTTP route for it; 2026-07-28 removed initialize, ping, logging/setLevel and
- * resources/(un)subscribe (subscriptions/listen replaces the last two), so those are -32601 there.
+ * What this face adds to a table entry: the header initialize answers with, the 2026-07-28
+ * `Mcp-Param-*` check of a tool call, and the stream of subscriptions/listen.
  */
-const METHODS = new Map<string, Method>([
-  ['initialize', method(LEGACY, InitializeBodySchema, async (p, call) => {
+const FACE: { readonly [K in MethodName]?: Method['run'] } = {
+  initialize: async (p: Static<typeof METHODS.initialize.params>, call) => {
     // The handshake is the legacy era's: a client asking for 2026-07-28 here gets the newest legacy version.
-    const { result } = await call.request.server.mcp.initialize(p, await call.context(), { legacyOnly: true })
+    const { result } = await METHODS.initialize.core(call.request.server.mcp, p, { era: call.era, context: call.context, handshake: LEGACY_ONLY })
     call.reply.header(Header.protocolVersion, result.protocolVersion)
     return result
-  })],
-  ['ping', method(LEGACY, Empty, async () => ({}))],
-  ['logging/setLevel', method(LEGACY, SetLevelBodySchema, async (p, call) => {
-    await call.request.server.mcp.setLogLevel(await call.context(), p.level)
-    return {}
-  })],
-  ['server/discover', method(MODERN, Empty, async (_p, call) => call.request.server.mcp.discover(call.era).body)],
-  ['tools/list', list(ListKind.tools)],
-  ['prompts/list', list(ListKind.prompts)],
-  ['resources/list', list(ListKind.resources)],
-  ['resources/templates/list', list(ListKind.templates)],
-  ['tools/call', method(BOTH, Type.Object({ name: Name, ...CallToolBodySchema.properties }), async (p, call) => {
-    const mcp = call.request.server.mcp
-    const tool = mcp.tools.get(p.name)
+  },
+  'tools/call': async (p: Static<typeof METHODS['tools/call']['params']>, call) => {
+    const tool = call.request.server.mcp.tools.get(p.name)
     if (tool !== undefined && call.era === 'modern') checkParamHeaders(tool.definition.inputSchema, p.arguments, call.request.headers)
-    return mcp.callTool(p.name, p, await call.context())
-  })],
-  ['prompts/get', method(BOTH, Type.Object({ name: Name, ...GetPromptBodySchema.properties }), async (p, call) =>
-    call.request.server.mcp.getPrompt(p.name, p, await call.context())
-  )],
-  ['resources/read', method(BOTH, Type.Object({ uri: Type.String({ minLength: 1, maxLength: 4096 }), ...ReadResourceBodySchema.properties }), async (p, call) =>
-    call.request.server.mcp.readResource(p.uri, p, await call.context())
-  )],
-  ['resources/subscribe', method(LEGACY, SubscribeBodySchema, async (p, call) => {
-    await call.request.server.mcp.subscribe(await call.context(), p.uri)
-    return {}
-  })],
-  ['resources/unsubscribe', method(LEGACY, SubscribeBodySchema, async (p, call) => {
-    await call.request.server.mcp.unsubscribe(await call.context(), p.uri)
-    return {}
-  })],
-  ['completion/complete', method(BOTH, CompleteBodySchema, async (p, call) =>
-    call.request.server.mcp.complete(p, await call.context())
-  )],
-  ['subscriptions/listen', method(MODERN, ListenParamsSchema, async (p, call) => call.streams.open(call, p.notifications))],
-  // The Tasks extension, for a client that declared it (else -32021). Its v2 drops tasks/result and
-  // tasks/list (the result is inlined in tasks/get), so those stay -32601.
-  ['tasks/get', method(BOTH, Type.Object({ taskId: TaskId, ...Meta }), async (p, call) =>
-    call.request.server.mcp.tasks.get(await call.context(), p.taskId)
-  )],
-  ['tasks/update', method(BOTH, Type.Object({ taskId: TaskId, ...UpdateTaskBodySchema.properties }), async (p, call) => {
-    await call.request.server.mcp.tasks.update(await call.context(), p.taskId, p.inputResponses)
-    return { resultType: 'complete' }
-  })],
-  ['tasks/cancel', method(BOTH, Type.Object({ taskId: TaskId, ...Meta }), async (p, call) => {
-    await call.request.server.mcp.tasks.cancel(await call.context(), p.taskId)
-    return { resultType: 'complete' }
-  })]
-])
+    return METHODS['tools/call'].core(call.request.server.mcp, p, call)
+  },
+  'subscriptions/listen': async (p: Static<typeof METHODS['subscriptions/listen']['params']>, call) => call.streams.open(call, p.notifications)
+}
+const LEGACY_ONLY = { legacyOnly: true }
+
+/** The table's core call, its answer as this face sends it (the JSON text where the core has it). */
+function tableCall(entry: MethodEntry): Method['run'] {
+  const core = entry.core as Core<never>
+  const json = entry.json
+  if (json === undefined) return async (p, call) => (await core(call.request.server.mcp, p, call)) as object
+  return async (p, call) => json((await core(call.request.server.mcp, p, call)) as never)
+}
+
+/** Every JSON-RPC method, from the table: its eras, its params' validator (compiled once), its run. */
+const ALL = new Map<string, Method>(
+  Object.entries(METHODS as Record<MethodName, MethodEntry>).map(([name, entry]) => {
+    const face = FACE[name as MethodName]
+    return [name, { eras: entry.eras, validate: ajv.compile(entry.params), run: face ?? tableCall(entry) }]
+  })
+)
 
 /** The method, or -32601: unknown, or not part of the request's era. */
 export function methodFor(name: string, era: Era): Method {
-  const m = METHODS.get(name)
+  const m = ALL.get(name)
   if (m === undefined || !m.eras.includes(era)) throw errors.methodNotFound(`Method not found: ${name.slice(0, 128)}`)
   return m
 }

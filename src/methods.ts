@@ -1,0 +1,268 @@
+import { Type, type Static, type TObject, type TProperties, type TSchema } from '@sinclair/typebox'
+import type { CallContext } from './core/call-context.js'
+import type { InitializeOptions } from './core/lifecycle.js'
+import type { Representation } from './core/list-cache.js'
+import { isThenable, type MaybePromise } from './core/maybe-promise.js'
+import type { McpServer } from './core/mcp-server.js'
+import { ListKind } from './core/registry.js'
+import type { Era } from './protocol.js'
+import { MetaSchema } from './schema/common.js'
+import { CompleteBodySchema, CompleteResultSchema } from './schema/completions.js'
+import { DiscoverResultSchema, InitializeBodySchema, InitializeResultSchema, SetLevelBodySchema } from './schema/lifecycle.js'
+import { GetPromptBodySchema, GetPromptResponseSchema, ListPromptsResultSchema } from './schema/prompts.js'
+import {
+  ListResourceTemplatesResultSchema,
+  ListResourcesResultSchema,
+  ReadResourceBodySchema,
+  ReadResourceResponseSchema,
+  SubscribeBodySchema
+} from './schema/resources.js'
+import { ListenParamsSchema } from './schema/subscriptions.js'
+import { AckSchema, CancelTaskBodySchema, CreateTaskResultSchema, DetailedTaskSchema, UpdateTaskBodySchema } from './schema/tasks.js'
+import { CallToolBodySchema, CallToolResponseSchema, ListToolsResultSchema } from './schema/tools.js'
+import type { ServedTask } from './tasks/task-methods.js'
+
+/**
+ * What a face hands a method's core call besides its params: the request's era, and its context,
+ * built only when asked for (lists and discover need none, and a JSON-RPC request that may stream
+ * takes its stream slot when its context is built).
+ */
+export interface At {
+  readonly era: Era
+  context(): MaybePromise<CallContext>
+  /** `initialize` only: what the face's handshake allows (see {@link InitializeOptions}). */
+  readonly handshake?: InitializeOptions
+}
+
+/** One Pure HTTP route of a method (SEP-1612, docs/http.md); `url` is under the plugin's prefix. */
+export interface RestRoute {
+  readonly method: 'GET' | 'POST'
+  readonly url: string
+  readonly operationId: string
+}
+
+/** The core call of a method: the same function for both faces. */
+export type Core<P = never> = (mcp: McpServer, params: P, at: At) => unknown
+
+/** One MCP method: every fact about it that both faces, the OpenAPI document and the tests read. */
+export interface MethodEntry<B extends TObject = TObject, T extends TProperties = TProperties, C extends Core<never> | undefined = Core<never> | undefined> {
+  /** The eras whose revision defines it; on /mcp any other era gets -32601 (404 in 2026-07-28). */
+  readonly eras: readonly Era[]
+  /** What a REST route's path carries (`name`, `uri`, `taskId`); /mcp takes it among the params. */
+  readonly target: T
+  /** The params beside the target: a REST route's POST body. */
+  readonly body: B
+  /** The JSON-RPC params: target and body in one object, validated by a validator compiled once. */
+  readonly params: TObject<T & B['properties']>
+  /** The result on /mcp (a REST route sends it as its 200 body, or a 202 with none). */
+  readonly result: TSchema
+  /**
+   * Its Pure HTTP routes, served in every protocol version: the binding keeps `/initialize`, `/ping`,
+   * `/logLevel` and `/resources/(un)subscribe` for every client (docs/sep-1612.md). None: /mcp only.
+   */
+  readonly rest: readonly RestRoute[]
+  /**
+   * The core call, the same for both faces; `undefined` where the face itself serves the method
+   * (`subscriptions/listen` is a stream of the JSON-RPC face).
+   */
+  readonly core: C
+  /** Where the core hands back the result's JSON text (cached lists, discover, a task): that text. */
+  readonly json?: (answer: never) => string
+}
+
+const LEGACY: readonly Era[] = ['legacy']
+const MODERN: readonly Era[] = ['modern']
+const BOTH: readonly Era[] = ['legacy', 'modern']
+
+const Meta = { _meta: Type.Optional(MetaSchema) }
+const Empty = Type.Object(Meta)
+const Cursor = Type.Object({ cursor: Type.Optional(Type.String({ maxLength: 512 })), ...Meta })
+const Name = { name: Type.String({ minLength: 1, maxLength: 128 }) }
+const Uri = {
+  uri: Type.String({ minLength: 1, maxLength: 4096, description: 'The whole resource URI, percent-encoded as one path segment (encodeURIComponent).' })
+}
+const TaskId = { taskId: Type.String({ minLength: 1, maxLength: 128 }) }
+const EmptyResult = Type.Object({}, { description: 'An empty result.' })
+const COMPLETE = { resultType: 'complete' } as const
+
+type Params<B extends TObject, T extends TProperties> = Static<TObject<T & B['properties']>>
+
+interface Spec<B extends TObject, T extends TProperties, C> {
+  readonly eras: readonly Era[]
+  readonly target?: T
+  readonly body: B
+  readonly result: TSchema
+  readonly rest?: readonly RestRoute[]
+  readonly core: C
+  readonly json?: (answer: C extends (...args: never[]) => infer R ? Awaited<R> : never) => string
+}
+
+/** An entry, its JSON-RPC params composed from target and body; `core` keeps its own type. */
+function method<B extends TObject, C extends ((mcp: McpServer, params: Params<B, T>, at: At) => unknown) | undefined, T extends TProperties = Record<never, never>>(
+  spec: Spec<B, T, C>
+): MethodEntry<B, T, C> {
+  const target = spec.target ?? ({} as T)
+  const params = Type.Object({ ...target, ...spec.body.properties }) as unknown as TObject<T & B['properties']>
+  return { ...spec, target, params, rest: spec.rest ?? [] } as MethodEntry<B, T, C>
+}
+
+/** The context once there, without a promise when there is one already (REST's modern era). */
+function withContext<R>(at: At, run: (ctx: CallContext) => MaybePromise<R>): MaybePromise<R> {
+  const ctx = at.context()
+  return isThenable(ctx) ? ctx.then(run) : run(ctx)
+}
+
+const list = (kind: ListKind, result: TSchema, url: string, operationId: string) =>
+  method({
+    eras: BOTH,
+    body: Cursor,
+    result,
+    rest: [{ method: 'GET', url, operationId }],
+    core: (mcp, p, at): Representation => mcp.list(kind, p.cursor, at.era),
+    json: (r) => r.body
+  })
+
+/**
+ * Every MCP method this server answers, once. Adding one is an entry here, its core function and its
+ * tests; /mcp dispatches from it, the REST routes take their URL, operationId, path params, body and
+ * core call from it (and `test/method-table.test.ts` refuses a route it does not list), and the era
+ * tests walk it. 2026-07-28 removed initialize, ping, logging/setLevel and resources/(un)subscribe
+ * (subscriptions/listen replaces the last two). The Tasks extension (for a client that declared it,
+ * else -32021) has tasks/get, tasks/update and tasks/cancel in every era; its v2 dropped tasks/result
+ * and tasks/list (the result is inlined in tasks/get), which 2025-11-25's own experimental tasks
+ * had: they are not served (docs/jsonrpc.md).
+ */
+export const METHODS = {
+  initialize: method({
+    eras: LEGACY,
+    body: InitializeBodySchema,
+    result: InitializeResultSchema,
+    rest: [{ method: 'POST', url: '/initialize', operationId: 'initialize' }],
+    core: (mcp, p, at) => withContext(at, (ctx) => mcp.initialize(p, ctx, at.handshake))
+  }),
+  ping: method({
+    eras: LEGACY,
+    body: Empty,
+    result: EmptyResult,
+    rest: [{ method: 'GET', url: '/ping', operationId: 'ping' }],
+    core: (_mcp, _p, _at) => ({})
+  }),
+  'logging/setLevel': method({
+    eras: LEGACY,
+    body: SetLevelBodySchema,
+    result: EmptyResult,
+    rest: [{ method: 'POST', url: '/logLevel', operationId: 'setLogLevel' }],
+    core: (mcp, p, at) => withContext(at, (ctx) => mcp.setLogLevel(ctx, p.level).then(() => ({})))
+  }),
+  'server/discover': method({
+    eras: MODERN,
+    body: Empty,
+    result: DiscoverResultSchema,
+    rest: [{ method: 'GET', url: '/discover', operationId: 'discover' }],
+    core: (mcp, _p, at): Representation => mcp.discover(at.era),
+    json: (r) => r.body
+  }),
+  'tools/list': list(ListKind.tools, ListToolsResultSchema, '/tools', 'listTools'),
+  'prompts/list': list(ListKind.prompts, ListPromptsResultSchema, '/prompts', 'listPrompts'),
+  'resources/list': list(ListKind.resources, ListResourcesResultSchema, '/resources', 'listResources'),
+  'resources/templates/list': list(ListKind.templates, ListResourceTemplatesResultSchema, '/resources/templates', 'listResourceTemplates'),
+  'tools/call': method({
+    eras: BOTH,
+    target: Name,
+    body: CallToolBodySchema,
+    result: Type.Union([CallToolResponseSchema, CreateTaskResultSchema]),
+    rest: [{ method: 'POST', url: '/tools/:name/calls', operationId: 'callTool' }],
+    // No closure when the context is there already (the hot path: a REST call in 2026-07-28).
+    core: (mcp, p, at) => {
+      const ctx = at.context()
+      return isThenable(ctx) ? ctx.then((c) => mcp.callTool(p.name, p, c)) : mcp.callTool(p.name, p, ctx)
+    }
+  }),
+  'prompts/get': method({
+    eras: BOTH,
+    target: Name,
+    body: GetPromptBodySchema,
+    result: GetPromptResponseSchema,
+    rest: [
+      { method: 'GET', url: '/prompts/:name', operationId: 'getPrompt' },
+      { method: 'POST', url: '/prompts/:name', operationId: 'getPromptWithBody' }
+    ],
+    core: (mcp, p, at) => withContext(at, (ctx) => mcp.getPrompt(p.name, p, ctx))
+  }),
+  'resources/read': method({
+    eras: BOTH,
+    target: Uri,
+    body: ReadResourceBodySchema,
+    result: ReadResourceResponseSchema,
+    rest: [
+      { method: 'GET', url: '/resources/:uri', operationId: 'readResource' },
+      { method: 'POST', url: '/resources/:uri', operationId: 'readResourceWithBody' }
+    ],
+    core: (mcp, p, at) => withContext(at, (ctx) => mcp.readResource(p.uri, p, ctx))
+  }),
+  'resources/subscribe': method({
+    eras: LEGACY,
+    body: SubscribeBodySchema,
+    result: EmptyResult,
+    rest: [{ method: 'POST', url: '/resources/subscribe', operationId: 'subscribeResource' }],
+    core: (mcp, p, at) => withContext(at, (ctx) => mcp.subscribe(ctx, p.uri).then(() => ({})))
+  }),
+  'resources/unsubscribe': method({
+    eras: LEGACY,
+    body: SubscribeBodySchema,
+    result: EmptyResult,
+    rest: [{ method: 'POST', url: '/resources/unsubscribe', operationId: 'unsubscribeResource' }],
+    core: (mcp, p, at) => withContext(at, (ctx) => mcp.unsubscribe(ctx, p.uri).then(() => ({})))
+  }),
+  'completion/complete': method({
+    eras: BOTH,
+    body: CompleteBodySchema,
+    result: CompleteResultSchema,
+    rest: [{ method: 'POST', url: '/completions', operationId: 'complete' }],
+    core: (mcp, p, at) => withContext(at, (ctx) => mcp.complete(p, ctx))
+  }),
+  'subscriptions/listen': method({
+    eras: MODERN,
+    body: ListenParamsSchema,
+    result: EmptyResult,
+    core: undefined
+  }),
+  'tasks/get': method({
+    eras: BOTH,
+    target: TaskId,
+    body: Empty,
+    result: DetailedTaskSchema,
+    rest: [{ method: 'GET', url: '/tasks/:taskId', operationId: 'getTask' }],
+    // Served pre-serialized (a Redis store keeps the task as JSON): both faces send that text.
+    core: (mcp, p, at): MaybePromise<ServedTask> => withContext(at, (ctx) => mcp.tasks.served(ctx, p.taskId)),
+    json: (t) => t.representation.body
+  }),
+  'tasks/update': method({
+    eras: BOTH,
+    target: TaskId,
+    body: UpdateTaskBodySchema,
+    result: AckSchema,
+    rest: [{ method: 'POST', url: '/tasks/:taskId/update', operationId: 'updateTask' }],
+    core: (mcp, p, at) => withContext(at, (ctx) => mcp.tasks.update(ctx, p.taskId, p.inputResponses).then(() => COMPLETE))
+  }),
+  'tasks/cancel': method({
+    eras: BOTH,
+    target: TaskId,
+    body: CancelTaskBodySchema,
+    result: AckSchema,
+    rest: [{ method: 'POST', url: '/tasks/:taskId/cancel', operationId: 'cancelTask' }],
+    core: (mcp, p, at) => withContext(at, (ctx) => mcp.tasks.cancel(ctx, p.taskId).then(() => COMPLETE))
+  })
+} as const
+
+export type MethodName = keyof typeof METHODS
+
+/** Whether `name` is a method of the table (an own key: `toString` is not one). */
+export function isMethodName(name: string): name is MethodName {
+  return Object.hasOwn(METHODS, name)
+}
+
+/** Every REST route of the table, with the method it serves, by operationId. */
+export const REST_ROUTES: ReadonlyMap<string, RestRoute & { readonly name: MethodName }> = new Map(
+  Object.entries(METHODS).flatMap(([name, e]) => e.rest.map((r) => [r.operationId, { ...r, name: name as MethodName }] as const))
+)
