@@ -5,7 +5,7 @@ import type { RoundTrips } from './lib/roundtrips.js'
 /**
  * The results file (`bench/results/latest.json`), and what is computed from it: ratios, the
  * pass/fail of the issue's targets and the text table (the chart is chart.ts). Pure functions of
- * the data, so `test/bench.test.ts` checks them on a fixture in milliseconds.
+ * the data, so `test/deploy/bench.test.ts` checks them on a fixture in milliseconds.
  */
 
 /**

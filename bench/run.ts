@@ -33,7 +33,7 @@ import { svg } from './chart.js'
 import { checks, median, table, verdicts, type Measurement, type Results } from './report.js'
 import { Files } from './requests.js'
 import { PENDING, phases, processOf, type Phase, type Workload } from './workloads.js'
-import { startRedisCluster, type RedisCluster } from '../test/redis-cluster.js'
+import { startRedisCluster, type RedisCluster } from '../test/helpers/redis-cluster.js'
 
 const dist = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const root = resolve(dist, '..')

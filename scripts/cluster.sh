@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Three instances of the demo server behind nginx (round-robin), sharing one Redis: the set-up of
-# test/cluster.test.ts, by hand. Everything runs on 127.0.0.1 from a temp dir and stops on Ctrl-C.
+# test/deploy/cluster.test.ts, by hand. Everything runs on 127.0.0.1 from a temp dir and stops on Ctrl-C.
 #
 #   npm run build && bash scripts/cluster.sh          # start, show a few cross-instance requests, stay up
 #   bash scripts/cluster.sh --check                   # the same, then stop (exit status = the checks)

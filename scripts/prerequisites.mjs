@@ -3,7 +3,7 @@
 // This script (the `pretest` step) finds each one and, where one is missing, installs it with apt-get
 // when it can do so without asking (root, or sudo without a password); otherwise it stops at once
 // with the exact command to run, so a suite never meets a missing program minutes into its run.
-// The tests keep their own check (test/prerequisites.ts) for a single file run with `npx tap`.
+// The tests keep their own check (test/helpers/prerequisites.ts) for a single file run with `npx tap`.
 import { spawnSync } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
 import { delimiter, join } from 'node:path'

@@ -26,7 +26,7 @@ const C = ErrorCode
  * HTTP face (over /mcp most ride in a 200, see docs/jsonrpc.md), the headers it carries and, where
  * the words never change, its message. A code or status that is not one number is a sentence
  * saying whose it is (an upstream server's, the application's). docs/errors.md lists the same
- * table, and test/error-catalogue.test.ts holds the two equal.
+ * table, and test/faces/error-catalogue.test.ts holds the two equal.
  */
 export const catalogue = {
   MCP_ERR_PARSE: { rpc: C.parseError, status: 400, message: 'Parse error: the body is not valid JSON' },

@@ -125,7 +125,7 @@ const list = (kind: ListKind, result: TSchema, url: string, operationId: string)
 /**
  * Every MCP method this server answers, once. Adding one is an entry here, its core function and its
  * tests; /mcp dispatches from it, the REST routes take their URL, operationId, path params, body and
- * core call from it (and `test/method-table.test.ts` refuses a route it does not list), and the era
+ * core call from it (and `test/faces/method-table.test.ts` refuses a route it does not list), and the era
  * tests walk it. 2026-07-28 removed initialize, ping, logging/setLevel and resources/(un)subscribe
  * (subscriptions/listen replaces the last two). The Tasks extension (for a client that declared it,
  * else -32021) has tasks/get, tasks/update and tasks/cancel in every era; its v2 dropped tasks/result

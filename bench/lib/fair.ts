@@ -7,7 +7,7 @@ import type { Phase } from '../workloads.js'
  * A ratio to bare Fastify means something only if bare answers what ours answers: the same status,
  * the same content type, and the same JSON (byte for byte where nothing in it is made per request).
  * The bench checks every workload that pairs the two before it measures them (bench/run.ts), and
- * `test/bench-fair.test.ts` runs the same check on the in-memory phases.
+ * `test/deploy/bench-fair.test.ts` runs the same check on the in-memory phases.
  */
 
 // What is made per request: ids, clocks, and the sealed state (a fresh nonce each time).

@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify'
 import { benchNotification, benchTools, connectionCount, connectionId, fillerAnswer, notificationCount, port, toolCount } from '../catalogue.js'
 
 // This project's server with the bench catalogue (TOOLS tools, and bench_task below). The list is
-// one page, as the SDK servers answer it: bare Fastify sends the same bytes (test/bench-fair.test.ts),
+// one page, as the SDK servers answer it: bare Fastify sends the same bytes (test/deploy/bench-fair.test.ts),
 // the SDK servers the same tools but bench_task.
 const count = toolCount()
 const mcp = new McpServer({ name: 'bench', version: '1.0.0', pageSize: count + 1 })

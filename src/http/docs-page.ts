@@ -55,7 +55,7 @@ export async function registerDocsPage(fastify: FastifyInstance, mcp: McpServer,
         layout: 'BaseLayout',
         persistAuthorization: true,
         // Serialized into the page's initializer as their source text: browser globals only. They run
-        // in the browser alone (test/docs-page.test.ts drives it), never in this process.
+        // in the browser alone (test/docs/docs-page.test.ts drives it), never in this process.
         /* c8 ignore next 2 */
         requestInterceptor: (request: object) => (globalThis as unknown as PageGlobals).mcpDocs.request(request),
         responseInterceptor: (response: object) => (globalThis as unknown as PageGlobals).mcpDocs.response(response)

@@ -14,7 +14,7 @@ import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { freePort } from '../redis-server.js'
+import { freePort } from '../helpers/redis-server.js'
 
 type Expected = Record<string, Record<string, string>>
 interface Run {

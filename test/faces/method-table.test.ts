@@ -1,0 +1,74 @@
+import t from 'tap'
+import { METHODS, type MethodEntry } from '../../src/methods.js'
+import { build, call } from '../helpers/helper.js'
+import { pureHeaders, rpc } from '../helpers/rpc.js'
+
+type Era = 'modern' | 'legacy'
+const ERAS: Era[] = ['modern', 'legacy']
+const entries = Object.entries(METHODS as Record<string, MethodEntry>)
+
+// Routes of the transport itself, not of an MCP method: notifications and server-to-client requests
+// (SEP-1612), webhooks, the document and the OAuth metadata.
+const TRANSPORT = new Set(['getNotifications', 'postNotifications', 'takeRequest', 'answerRequest', 'openapi'])
+
+t.test('each era has the methods its revision defines (the ClientRequest unions), and the Tasks extension', async (t) => {
+  const of = (era: Era) => entries.filter(([, e]) => e.eras.includes(era)).map(([name]) => name).sort()
+  const tasks = ['tasks/cancel', 'tasks/get', 'tasks/update']
+  // schema/2026-07-28/schema.ts ClientRequest.
+  const modern = ['completion/complete', 'prompts/get', 'prompts/list', 'resources/list', 'resources/read', 'resources/templates/list', 'server/discover', 'subscriptions/listen', 'tools/call', 'tools/list']
+  // schema/2025-11-25/schema.ts ClientRequest (2025-06-18's, and the experimental tasks/get, result, list, cancel, not served: docs/jsonrpc.md).
+  const legacy = ['completion/complete', 'initialize', 'logging/setLevel', 'ping', 'prompts/get', 'prompts/list', 'resources/list', 'resources/read', 'resources/subscribe', 'resources/templates/list', 'resources/unsubscribe', 'tools/call', 'tools/list']
+  t.same(of('modern'), [...modern, ...tasks].sort())
+  t.same(of('legacy'), [...legacy, ...tasks].sort())
+})
+
+t.test('/mcp: every method of the table is -32601 in an era that does not define it, and served in one that does', async (t) => {
+  const { app } = await build(t)
+  for (const [name, entry] of entries) {
+    for (const era of ERAS) {
+      // Empty params: served, or refused by the method's own params schema (-32602), never unknown.
+      const res = await rpc(app, name, {}, { era, id: 7 })
+      if (entry.eras.includes(era)) {
+        t.not(res.body.error?.code, -32601, `${name} is served in the ${era} era`)
+      } else {
+        t.equal(res.status, era === 'modern' ? 404 : 200, `${name} (${era}): status`)
+        t.same(res.body, { jsonrpc: '2.0', id: 7, error: { code: -32601, message: `Method not found: ${name}` } }, `${name} is -32601 in the ${era} era`)
+      }
+    }
+  }
+  t.equal((await rpc(app, 'nope/nope')).body.error.code, -32601, 'a name outside the table')
+  t.equal((await rpc(app, 'toString')).body.error.code, -32601, 'an inherited property is not a method')
+})
+
+t.test('Pure HTTP: every REST route of the table is served in every era (docs/sep-1612.md)', async (t) => {
+  const { app } = await build(t)
+  for (const [name, entry] of entries) {
+    for (const route of entry.rest) {
+      const url = route.url.replace(/:[a-zA-Z]+/g, 'x')
+      for (const era of ERAS) {
+        const res = await call(app, { method: route.method, url, headers: pureHeaders(era), ...(route.method === 'POST' ? { payload: '{}' } : {}) })
+        t.not(res.status === 404 && res.body?.code === -32601, true, `${route.method} ${url} (${name}, ${era}) is a route`)
+        t.not(res.status, 405, `${route.method} ${url} (${name}, ${era})`)
+      }
+    }
+  }
+})
+
+t.test('the OpenAPI document has the operations of the table, and no MCP method the table lacks', async (t) => {
+  const { app } = await build(t)
+  const doc = (await call(app, { url: '/openapi.json' })).body
+  const operations = new Map<string, { method: string; path: string; summary: string }>()
+  for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, { operationId: string; summary: string }>>)) {
+    for (const [method, op] of Object.entries(item)) operations.set(op.operationId, { method: method.toUpperCase(), path, summary: op.summary })
+  }
+  for (const [name, entry] of entries) {
+    for (const route of entry.rest) {
+      const op = operations.get(route.operationId)
+      t.same(op && [op.method, op.path], [route.method, route.url.replace(/:([a-zA-Z]+)/g, '{$1}')], `${route.operationId} (${name})`)
+      t.ok(op?.summary.startsWith(name), `${route.operationId}'s summary names ${name}`)
+      operations.delete(route.operationId)
+    }
+  }
+  const rest = [...operations.keys()].filter((id) => !TRANSPORT.has(id) && !id.startsWith('callTool_'))
+  t.same(rest, [], 'every other operation is a tool of its own or the transport\'s')
+})

@@ -1,0 +1,29 @@
+import { once } from 'node:events'
+import t from 'tap'
+import { EVERYTHING, everythingHttp } from '../helpers/gateway-helper.js'
+import { alive, post, spawnSyncChildren, start } from '../helpers/gateway-cli-helper.js'
+
+t.test('gateway -- <command>: a stdio server at the root; SIGTERM stops the child too', async (t) => {
+  const gw = await start(t, ['gateway', '--', process.execPath, EVERYTHING, 'stdio'])
+  const echo = await post(`${gw.base}/tools/echo/calls`, { arguments: { message: 'cli' } })
+  t.equal(echo.body.content[0].text, 'Echo: cli')
+  t.equal((await fetch(`${gw.base}/ready`)).status, 200)
+  t.match(gw.log(), /upstream stderr/, "the child's stderr in the log")
+  const children = () => spawnSyncChildren(gw.child.pid!)
+  const before = await children()
+  t.ok(before.length > 0, 'a child runs')
+  gw.child.kill('SIGTERM')
+  const [code] = await once(gw.child, 'exit')
+  t.equal(code, 0)
+  for (const c of before) t.notOk(alive(c), `child ${c} stopped`)
+})
+
+t.test('gateway --url with --header, and MCP_* settings apply', async (t) => {
+  const upstream = await everythingHttp(t)
+  const gw = await start(t, ['gateway', '--url', upstream.url, '--header', 'X-Api-Key: secret'], { MCP_PAGE_SIZE: '2' })
+  const tools = (await fetch(`${gw.base}/tools`).then((r) => r.json())) as { tools: unknown[]; nextCursor?: string }
+  t.equal(tools.tools.length, 2, 'MCP_PAGE_SIZE')
+  t.type(tools.nextCursor, 'string')
+  const sum = await post(`${gw.base}/tools/get-sum/calls`, { arguments: { a: 5, b: 6 } })
+  t.match(sum.body.content[0].text, /11/)
+})

@@ -1,0 +1,64 @@
+/* eslint-disable no-template-curly-in-string -- `${VAR}` in a config file's strings is what these tests are about */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { parseGatewayArgs } from '../../src/gateway/options.js'
+
+t.test('command, url and header arguments', async (t) => {
+  t.same(parseGatewayArgs(['--', 'npx', '-y', 'some-server']), [
+    { name: 'npx', prefix: undefined, spec: { command: 'npx', args: ['-y', 'some-server'] }, required: true, tuning: {} }
+  ])
+  t.same(parseGatewayArgs(['--url', 'https://example.com/mcp', '--header', 'Authorization: Bearer abc:def']), [
+    { name: 'example.com', prefix: undefined, spec: { url: 'https://example.com/mcp', headers: { Authorization: 'Bearer abc:def' } }, required: true, tuning: {} }
+  ])
+  t.throws(() => parseGatewayArgs(['--url', 'http://a/mcp', '--', 'x']), /Give exactly one of/)
+  t.throws(() => parseGatewayArgs([]), /Give exactly one of/)
+  t.throws(() => parseGatewayArgs(['--url']), /--url needs a value/)
+  t.throws(() => parseGatewayArgs(['--bogus', 'x']), /Unknown option --bogus/)
+  t.throws(() => parseGatewayArgs(['--url', 'http://x/mcp', '--header', 'nocolon']), /is not "Name: value"/)
+  t.throws(() => parseGatewayArgs(['--config', '/nonexistent.json']), /--config \/nonexistent.json: ENOENT/)
+  t.same(parseGatewayArgs(['--forward-authorization', '--url', 'http://a/mcp', '--task-after-ms', '0', '--max-open-rounds', '2']), [
+    { name: 'a', prefix: undefined, spec: { url: 'http://a/mcp', headers: {}, forwardAuthorization: true }, required: true, tuning: { taskAfterMs: 0, maxOpenRounds: 2 } }
+  ])
+  t.throws(() => parseGatewayArgs(['--forward-authorization', '--', 'x']), /applies to --url only/)
+  t.throws(() => parseGatewayArgs(['--max-open-rounds', '0', '--', 'x']), /--max-open-rounds 0 is not an integer of at least 1/)
+  t.throws(() => parseGatewayArgs(['--task-after-ms', '1.5', '--', 'x']), /--task-after-ms 1.5 is not an integer of at least 0/)
+})
+
+t.test('--config: the mcpServers file, checked, with ${VAR} from the environment', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-opts-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const file = (name: string, content: string) => {
+    writeFileSync(join(dir, name), content)
+    return join(dir, name)
+  }
+  const good = file(
+    'good.json',
+    JSON.stringify({
+      mcpServers: {
+        local: { command: 'node', args: ['s.js'], env: { TOKEN: '${SECRET}', PLAIN: 'x' }, cwd: '/tmp' },
+        plain: { command: 'node', taskAfterMs: 100, maxOpenRounds: 3 },
+        remote: { url: 'https://example.com/mcp', headers: { Authorization: 'Bearer ${SECRET}' }, type: 'http', required: false, forwardAuthorization: true }
+      }
+    })
+  )
+  t.same(parseGatewayArgs(['--config', good, '--task-after-ms', '50'], { SECRET: 's3' }), [
+    { name: 'local', prefix: '/local', spec: { command: 'node', args: ['s.js'], env: { TOKEN: 's3', PLAIN: 'x' }, cwd: '/tmp' }, required: true, tuning: { taskAfterMs: 50 } },
+    { name: 'plain', prefix: '/plain', spec: { command: 'node', args: [], env: {} }, required: true, tuning: { taskAfterMs: 100, maxOpenRounds: 3 } },
+    {
+      name: 'remote',
+      prefix: '/remote',
+      spec: { url: 'https://example.com/mcp', headers: { Authorization: 'Bearer s3' }, forwardAuthorization: true },
+      required: false,
+      tuning: { taskAfterMs: 50 }
+    }
+  ])
+  t.throws(() => parseGatewayArgs(['--config', good], {}), /local\.env\.TOKEN: \$\{SECRET\} is not set/)
+  t.throws(() => parseGatewayArgs(['--config', file('bad.json', '{')]), /bad\.json: .*JSON/)
+  t.throws(() => parseGatewayArgs(['--config', file('empty.json', '{"mcpServers":{}}')]), /mcpServers is empty/)
+  t.throws(() => parseGatewayArgs(['--config', file('name.json', '{"mcpServers":{"a/b":{"command":"x"}}}')]), /name\.json: \/mcpServers/)
+  t.throws(() => parseGatewayArgs(['--config', file('shape.json', '{"servers":{}}')]), /shape\.json: \//)
+  t.throws(() => parseGatewayArgs(['--config', file('root.json', '[]')]), /root\.json: \/: /)
+  t.throws(() => parseGatewayArgs(['--url', 'ftp://x']), /not an http\(s\) URL/)
+})

@@ -1,0 +1,233 @@
+import t from 'tap'
+import { McpServer } from '../../src/core/mcp-server.js'
+import { UpstreamCall } from '../../src/gateway/call.js'
+import { register, relayLog } from '../../src/gateway/catalogue.js'
+import { Rounds, toWire } from '../../src/gateway/rounds.js'
+import { MemoryRelay } from '../../src/gateway/relay.js'
+import { LateLogger } from '../../src/gateway/serve.js'
+import { Cancelled, upstreamError } from '../../src/gateway/errors.js'
+import { Upstream } from '../../src/gateway/upstream.js'
+import { McpError, asError } from '../../src/errors.js'
+import { ANONYMOUS } from '../../src/core/request-context.js'
+import { createServer } from 'node:http'
+import { once } from 'node:events'
+import type { AddressInfo } from 'node:net'
+import { MAX_ITEMS } from '../../src/gateway/lists.js'
+import { caps, everythingStdio } from '../helpers/gateway-helper.js'
+import { oddUpstream } from '../helpers/gateway-odd.js'
+
+const quiet = { debug() {}, info() {}, warn() {}, error() {} }
+
+t.test('upstream errors as the client sees them', async (t) => {
+  const bad = upstreamError(Object.assign(new Error('MCP error -32602: no such thing'), { code: -32602, data: { x: 1 } }), 'u')
+  t.same([bad.constructor, (bad as McpError).code, (bad as McpError).status, bad.message, (bad as McpError).data], [McpError, -32602, 400, 'no such thing', { x: 1 }])
+  t.equal((upstreamError(Object.assign(new Error('t'), { code: -32001 }), 'u') as McpError).status, 504)
+  t.equal((upstreamError(Object.assign(new Error('odd'), { code: -31999 }), 'u') as McpError).status, 502, 'an unknown code: 502')
+  const own = new McpError(-32602, 'x', 400)
+  t.equal(upstreamError(own, 'u'), own)
+  const ac = new AbortController()
+  ac.abort(new Error('stop'))
+  t.type(upstreamError(new Error('aborted'), 'u', ac.signal), Cancelled)
+  t.same(toWire(new Error('boom')), { name: 'MCP_ERR_UPSTREAM_FAILED', code: -32603, message: 'boom', status: 502 })
+  t.same(toWire(new McpError(-32021, 'm', 400, { a: 1 }, { h: 'v' })), { name: 'MCP_ERR_APPLICATION', code: -32021, message: 'm', status: 400, data: { a: 1 }, headers: { h: 'v' } })
+})
+
+t.test('an upstream closed while it connects reports failure and stays closed', async (t) => {
+  const up = new Upstream(everythingStdio, { name: 'u', log: quiet }, { connected() {}, notified() {}, asked: async () => ({}) })
+  const starting = up.start()
+  await up.close()
+  t.equal(await starting, false)
+  t.equal(up.state, 'closed')
+})
+
+t.test('a question outside any call, or among several callers, is refused', async (t) => {
+  const rounds = new Rounds('i', new MemoryRelay(), 60_000, quiet, 16)
+  const signal = new AbortController().signal
+  await t.rejects(rounds.asked({ method: 'elicitation/create', params: {} }, signal), /outside a request/)
+  t.same(await rounds.asked({ method: 'roots/list' }, signal), { roots: [] })
+  const ctx = (id: string) => ({ principal: { ...ANONYMOUS, id }, signal, clientCapabilities: { elicitation: {} } }) as never
+  void rounds.start(ctx('alice'), () => new Promise(() => undefined))
+  void rounds.start(ctx('bob'), () => new Promise(() => undefined))
+  await t.rejects(rounds.asked({ method: 'sampling/createMessage', params: {} }, signal), /cannot tell which caller/)
+  t.same(rounds.callers(), [])
+  await rounds.close()
+})
+
+t.test('an answer to a question already answered is ignored', async (t) => {
+  const call = new UpstreamCall('i', { principal: ANONYMOUS } as never, 60_000, () => undefined)
+  call.answer({ q9: { action: 'accept' } })
+  t.equal(call.round, 0)
+})
+
+t.test('prompt arguments without a completer; entries the registry refuses are reported', async (t) => {
+  const mcp = new McpServer({ name: 'm', version: '1' })
+  const fw = { forward: async () => ({}), completer: () => undefined }
+  register(mcp, 'prompts', { name: 'p', arguments: [{ name: 'a', required: true }] }, fw)
+  t.same(mcp.prompts.get('p')!.completers.size, 0)
+  t.throws(() => register(mcp, 'tools', { name: 'bad name', inputSchema: { type: 'object' } }, fw), /must match/)
+})
+
+t.test('the log before the app: JSON lines at LOG_LEVEL, then the app logger', async (t) => {
+  const log = new LateLogger('warn')
+  const written: string[] = []
+  const write = process.stderr.write.bind(process.stderr)
+  process.stderr.write = ((s: string) => ((written.push(s), true))) as never
+  try {
+    log.info({ a: 1 }, 'hidden')
+    log.error({ a: 2 }, 'shown')
+  } finally {
+    process.stderr.write = write
+  }
+  t.equal(written.length, 1)
+  t.match(JSON.parse(written[0]!), { level: 50, a: 2, msg: 'shown' })
+  const got: unknown[] = []
+  log.target = { ...quiet, debug: (o: unknown) => got.push(o) }
+  log.debug({ b: 1 })
+  t.same(got, [{ b: 1 }])
+})
+
+t.test('an odd upstream: entries left out with the reason, a list that pages without end, no completions', async (t) => {
+  const warnings: unknown[] = []
+  const { serveUpstream } = await import('../helpers/gateway-helper.js')
+  const { gw } = await serveUpstream(t, oddUpstream, { log: { ...quiet, warn: (o: unknown) => warnings.push(o) } })
+  t.same([...gw.mcp.tools.keys()], ['fine', 'subs', 'exit', 'ask', 'wait'])
+  t.equal(gw.mcp.resources.size, MAX_ITEMS, 'every page fetched, up to the bound')
+  t.equal(gw.mcp.prompts.size, 0, 'an answer without its list is an empty list')
+  t.same([...gw.mcp.templates.values()].map((x) => x.definition.uriTemplate), ['odd://t/{id}'])
+  t.same(gw.mcp.templates.get('odd://t/{id}')!.completers.size, 0, 'no completions upstream: no completer')
+  t.match(warnings, [
+    { kind: 'tools', item: 'has space', reason: /must match/ },
+    { kind: 'templates', item: 'odd://q{?q}' }
+  ])
+})
+
+t.test('a question the upstream withdraws is no longer asked', async (t) => {
+  const call = new UpstreamCall('i', { principal: ANONYMOUS } as never, 60_000, () => undefined)
+  const withdrawn = new AbortController()
+  const asked = call.ask({ method: 'elicitation/create', params: {} }, withdrawn.signal)
+  withdrawn.abort(new Error('upstream cancelled it'))
+  await t.rejects(asked, /upstream cancelled it/)
+  call.run(async () => ({ content: [] }))
+  t.match(await call.next(undefined, {}), { kind: 'done' }, 'nothing left to ask: the result')
+})
+
+t.test('roots/list during a call: asked when the caller declared roots, else answered empty', async (t) => {
+  const rounds = new Rounds('i', new MemoryRelay(), 60_000, quiet, 16)
+  const signal = new AbortController().signal
+  const ctx = (clientCapabilities: unknown) => ({ principal: ANONYMOUS, signal, clientCapabilities }) as never
+  const forever = (s: AbortSignal) => new Promise<never>((_resolve, reject) => s.addEventListener('abort', () => reject(asError(s.reason))))
+  const plain = rounds.start(ctx(undefined), forever)
+  t.same(await rounds.asked({ method: 'roots/list' }, signal), { roots: [] })
+  await rounds.close()
+  await t.rejects(plain, /shutting down/)
+  const withRoots = new Rounds('j', new MemoryRelay(), 60_000, quiet, 16)
+  const first = withRoots.start(ctx({ roots: {} }), forever)
+  const answer = withRoots.asked({ method: 'roots/list' }, signal)
+  const round = await first
+  t.match(round, { kind: 'ask', requests: { q0: { method: 'roots/list' } } })
+  const resumed = withRoots.resume((round as unknown as { ref: never }).ref, { q0: { roots: [{ uri: 'file:///x' }] } }, ctx({ roots: {} }))
+  t.same(await answer, { roots: [{ uri: 'file:///x' }] })
+  await withRoots.close()
+  await t.rejects(resumed, /shutting down/)
+})
+
+t.test('a round the relay cannot carry (its connection failed) is an invalid requestState', async (t) => {
+  const warned: unknown[] = []
+  const relay = { serve: async () => async () => undefined, send: async () => Promise.reject(new Error('connection lost')) }
+  const rounds = new Rounds('i', relay, 60_000, { ...quiet, warn: (o: unknown) => warned.push(o) }, 16)
+  const ctx = { principal: ANONYMOUS, signal: new AbortController().signal, log: { ...quiet, warn: (o: unknown) => warned.push(o) } } as never
+  await t.rejects(rounds.resume({ i: 'elsewhere', r: 'x', n: 1 }, {}, ctx), { message: 'Invalid or expired requestState', status: 400 })
+  t.match(warned, [{ instance: 'elsewhere' }])
+})
+
+t.test('an HTTP upstream closed after it answered initialize, before the connection was taken up', async (t) => {
+  let release: (() => void) | undefined
+  const held = new Promise<void>((resolve) => (release = resolve))
+  let initialized = () => {}
+  const asked = new Promise<void>((resolve) => (initialized = resolve))
+  const server = createServer((req, res) => {
+    let body = ''
+    req.on('data', (d: Buffer) => (body += String(d)))
+    req.on('end', async () => {
+      const msg = body === '' ? undefined : JSON.parse(body)
+      if (msg?.method !== 'initialize') return res.writeHead(req.method === 'POST' ? 202 : 405).end()
+      initialized()
+      await held
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-06-18', capabilities: {}, serverInfo: { name: 'slow', version: '1' } } }))
+    })
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => new Promise((resolve) => server.close(resolve)))
+  const { port } = server.address() as AddressInfo
+  const up = new Upstream({ url: `http://127.0.0.1:${port}/mcp` }, { name: 'u', log: quiet }, { connected() {}, notified() {}, asked: async () => ({}) })
+  const starting = up.start()
+  await asked
+  const closing = up.close()
+  release!()
+  t.equal(await starting, false)
+  await closing
+  t.equal(up.state, 'closed')
+  t.equal(up.client, undefined)
+})
+
+t.test('a restarted upstream is subscribed again to what clients are subscribed to', async (t) => {
+  const { serveUpstream, until } = await import('../helpers/gateway-helper.js')
+  const { call, json } = await import('../helpers/helper.js')
+  const { app, gw } = await serveUpstream(t, oddUpstream, { restartMinMs: 50 })
+  const uri = 'odd://r/0-7'
+  t.equal((await app.inject({ method: 'POST', url: '/resources/subscribe', ...json({ uri }) })).statusCode, 202)
+  t.equal((await call(app, { method: 'POST', url: '/tools/subs/calls', ...json({ arguments: {} }) })).body.content[0].text, uri)
+  const pid = gw.upstream.pid
+  await call(app, { method: 'POST', url: '/tools/exit/calls', ...json({ arguments: {} }) })
+  await until(() => gw.upstream.state === 'up' && gw.upstream.pid !== pid, 'the restart')
+  await until(async () => (await call(app, { method: 'POST', url: '/tools/subs/calls', ...json({ arguments: {} }) })).body.content?.[0].text === uri, 'subscribed again')
+})
+
+t.test('one principal may hold maxOpenRounds open rounds; the next is 429 with the time the first expires', async (t) => {
+  const { serveUpstream } = await import('../helpers/gateway-helper.js')
+  const { call, json } = await import('../helpers/helper.js')
+  const { app } = await serveUpstream(t, oddUpstream, { maxOpenRounds: 2, server: { stateTtlMs: 60_000 } })
+  const ask = () => call(app, { method: 'POST', url: '/tools/ask/calls', ...json({ arguments: {}, _meta: caps({ elicitation: {} }) }) })
+  const first = await ask()
+  t.equal(first.body.resultType, 'input_required')
+  t.equal((await ask()).body.resultType, 'input_required')
+  const third = await ask()
+  t.same([third.status, third.body.code], [429, -32600])
+  t.match(third.body.message, /at most 2/)
+  const after = Number(third.headers['retry-after'])
+  t.ok(after > 50 && after <= 60, `Retry-After ${after}: when the first round expires`)
+  // Answering a round frees its place.
+  const key = Object.keys(first.body.inputRequests)[0]!
+  const done = await call(app, {
+    method: 'POST',
+    url: '/tools/ask/calls',
+    ...json({ arguments: {}, _meta: caps({ elicitation: {} }), requestState: first.body.requestState, inputResponses: { [key]: { action: 'accept', content: { name: 'Bo' } } } })
+  })
+  t.equal(done.body.content[0].text, 'Hello Bo')
+  t.equal((await ask()).body.resultType, 'input_required')
+})
+
+t.test('a retry that answers nothing is asked the same question again, in a new round', async (t) => {
+  const { serveUpstream } = await import('../helpers/gateway-helper.js')
+  const { call, json } = await import('../helpers/helper.js')
+  const { app } = await serveUpstream(t, oddUpstream)
+  const body = { arguments: {}, _meta: caps({ elicitation: {} }) }
+  const first = await call(app, { method: 'POST', url: '/tools/ask/calls', ...json(body) })
+  const again = await call(app, { method: 'POST', url: '/tools/ask/calls', ...json({ ...body, requestState: first.body.requestState }) })
+  t.equal(again.body.resultType, 'input_required')
+  t.same(again.body.inputRequests, first.body.inputRequests)
+  t.not(again.body.requestState, first.body.requestState)
+})
+
+t.test("an upstream log message reaches the caller with its logger's name when it has one", async (t) => {
+  const got: unknown[][] = []
+  const ctx = { sendLog: async (...args: unknown[]) => void got.push(args) } as never
+  relayLog(ctx, { level: 'info', data: 'plain' })
+  relayLog(ctx, { level: 'error', data: { n: 1 }, logger: 'db' })
+  t.same(got, [
+    ['info', 'plain', undefined],
+    ['error', { n: 1 }, 'db']
+  ])
+})

@@ -1,0 +1,85 @@
+import { createServer } from 'node:http'
+import { once } from 'node:events'
+import type { AddressInfo } from 'node:net'
+import t, { type Test } from 'tap'
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
+import { call, json } from '../helpers/helper.js'
+import { everythingHttp, serveUpstream, until } from '../helpers/gateway-helper.js'
+import { post, start } from '../helpers/gateway-cli-helper.js'
+import { watchCallers } from '../../src/gateway/connection.js'
+
+/** A stateless Streamable HTTP upstream (the SDK's) whose `whoami` tool says which Authorization it got. */
+async function whoUpstream(t: Test): Promise<string> {
+  const server = createServer((req, res) => {
+    const mcp = new McpServer({ name: 'who', version: '1' })
+    mcp.registerTool('whoami', { description: 'the Authorization header of this request' }, async (extra) => ({
+      content: [{ type: 'text', text: String(extra.requestInfo?.headers.authorization ?? 'none') }]
+    }))
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined })
+    void mcp.connect(transport).then(() => transport.handleRequest(req, res))
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => new Promise((resolve) => server.close(resolve)))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`
+}
+
+t.test("the client's Authorization goes upstream only when the configuration says so", async (t) => {
+  const url = await whoUpstream(t)
+  const plain = await start(t, ['gateway', '--url', url, '--header', 'Authorization: Bearer gateway-own'])
+  const forwarding = await start(t, ['gateway', '--url', url, '--forward-authorization'])
+  const whoami = (base: string, authorization?: string) =>
+    fetch(`${base}/tools/whoami/calls`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(authorization === undefined ? {} : { authorization }) },
+      body: JSON.stringify({ arguments: {} })
+    }).then(async (r) => ((await r.json()) as { content: { text: string }[] }).content[0]!.text)
+  t.equal(await whoami(plain.base, 'Bearer client-token'), 'Bearer gateway-own', 'not forwarded: the configured header')
+  t.equal(await whoami(forwarding.base, 'Bearer client-token'), 'Bearer client-token', 'forwarded when configured')
+  t.equal(await whoami(forwarding.base), 'none', 'a request without one sends none (nothing left from the last)')
+  t.equal((await post(`${forwarding.base}/tools/whoami/calls`, { arguments: {} })).status, 200)
+})
+
+t.test('forwarding in this process: the Authorization of the request that made the upstream call', async (t) => {
+  const url = await whoUpstream(t)
+  const { app } = await serveUpstream(t, { url, headers: { authorization: 'Bearer own' }, forwardAuthorization: true })
+  watchCallers(app.server)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+  const whoami = (headers: Record<string, string>) =>
+    post2(`${base}/tools/whoami/calls`, headers).then((b) => b.content[0]!.text)
+  t.equal(await whoami({ authorization: 'Bearer mine' }), 'Bearer mine')
+  t.equal(await whoami({}), 'Bearer own', 'without one: the configured header')
+})
+
+const post2 = (url: string, headers: Record<string, string>) =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ arguments: {} }) }).then(
+    async (r) => (await r.json()) as { content: { text: string }[] }
+  )
+
+t.test('a Streamable HTTP upstream that stops answering: calls fail at once, not hang; it comes back', async (t) => {
+  const upstream = await everythingHttp(t)
+  const { app, gw } = await serveUpstream(t, { url: upstream.url }, { pingIntervalMs: 300, pingTimeoutMs: 4000, connectTimeoutMs: 4000, restartMinMs: 100, restartMaxMs: 400 })
+  t.teardown(() => void upstream.process.kill('SIGCONT'))
+  const running = call(app, { method: 'POST', url: '/tools/trigger-long-running-operation/calls', ...json({ arguments: { duration: 30, steps: 30 } }) })
+  let ended: unknown
+  void running.then((r) => (ended = r.body))
+  await until(() => ended !== undefined || gw.rounds.callers().length === 1, 'the call upstream')
+  t.equal(JSON.stringify(ended), undefined, 'running upstream')
+  // Stopped, not killed: its socket stays open and nothing answers (a hung server).
+  upstream.process.kill('SIGSTOP')
+  const failed = await running
+  t.same([failed.status, failed.body.code], [502, -32603])
+  t.match(failed.body.message, /closed the connection/)
+  await until(() => gw.upstream.state !== 'up', 'the upstream taken for dead')
+  const whileDown = await call(app, { method: 'POST', url: '/tools/echo/calls', ...json({ arguments: { message: 'x' } }) })
+  t.equal(whileDown.status, 503)
+  t.match(whileDown.headers['retry-after'], /^\d+$/)
+  t.equal((await app.inject({ url: '/ready' })).statusCode, 503)
+  upstream.process.kill('SIGCONT')
+  await until(() => gw.upstream.state === 'up', 'reconnected')
+  const echo = await call(app, { method: 'POST', url: '/tools/echo/calls', ...json({ arguments: { message: 'back' } }) })
+  t.equal(echo.body.content[0].text, 'Echo: back')
+  t.equal((await app.inject({ url: '/ready' })).statusCode, 200)
+})

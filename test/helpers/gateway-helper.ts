@@ -1,0 +1,94 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { fileURLToPath } from 'node:url'
+import type { FastifyInstance } from 'fastify'
+import type { Test } from 'tap'
+import { Gateway, type GatewayOptions } from '../../src/gateway/gateway.js'
+import { MemoryRelay, type RoundRelay } from '../../src/gateway/relay.js'
+import type { UpstreamSpec } from '../../src/gateway/upstream.js'
+import { buildServer } from '../../src/server.js'
+import { MemoryStore } from '../../src/store/memory.js'
+import type { Store } from '../../src/store/types.js'
+import { freePort } from './redis-server.js'
+
+export const EVERYTHING = fileURLToPath(new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url))
+export const FILESYSTEM = fileURLToPath(new URL('../../node_modules/@modelcontextprotocol/server-filesystem/dist/index.js', import.meta.url))
+export const GATEWAY_BIN = fileURLToPath(new URL('../../dist/bin/mcp-pure-http.js', import.meta.url))
+
+/** server-everything over stdio, as `mcp-pure-http gateway -- node .../index.js stdio` runs it. */
+export const everythingStdio: UpstreamSpec = { command: process.execPath, args: [EVERYTHING, 'stdio'] }
+
+const quiet = { debug() {}, info() {}, warn() {}, error() {} }
+
+export interface Served {
+  app: FastifyInstance
+  gw: Gateway
+  store: Store
+}
+
+/** A gateway to `spec` in this process, served by an app (inject), both closed when the test ends. */
+export async function serveUpstream(
+  t: Test,
+  spec: UpstreamSpec,
+  options: Partial<GatewayOptions> & { store?: Store; relay?: RoundRelay } = {}
+): Promise<Served> {
+  const gw = await Gateway.start({
+    name: 'upstream',
+    spec,
+    log: quiet,
+    server: {},
+    relay: options.relay ?? new MemoryRelay(),
+    instance: `test-${Math.random().toString(36).slice(2)}`,
+    ...options
+  })
+  const store = options.store ?? new MemoryStore()
+  const app = await buildServer({ logger: false, mcp: gw.mcp, store: gw.wrapStore(store) })
+  t.teardown(async () => {
+    await app.close()
+    await gw.close()
+  })
+  await app.ready()
+  return { app, gw, store }
+}
+
+/** server-everything in its Streamable HTTP mode on a free port; stopped when the test ends. */
+export async function everythingHttp(t: Test): Promise<{ url: string; process: ChildProcess }> {
+  const port = await freePort()
+  const child = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] })
+  t.teardown(async () => {
+    if (child.exitCode === null) {
+      child.kill('SIGTERM')
+      await once(child, 'exit')
+    }
+  })
+  let out = ''
+  child.stderr!.on('data', (d: Buffer) => (out += String(d)))
+  while (!out.includes('listening on port')) {
+    if (child.exitCode !== null) throw new Error(`server-everything exited: ${out}`)
+    await once(child.stderr!, 'data')
+  }
+  return { url: `http://127.0.0.1:${port}/mcp`, process: child }
+}
+
+/** A 2026-07-28 request's `_meta` declaring client capabilities. */
+export const caps = (c: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  'io.modelcontextprotocol/clientCapabilities': c,
+  ...extra
+})
+
+/** Wait until `check` holds, polling (the tests wait for an event, not for a while). */
+export async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    if (await check()) return
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  throw new Error(`timed out waiting for ${what}`)
+}
+
+/** Take and acknowledge the connection's current group of notifications. */
+export async function drain(app: FastifyInstance, headers: Record<string, string> = {}): Promise<{ method: string; params?: Record<string, unknown> }[]> {
+  const got = await app.inject({ url: '/notifications', headers })
+  const group = got.headers['mcp-message-group']
+  if (group !== undefined) await app.inject({ method: 'POST', url: '/notifications', headers: { ...headers, 'mcp-message-group': group as string } })
+  return got.json()
+}
