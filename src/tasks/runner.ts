@@ -7,7 +7,7 @@ import { isQuestion, questionFor, type Question } from '../mrtr/questions.js'
 import { toOutcome } from '../mrtr/outcome.js'
 import type { StoreRoles, TaskRecord } from '../store/types.js'
 import { requireCapabilities } from '../messaging/notify.js'
-import { changeTask, newTaskId, type TaskContext, type TaskOptions } from './records.js'
+import { changeTask, detailedTask, newTaskId, type TaskContext, type TaskOptions } from './records.js'
 import type { TaskLeases } from './leases.js'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { NotReplicated, StoreUnavailable } from '../store/store-errors.js'
@@ -73,6 +73,34 @@ class TaskCallContext extends CallContext implements TaskContext {
 }
 
 /**
+ * A change that must be recorded, and its notifications/tasks when the creator asked for them, each
+ * written until the store takes it (see {@link persistently}); the change and its notification are
+ * two writes, so a store that dies between them must not lose the second. A change tried again may
+ * find the task already as it left it (the first attempt was written, its answer lost): then the
+ * task as it is now is notified, once more rather than never (clients take notifications/tasks as
+ * the task's latest state).
+ */
+async function recordChange(
+  store: TaskServices['store'],
+  owner: string,
+  taskId: string,
+  patch: Partial<TaskRecord>,
+  deadline: number,
+  log: CallContext['log']
+): Promise<void> {
+  let tries = 0
+  const update = () => {
+    tries++
+    return store.tasks.updateTask(owner, taskId, patch)
+  }
+  let changed = await persistently(update, deadline, log, taskId)
+  if (changed === undefined && tries > 1) changed = await persistently(async () => store.tasks.getTask(owner, taskId), deadline, log, taskId)
+  if (changed === undefined || changed === true || changed.notify !== true) return
+  const params = detailedTask(changed)
+  await persistently(() => store.mailbox.pushNotification(owner, { method: 'notifications/tasks', params }), deadline, log, taskId)
+}
+
+/**
  * Create a task (durably: the store resolves only when any instance can read it) and run `work` in
  * the background with a context of its own (see {@link TaskCallContext}).
  *
@@ -128,7 +156,7 @@ function runTask<T>(
   const deadline = Date.parse(task.createdAt) + task.ttlMs
   // What must be recorded (questions, the end) is written until the store takes it; what only
   // informs (progress, status messages) is dropped while the store does not answer: the work goes on.
-  const record: Update = (patch) => persistently(() => changeTask(store, owner, task.taskId, patch), deadline, taskCtx.log, task.taskId)
+  const record: Update = (patch) => recordChange(store, owner, task.taskId, patch, deadline, taskCtx.log)
   const inform: Update = (patch) => changeTask(store, owner, task.taskId, patch).catch((err: unknown) => {
     if (!outage(err)) throw err
   })
