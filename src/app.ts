@@ -130,8 +130,11 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   const metadataUrl = oauth?.metadataUrl
   fastify.decorate('mcp', mcp)
   fastify.decorate('mcpPrefix', fastify.prefix)
-  fastify.addHook('onReady', async () => mcp.startServing())
-  fastify.addHook('onClose', async () => mcp.cancellations.close())
+  fastify.addHook('onReady', async () => mcp.startServing(fastify.log))
+  fastify.addHook('onClose', async () => {
+    await mcp.stopServing()
+    mcp.cancellations.close()
+  })
   // First, so that its hooks see each request before admission may refuse it.
   opts.observer?.instrument(fastify, mcp)
 

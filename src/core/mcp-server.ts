@@ -1,5 +1,6 @@
 // Past ~8 KB on purpose: one method per MCP step, so that the whole protocol surface is read in one
 // place; the logic of each step lives in the module it calls (lifecycle, tools, messages, tasks, ...).
+import type { Logger } from './request-context.js'
 import { TaskLeases } from '../tasks/leases.js'
 import { queueOutlet } from '../messaging/notify.js'
 import type { Era } from '../protocol.js'
@@ -78,7 +79,7 @@ export class McpServer extends Registry {
     this.taskLeases = new TaskLeases(() => this.store, options.taskLeaseMs ?? 60_000)
     this.queue = queueOutlet(() => this.store)
     this.messages = new Messages(() => this.store)
-    this.tasks = new Tasks(() => this.store)
+    this.tasks = new Tasks(() => this.store, this.taskLeases)
     this.#lists = new ListCache(this.pageSize, this.cacheHints)
     this.onChange((kind) => {
       this.#lists.drop(kind)
@@ -89,9 +90,19 @@ export class McpServer extends Registry {
     })
   }
 
-  /** From now on a change to a list is announced to every connection (the plugin calls it when ready). */
-  startServing(): void {
+  /**
+   * From now on a change to a list is announced to every connection, and tasks whose instance
+   * stopped are swept for (see {@link TaskLeases}); the plugin calls it when ready.
+   */
+  startServing(log: Logger): void {
     this.#serving = true
+    this.taskLeases.startSweeping(log)
+  }
+
+  /** Stop what {@link startServing} started (the plugin calls it on close). */
+  async stopServing(): Promise<void> {
+    this.#serving = false
+    await this.taskLeases.stopSweeping()
   }
 
   /** What this server offers; the same for every client. */

@@ -57,6 +57,8 @@ export class MemoryTasks implements TaskStore {
   readonly #total: Usage = { running: 0, bytes: 0 }
   readonly #expiries = expiries()
   readonly #byOwner = new Map<string, Expiries>()
+  /** Tasks that asked for notifications and hold a lease, until their end is notified (see {@link lapsedTasks}). */
+  readonly #leased = new Map<string, StoredTask>()
 
   constructor(readonly limits: Limits) {}
 
@@ -70,6 +72,7 @@ export class MemoryTasks implements TaskStore {
     const stored: StoredTask = { key, owner, record: copy(task), expiresAt: now + task.ttlMs, bytes, dropped: false, answers: undefined }
     this.#tasks.set(key, stored)
     this.#count(stored, 1)
+    if (task.notify === true && task.leaseUntil !== undefined) this.#leased.set(key, stored)
     let mine = this.#byOwner.get(owner)
     if (mine === undefined) this.#byOwner.set(owner, (mine = expiries()))
     for (const e of [this.#expiries, mine]) {
@@ -115,6 +118,7 @@ export class MemoryTasks implements TaskStore {
    */
   #drop(t: StoredTask): void {
     this.#tasks.delete(t.key)
+    this.#leased.delete(t.key)
     this.#count(t, -1)
     t.dropped = true
     this.#expiries.running.first()
@@ -136,6 +140,7 @@ export class MemoryTasks implements TaskStore {
     for (const [k, v] of Object.entries(patch)) if (v === undefined) delete t.record[k as keyof TaskRecord]
     t.view = undefined
     if (TERMINAL.has(t.record.status)) {
+      if (t.record.notify === true) t.record.notifyPending = true
       // Finished: it no longer takes a running slot, and its outcome counts in bytes. An outcome
       // that does not fit is not kept: the task fails, saying why.
       t.bytes = RECORD_OVERHEAD + JSON.stringify(t.record).length
@@ -172,10 +177,35 @@ export class MemoryTasks implements TaskStore {
 
   async renewTask(owner: string, taskId: string, leaseUntil: number): Promise<boolean> {
     const t = this.#get(owner, taskId)
-    if (t === undefined || TERMINAL.has(t.record.status)) return false
+    if (t === undefined || !guarded(t.record)) return false
     t.record.leaseUntil = leaseUntil
     t.view = undefined
     return true
+  }
+
+  async takeLapsedTask(owner: string, taskId: string, now: number, leaseUntil: number): Promise<TaskRecord | undefined> {
+    const t = this.#get(owner, taskId)
+    if (t === undefined || !guarded(t.record) || t.record.leaseUntil! >= now) return undefined
+    t.record.leaseUntil = leaseUntil
+    t.view = undefined
+    return copy(t.record)
+  }
+
+  async notifiedTask(owner: string, taskId: string): Promise<void> {
+    const t = this.#get(owner, taskId)
+    if (t === undefined || t.record.notifyPending !== true) return
+    delete t.record.notifyPending
+    t.view = undefined
+    this.#leased.delete(t.key)
+  }
+
+  async lapsedTasks(now: number, max: number): Promise<{ owner: string; taskId: string }[]> {
+    const out: { owner: string; taskId: string }[] = []
+    for (const t of this.#leased.values()) {
+      if (out.length >= max) break
+      if (t.record.leaseUntil! < now) out.push({ owner: t.owner, taskId: t.record.taskId })
+    }
+    return out
   }
 
   awaitTaskAnswers(owner: string, taskId: string, keys: readonly string[], signal: AbortSignal): Promise<Record<string, Record<string, unknown>>> {
@@ -225,8 +255,12 @@ export class MemoryTasks implements TaskStore {
     this.#expiries.all.clear()
     this.#expiries.running.clear()
     this.#byOwner.clear()
+    this.#leased.clear()
   }
 }
+
+/** A task its lease still guards: running, or ended with its notification pending. */
+const guarded = (r: TaskRecord): boolean => r.leaseUntil !== undefined && (!TERMINAL.has(r.status) || r.notifyPending === true)
 
 /** The error of a task whose outcome is too large for what the store may keep (its owner's share, or in all). */
 export const TOO_LARGE = { code: -32603, message: 'The task finished, but its result is larger than the server may keep for this client' } as const

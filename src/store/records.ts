@@ -55,6 +55,14 @@ export interface TaskRecord {
    * and is reported failed. Absent: no lease (never lapses). Store-only, like `notify`.
    */
   leaseUntil?: number
+  /**
+   * The task ended and its creator asked for notifications, but notifications/tasks with that end is
+   * not yet known to be queued: set with the end (one write), cleared once it is queued
+   * (`TaskStore.notifiedTask`). Meanwhile the lease still guards the task: an instance that dies
+   * between the two writes leaves a lapsed lease, and another instance queues the notification.
+   * Store-only.
+   */
+  notifyPending?: boolean
 }
 
 /**

@@ -53,6 +53,7 @@ export function taskText([fields, inputs]: [string[], string[]]): TaskText {
   let pollIntervalMs = 0
   let asking = false
   let leaseUntil: number | undefined
+  let pending = false
   for (let i = 0; i < fields.length; i += 2) {
     const k = fields[i]!
     const v = fields[i + 1]!
@@ -61,6 +62,10 @@ export function taskText([fields, inputs]: [string[], string[]]): TaskText {
       continue
     }
     if (k === 'notify') continue
+    if (k === 'notifyPending') {
+      pending = true
+      continue
+    }
     if (k === 'leaseUntil') {
       leaseUntil = JSON.parse(v) as number
       continue
@@ -76,5 +81,6 @@ export function taskText([fields, inputs]: [string[], string[]]): TaskText {
   }
   const text: TaskText = { status: status as TaskText['status'], pollIntervalMs, json: `${json}}` }
   if (leaseUntil !== undefined) text.leaseUntil = leaseUntil
+  if (pending) text.notifyPending = true
   return text
 }

@@ -14,7 +14,8 @@ import { digest } from '../hash.js'
  *   P t:{h:<taskId>}   a task's hash; parts in, ans
  *   P i:{h:<reqId>}    an idempotency record
  *   P {g}:<name>       the registry slot: conns, sess (+ s:<id> each session), clock, and the
- *                      ledgers tasks and idem with their parts b, u, r, o:<h>, r:<h>
+ *                      ledgers tasks and idem with their parts b, u, r, o:<h>, r:<h>, and leases
+ *                      (tasks that asked for notifications, by lease: JSON [owner, taskId])
  *   P bus:{0..15}      the bus channels (cancellations, resource updates)
  *   P gw:<instance>    the gateway's round relay (P gw:reply:<uuid> for outcomes)
  *   P rl:...           the rate limiter's counters (@fastify/rate-limit names them under this)
@@ -53,7 +54,7 @@ export const PART = {
 export const KIND = { connection: 'c:', answer: 'a:', wake: 'w:', uri: 'u:', task: 't:', idempotency: 'i:' } as const
 
 /** The registry: its hash tag, and the names on it. */
-export const REGISTRY = { tag: '{g}:', connections: 'conns', sessions: 'sess', session: 's:', clock: 'clock', tasks: 'tasks', idempotency: 'idem' } as const
+export const REGISTRY = { tag: '{g}:', connections: 'conns', sessions: 'sess', session: 's:', clock: 'clock', tasks: 'tasks', idempotency: 'idem', leases: 'leases' } as const
 
 /** Where a slotted key's hash tag starts, counted from the end of the prefix (Lua's 1-based string.sub): `P c:{h}` -> `{h}`. */
 export const TAG_AT = KIND.connection.length + 1

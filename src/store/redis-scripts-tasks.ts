@@ -63,6 +63,7 @@ if A(2) == 'set' then
 end
 redis.call('HSET', K, 'lastUpdatedAt', A(1), unpack(ARGV, 4, 3 + 2 * n))
 if redis.call('HGET', K, 'notify') ~= 'true' then return 1 end
+if TERMINAL[redis.call('HGET', K, 'status')] then redis.call('HSET', K, 'notifyPending', 'true') end
 return { redis.call('HGETALL', K), redis.call('HGETALL', ir) }
 `),
 
@@ -93,12 +94,30 @@ wake(K)
 return taken
 `),
 
-  /** K task, A(1) lease (JSON): extend a running task's lease, lastUpdatedAt untouched; 1 when it runs. */
+  /**
+   * K task, A(1) lease (JSON): extend the lease of a task that runs or whose end's notification is
+   * pending, lastUpdatedAt untouched; 1 when it did.
+   */
   mcpRenewTask: script(`
 local status = redis.call('HGET', K, 'status')
-if not status or TERMINAL[status] then return 0 end
+if not status or (TERMINAL[status] and not redis.call('HGET', K, 'notifyPending')) then return 0 end
 redis.call('HSET', K, 'leaseUntil', A(1))
 return 1
+`),
+
+  /**
+   * K task, A(1) now, A(2) the taker's lease (JSON): 0 when the task is gone or its lease guards
+   * nothing (no lease; ended and notified); its lease when not lapsed; else the lease is the
+   * taker's and the task is returned as {fields, inputRequests}.
+   */
+  mcpTakeLapsedTask: script(`
+local status = redis.call('HGET', K, 'status')
+if not status then return 0 end
+local lease = redis.call('HGET', K, 'leaseUntil')
+if not lease or (TERMINAL[status] and not redis.call('HGET', K, 'notifyPending')) then return 0 end
+if tonumber(lease) >= tonumber(A(1)) then return tonumber(lease) end
+redis.call('HSET', K, 'leaseUntil', A(2))
+return { redis.call('HGETALL', K), redis.call('HGETALL', K .. '${PART.inputRequests}') }
 `),
 
   /** K task, then the keys: their answers (taken), 0 while some are missing, -1 when the task is gone. */

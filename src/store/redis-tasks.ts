@@ -46,7 +46,8 @@ export class RedisTasks implements TaskStore {
     // Chained, not async (one frame less for every task): most reservations are 'ok'.
     return Promise.all([
       this.#index(member, task.ttlMs, Math.max(RECORD_OVERHEAD + JSON.stringify(args).length, TASK_FLOOR), 'create'),
-      this.#r.write('mcpCreateTask', key, task.ttlMs, ...args)
+      this.#r.write('mcpCreateTask', key, task.ttlMs, ...args),
+      task.notify === true && task.leaseUntil !== undefined ? this.#lease(owner, task.taskId, task.leaseUntil) : undefined
     ]).then(([indexed]) => ((indexed as Verdict)[0] === 'ok' ? undefined : this.#refuseTask(key, indexed as Verdict)))
   }
 
@@ -108,6 +109,49 @@ export class RedisTasks implements TaskStore {
 
   async renewTask(owner: string, taskId: string, leaseUntil: number): Promise<boolean> {
     return (await this.#r.run('mcpRenewTask', this.#r.keys.record('task', owner, taskId).key, JSON.stringify(leaseUntil))) === 1
+  }
+
+  /**
+   * The lease index (`P {g}:leases`, JSON [owner, taskId] by lease) follows a task's lease lazily:
+   * renewals leave it (one write a renewal saved), and a sweep that finds a task not lapsed after
+   * all moves it to its lease; a task gone, or ended and notified, leaves it.
+   */
+  async takeLapsedTask(owner: string, taskId: string, now: number, leaseUntil: number): Promise<TaskRecord | undefined> {
+    const out = await this.#r.run('mcpTakeLapsedTask', this.#r.keys.record('task', owner, taskId).key, now, JSON.stringify(leaseUntil))
+    if (out === 0) {
+      await this.#unlease(owner, taskId)
+      return undefined
+    }
+    if (typeof out === 'number') {
+      await this.#lease(owner, taskId, out, true)
+      return undefined
+    }
+    await this.#lease(owner, taskId, leaseUntil, true)
+    return toTask(out as [string[], string[]])
+  }
+
+  async notifiedTask(owner: string, taskId: string): Promise<void> {
+    await this.#r.guard(() => this.#r.client.hdel(this.#r.keys.record('task', owner, taskId).key, 'notifyPending'))
+    await this.#unlease(owner, taskId)
+  }
+
+  async lapsedTasks(now: number, max: number): Promise<{ owner: string; taskId: string }[]> {
+    const members = await this.#r.guard(() => this.#r.client.zrangebyscore(this.#r.keys.registry(REGISTRY.leases), '-inf', `(${now}`, 'LIMIT', 0, max))
+    return members.map((m) => {
+      const [owner, taskId] = JSON.parse(m) as [string, string]
+      return { owner, taskId }
+    })
+  }
+
+  /** Put a task in the lease index, or move it (`existing`: only if it is still there). */
+  #lease(owner: string, taskId: string, leaseUntil: number, existing = false): Promise<unknown> {
+    const key = this.#r.keys.registry(REGISTRY.leases)
+    const member = JSON.stringify([owner, taskId])
+    return this.#r.guard(() => (existing ? this.#r.client.zadd(key, 'XX', leaseUntil, member) : this.#r.client.zadd(key, leaseUntil, member)))
+  }
+
+  #unlease(owner: string, taskId: string): Promise<unknown> {
+    return this.#r.guard(() => this.#r.client.zrem(this.#r.keys.registry(REGISTRY.leases), JSON.stringify([owner, taskId])))
   }
 
   /** Waits on the task's wake-up channel (see `mcpAnswerTask`). */

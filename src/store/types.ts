@@ -88,6 +88,8 @@ export interface TaskText {
   status: TaskRecord['status']
   /** The task's lease, when it has one (see {@link TaskRecord.leaseUntil}). */
   leaseUntil?: number
+  /** See {@link TaskRecord.notifyPending}. */
+  notifyPending?: boolean
   pollIntervalMs: number
   json: string
 }
@@ -116,7 +118,8 @@ export interface TaskStore {
   /**
    * Change a task and stamp `lastUpdatedAt`. A terminal task stays as it is (resolves undefined): a
    * cancelled task cannot complete, a completed one cannot be cancelled. A task that finishes with
-   * an outcome beyond the byte bounds is `failed` with {@link TOO_LARGE} instead.
+   * an outcome beyond the byte bounds is `failed` with {@link TOO_LARGE} instead. A task that
+   * finishes and whose creator asked for notifications is marked `notifyPending` in the same write.
    *
    * Resolves the task as it now is only when its creator asked for notifications (`notify`: the
    * notification carries it); any other change resolves `true`, and nothing is read back (a Redis
@@ -130,10 +133,26 @@ export interface TaskStore {
    */
   answerTask(owner: string, taskId: string, responses: Record<string, Record<string, unknown>>): Promise<string[] | undefined>
   /**
-   * Extend a running task's lease (`leaseUntil`) without changing what clients see (`lastUpdatedAt`
-   * stays). Resolves false when the task is unknown or finished.
+   * Extend a task's lease (`leaseUntil`) without changing what clients see (`lastUpdatedAt` stays),
+   * while it runs or its end's notification is pending. Resolves false when the task is unknown, or
+   * finished and notified.
    */
   renewTask(owner: string, taskId: string, leaseUntil: number): Promise<boolean>
+  /**
+   * Take a task whose lease lapsed before `now` (running, or ended with its notification pending:
+   * see {@link TaskRecord.notifyPending}) by giving it the lease `leaseUntil`: of the instances that
+   * find it lapsed at once, one takes it. Resolves the task as it is when taken; undefined when it
+   * is unknown, not lapsed, or nothing to guard.
+   */
+  takeLapsedTask(owner: string, taskId: string, now: number, leaseUntil: number): Promise<TaskRecord | undefined>
+  /** The notification of the task's end is queued: clears `notifyPending` (nothing to guard any more). */
+  notifiedTask(owner: string, taskId: string): Promise<void>
+  /**
+   * Up to `max` tasks, anyone's, that asked for notifications and whose lease may have lapsed before
+   * `now` (candidates: {@link takeLapsedTask} decides), for the instances' sweep: a task whose
+   * instance died is failed and notified without waiting for someone to read it.
+   */
+  lapsedTasks(now: number, max: number): Promise<{ owner: string; taskId: string }[]>
   /** Wait until every key is answered; resolves the answers (taken: each is handed out once). */
   awaitTaskAnswers(owner: string, taskId: string, keys: readonly string[], signal: AbortSignal): Promise<Record<string, Record<string, unknown>>>
 }

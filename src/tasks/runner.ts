@@ -7,10 +7,8 @@ import { isQuestion, questionFor, type Question } from '../mrtr/questions.js'
 import { toOutcome } from '../mrtr/outcome.js'
 import type { StoreRoles, TaskRecord } from '../store/types.js'
 import { requireCapabilities } from '../messaging/notify.js'
-import { changeTask, detailedTask, newTaskId, type TaskContext, type TaskOptions } from './records.js'
+import { changeTask, newTaskId, outage, persistently, type TaskContext, type TaskOptions } from './records.js'
 import type { TaskLeases } from './leases.js'
-import { setTimeout as sleep } from 'node:timers/promises'
-import { NotReplicated, StoreUnavailable } from '../store/store-errors.js'
 
 export { TASKS_CAPABILITY, TASKS_EXTENSION, clientTakesTasks, createTaskResult, detailedTask } from './records.js'
 export type { TaskContext, TaskOptions } from './records.js'
@@ -20,27 +18,6 @@ export interface TaskServices {
   readonly store: Pick<StoreRoles, 'tasks' | 'mailbox'>
   readonly cancellations: Cancellations
   readonly taskLeases: TaskLeases
-}
-
-/** A store that does not answer for now (down, failing over, not replicated yet): worth trying again. */
-const outage = (err: unknown): boolean => err instanceof StoreUnavailable || err instanceof NotReplicated
-
-/**
- * `write` until the store takes it, again after 0.1 s, 0.2 s ... at most 5 s apart while the store does
- * not answer, until `deadline` (the task's expiry: after it nobody can read the task anyway). Other
- * errors at once. What a task must record (its questions, its end) survives a store outage this way.
- */
-async function persistently<T>(write: () => Promise<T>, deadline: number, log: CallContext['log'], taskId: string): Promise<T> {
-  for (let delay = 100, told = false; ; delay = Math.min(2 * delay, 5000)) {
-    try {
-      return await write()
-    } catch (err) {
-      if (!outage(err) || Date.now() + delay >= deadline) throw err
-      if (!told) log.warn({ err, task: taskId }, 'task: the store does not answer; trying again until it does')
-      told = true
-      await sleep(delay, undefined, { ref: false })
-    }
-  }
 }
 
 type Update = (patch: Partial<TaskRecord>) => Promise<void>
@@ -70,34 +47,6 @@ class TaskCallContext extends CallContext implements TaskContext {
   override async sendLog(level: LoggingLevel, data: unknown): Promise<void> {
     this.log.info({ level, data, task: this.task.id }, 'task log')
   }
-}
-
-/**
- * A change that must be recorded, and its notifications/tasks when the creator asked for them, each
- * written until the store takes it (see {@link persistently}); the change and its notification are
- * two writes, so a store that dies between them must not lose the second. A change tried again may
- * find the task already as it left it (the first attempt was written, its answer lost): then the
- * task as it is now is notified, once more rather than never (clients take notifications/tasks as
- * the task's latest state).
- */
-async function recordChange(
-  store: TaskServices['store'],
-  owner: string,
-  taskId: string,
-  patch: Partial<TaskRecord>,
-  deadline: number,
-  log: CallContext['log']
-): Promise<void> {
-  let tries = 0
-  const update = () => {
-    tries++
-    return store.tasks.updateTask(owner, taskId, patch)
-  }
-  let changed = await persistently(update, deadline, log, taskId)
-  if (changed === undefined && tries > 1) changed = await persistently(async () => store.tasks.getTask(owner, taskId), deadline, log, taskId)
-  if (changed === undefined || changed === true || changed.notify !== true) return
-  const params = detailedTask(changed)
-  await persistently(() => store.mailbox.pushNotification(owner, { method: 'notifications/tasks', params }), deadline, log, taskId)
 }
 
 /**
@@ -156,7 +105,7 @@ function runTask<T>(
   const deadline = Date.parse(task.createdAt) + task.ttlMs
   // What must be recorded (questions, the end) is written until the store takes it; what only
   // informs (progress, status messages) is dropped while the store does not answer: the work goes on.
-  const record: Update = (patch) => recordChange(store, owner, task.taskId, patch, deadline, taskCtx.log)
+  const record: Update = (patch) => changeTask(store, owner, task.taskId, patch, { deadline, log: taskCtx.log })
   const inform: Update = (patch) => changeTask(store, owner, task.taskId, patch).catch((err: unknown) => {
     if (!outage(err)) throw err
   })

@@ -3,7 +3,8 @@ import { etagOf } from '../core/etag.js'
 import type { Representation } from '../core/list-cache.js'
 import type { DetailedTask } from '../schema/tasks.js'
 import type { StoreRoles, TaskRecord } from '../store/types.js'
-import { answerTask, cancelTask, failLapsed, findTask, lapsed, requireTasks, unknownTask } from './task-steps.js'
+import { answerTask, cancelTask, findTask, lapsed, recoverLapsed, requireTasks, unknownTask, type TaskDeps } from './task-steps.js'
+import type { TaskLeases } from './leases.js'
 import { detailedTask } from './records.js'
 import { isThenable, type MaybePromise } from '../core/maybe-promise.js'
 
@@ -23,12 +24,19 @@ const wire = (record: TaskRecord) => ({ resultType: 'complete', ...detailedTask(
  * the extension says it MUST.
  */
 export class Tasks {
-  constructor(readonly store: () => Pick<StoreRoles, 'tasks' | 'mailbox' | 'signals'>) {}
+  constructor(
+    readonly store: () => Pick<StoreRoles, 'tasks' | 'mailbox' | 'signals'>,
+    readonly leases: Pick<TaskLeases, 'until'>
+  ) {}
+
+  #deps(): TaskDeps {
+    return { store: this.store(), leases: this.leases }
+  }
 
   /** `tasks/get`: the task with its result, error or input requests; 404 when unknown or another's. */
   async get(ctx: CallContext, taskId: string): Promise<DetailedTask> {
     requireTasks(ctx)
-    return wire(await findTask(this.store(), ctx.principal.id, taskId))
+    return wire(await findTask(this.#deps(), ctx.principal.id, taskId))
   }
 
   /**
@@ -38,10 +46,10 @@ export class Tasks {
    */
   served(ctx: CallContext, taskId: string): MaybePromise<ServedTask> {
     requireTasks(ctx)
-    const store = this.store()
-    if (store.tasks.getTaskText !== undefined) return servedText(store, ctx.principal.id, taskId)
+    const deps = this.#deps()
+    if (deps.store.tasks.getTaskText !== undefined) return servedText(deps, ctx.principal.id, taskId)
     // At once when the store answers at once (memory): a poll takes no promise.
-    const record = findTask(store, ctx.principal.id, taskId)
+    const record = findTask(deps, ctx.principal.id, taskId)
     return isThenable(record) ? record.then((r) => this.#serve(r)) : this.#serve(record)
   }
 
@@ -60,24 +68,24 @@ export class Tasks {
   /** `tasks/update`: answers to the task's outstanding input requests. */
   async update(ctx: CallContext, taskId: string, inputResponses: Record<string, Record<string, unknown>>): Promise<void> {
     requireTasks(ctx)
-    await answerTask(this.store(), ctx.principal.id, taskId, inputResponses)
+    await answerTask(this.#deps(), ctx.principal.id, taskId, inputResponses)
   }
 
   /** `tasks/cancel`: cooperative, idempotent. */
   async cancel(ctx: CallContext, taskId: string): Promise<void> {
     requireTasks(ctx)
-    await cancelTask(this.store(), ctx.principal.id, taskId)
+    await cancelTask(this.#deps(), ctx.principal.id, taskId)
   }
 }
 
 /**
  * A poll from a store that keeps tasks as JSON (Redis): its text, neither decoded nor encoded. A task
- * whose lease lapsed is failed first, and read again.
+ * whose lease lapsed is recovered first, and read again.
  */
-async function servedText(store: Pick<StoreRoles, 'tasks' | 'mailbox' | 'signals'>, owner: string, taskId: string): Promise<ServedTask> {
+async function servedText({ store, leases }: TaskDeps, owner: string, taskId: string): Promise<ServedTask> {
   let text = await store.tasks.getTaskText!(owner, taskId)
   if (text !== undefined && lapsed(text)) {
-    await failLapsed(store, owner, taskId)
+    await recoverLapsed(store, leases, owner, taskId)
     text = await store.tasks.getTaskText!(owner, taskId)
   }
   if (text === undefined) throw unknownTask(taskId)

@@ -130,7 +130,12 @@ t.test('under load, Redis killed twice and an instance once: everything acknowle
   const refusals = new Map<number, number>()
   const calls: { id: string; text: string; answer?: Answer }[] = []
   const tasks: { taskId: string; upstream: string | null; at: number }[] = []
-  let killedAt = Number.POSITIVE_INFINITY
+  // Until instance 0 is healthy again, only its killed process can have acknowledged a task on its
+  // address: a 202 sent just before the kill may reach the client after it.
+  let backAt = Number.POSITIVE_INFINITY
+  const started = Date.now()
+  const events: string[] = []
+  const mark = (what: string) => events.push(`${what} at ${Date.now() - started} ms`)
   const killedUpstream = `127.0.0.1:${instancePorts[0]}`
 
   // An echo with an Mcp-Request-Id, retried with the same id until it is answered: a retry after a
@@ -175,19 +180,23 @@ t.test('under load, Redis killed twice and an instance once: everything acknowle
   const load = Promise.all([caller(0), caller(1), caller(2), tasker(), tasker()])
 
   const restartRedis = async () => {
+    mark('Redis killed')
     redis.process.kill('SIGKILL')
     await once(redis.process, 'exit')
     await sleep(1500)
     redis = await startRedis({ persist: true, after: redis })
+    mark('Redis back')
   }
   await sleep(2000)
   await restartRedis()
   await sleep(2500)
-  killedAt = Date.now()
+  mark('instance 0 killed')
   instances[0]!.kill('SIGKILL')
   await once(instances[0]!, 'exit')
   await sleep(1500)
   await startInstance(0)
+  backAt = Date.now()
+  mark('instance 0 back')
   await sleep(2500)
   await restartRedis()
   await sleep(2500)
@@ -218,7 +227,7 @@ t.test('under load, Redis killed twice and an instance once: everything acknowle
     const end = ends.get(task.taskId)
     if (end === undefined) continue
     if (end.status === 'completed' && end.result?.structuredContent?.sum === 6) byEnd.completed++
-    else if (end.status === 'failed' && end.statusMessage === LOST && task.upstream === killedUpstream && task.at <= killedAt) byEnd.lost++
+    else if (end.status === 'failed' && end.statusMessage === LOST && task.upstream === killedUpstream && task.at < backAt) byEnd.lost++
     else byEnd.other.push({ task, end })
   }
   t.same(byEnd.other, [], 'each completed with its sum, or failed because the instance running it was killed')
@@ -238,11 +247,15 @@ t.test('under load, Redis killed twice and an instance once: everything acknowle
     if (queued.group !== null) await send('/notifications', { method: 'POST', headers: { 'mcp-message-group': queued.group } })
     else await sleep(250)
   }
-  // Known gap (issue #36 stays open): in CI runs 3-7 of ~530 task ends were neither delivered nor
-  // found on /notifications after the Redis kills; not yet explained (the connection's bounded queue
-  // dropping its oldest under this load is one suspect). Counted and printed, not yet asserted.
-  const unnotified = missing().map((e) => e.taskId as string)
-  t.comment(`chaos: ${unnotified.length} task ends not notified${unnotified.length === 0 ? '' : `: ${unnotified.join(', ')}`}`)
+  // An instance killed between a task's end and its notification leaves the end marked pending under
+  // its lease: once the lease lapses, the other instance's sweep queues the notification.
+  const unnotified = missing().map((e) => {
+    const task = tasks.find((k) => k.taskId === e.taskId)!
+    const on = task.upstream === killedUpstream ? 'instance 0' : 'instance 1'
+    return `${e.taskId as string} (${e.status as string} on ${on}, created at ${task.at - started} ms, last updated at ${Date.parse(e.lastUpdatedAt) - started} ms)`
+  })
+  t.comment(`chaos: ${events.join(', ')}`)
+  t.same(unnotified, [], `all ${ends.size} task ends notified (webhook or /notifications)`)
   t.comment(
     `chaos: ${calls.length} calls answered (${counts.callRetries} retries); ${counts.tasksAcknowledged} tasks acknowledged ` +
       `(${byEnd.completed} completed, ${byEnd.lost} failed with their instance); refused by status ${JSON.stringify(Object.fromEntries(refusals))}; ` +

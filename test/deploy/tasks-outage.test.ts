@@ -190,3 +190,39 @@ t.test('leases: renewed while the work runs without touching lastUpdatedAt; a la
   await sleep(50)
   t.equal((await call(app, { url: `/tasks/${orphanId}`, headers: { 'mcp-meta': tasksMeta } })).body.status, 'failed', 'the work ending late changes nothing')
 })
+
+t.test('an instance that died between a task\'s end and its notification, or before its end: another notifies it, with nobody reading', async (t) => {
+  const redis = await startRedis()
+  t.teardown(() => redis.stop())
+  for (const kind of ['memory', 'redis'] as const) {
+    await t.test(kind, async (t) => {
+      const store = kind === 'memory' ? new MemoryStore() : new RedisStore({ url: redis.url, prefix: 'sweep:' })
+      t.teardown(() => store.close())
+      // What the dead instance left: one task whose end was written (and marked pending) but whose
+      // notification never was, one still `working`. Both leases lapse 300 ms from now.
+      const now = Date.now()
+      const at = new Date(now).toISOString()
+      const base = { createdAt: at, lastUpdatedAt: at, ttlMs: 60_000, pollIntervalMs: 500, notify: true, leaseUntil: now + 300 }
+      await store.tasks.createTask(ANONYMOUS.id, { taskId: 'ended', status: 'working', ...base })
+      await store.tasks.createTask(ANONYMOUS.id, { taskId: 'orphan', status: 'working', ...base })
+      const ended = await store.tasks.updateTask(ANONYMOUS.id, 'ended', { status: 'completed', result: { content: [] } })
+      t.equal(ended !== true && ended?.notifyPending, true, 'the end is marked: its notification is pending')
+
+      // Another instance, serving: its sweep (every third of its lease) finds both once they lapse.
+      const mcp = new McpServer({ name: 't', version: '1', store, taskLeaseMs: 600 })
+      const { app } = await build(t, { mcp })
+      const seen = new Map<string, string>()
+      for (let i = 0; i < 300 && seen.size < 2; i++) {
+        const res = await call(app, { url: '/notifications' })
+        for (const n of res.body as any[]) if (n.method === 'notifications/tasks') seen.set(n.params.taskId, n.params.status)
+        const group = res.headers['mcp-message-group']
+        if (typeof group === 'string') await call(app, { method: 'POST', url: '/notifications', headers: { 'mcp-message-group': group } })
+        else await sleep(100)
+      }
+      t.same(Object.fromEntries(seen), { ended: 'completed', orphan: 'failed' }, 'the end written is notified; the task left running fails, notified')
+      const [e, o] = await Promise.all([store.tasks.getTask(ANONYMOUS.id, 'ended'), store.tasks.getTask(ANONYMOUS.id, 'orphan')])
+      t.same([e?.notifyPending, o?.notifyPending, o?.statusMessage], [undefined, undefined, 'The server instance running this task stopped before it finished'], 'nothing pending is left')
+      t.same(await store.tasks.lapsedTasks(Date.now() + 120_000, 10), [], 'nothing left for a sweep, however late')
+    })
+  }
+})

@@ -88,7 +88,7 @@ t.test("legacy era: the extension's tasks for a client that declared it, none fo
 t.test('a task that expires between its lookup and its answers is unknown', async (t) => {
   const task = { taskId: 'gone', status: 'input_required', inputRequests: {} }
   const store = { tasks: { getTask: async () => task, answerTask: async () => undefined } } as unknown as Store
-  await t.rejects(answerTask(store, 'o', 'gone', {}), { code: -32602, status: 404, message: 'Unknown task: gone' })
+  await t.rejects(answerTask({ store, leases: { until: () => Date.now() + 60_000 } }, 'o', 'gone', {}), { code: -32602, status: 404, message: 'Unknown task: gone' })
 })
 
 t.test('tasks/get on /mcp answers the task GET /tasks/{id} serves, in memory and in Redis (the store\'s own JSON text)', async (t) => {

@@ -151,7 +151,7 @@ t.test('Tasks.served: a frozen task record is serialized once per version; polls
   const { Tasks } = await import('../../src/tasks/task-methods.js')
   const store = new MemoryStore()
   t.teardown(() => store.close())
-  const tasks = new Tasks(() => store)
+  const tasks = new Tasks(() => store, { until: () => Date.now() + 60_000 })
   const principal = { id: 'alice', scopes: [], anonymous: false }
   const ctx = new CallContext(
     { requestId: 'r', protocolVersion: '2026-07-28', era: 'modern', meta: undefined, clientCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } }, principal, log: console, deadline: 0 },

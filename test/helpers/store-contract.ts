@@ -384,6 +384,45 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     t.equal((await store.tasks.getTask('alice', 'l1'))?.leaseUntil, 5000)
   })
 
+  t.test('tasks: an end not yet notified is guarded by its lease; a lapsed lease is taken by one instance', async (t) => {
+    const store = await make(t)
+    const peer = await peerOf(t, store)
+    const now = Date.now()
+    await store.tasks.createTask('alice', task('n1', { notify: true, leaseUntil: now + 50 }))
+    await store.tasks.createTask('alice', task('quiet', { leaseUntil: now - 1000 }))
+    t.same(await peer.tasks.lapsedTasks(now, 10), [], 'nothing lapsed yet; a task without notify is never listed')
+    const ended = updated(t, await store.tasks.updateTask('alice', 'n1', { status: 'completed', result: {} }))
+    t.equal(ended?.notifyPending, true, 'an end that will be notified is marked pending in the same write')
+    t.equal((await peer.tasks.getTask('alice', 'n1'))?.notifyPending, true, 'on every instance')
+    if (store.tasks.getTaskText !== undefined) {
+      const text = await store.tasks.getTaskText('alice', 'n1')
+      t.equal(text?.notifyPending, true, 'the text form says so')
+      t.notMatch(text?.json ?? '', /notifyPending/, 'but not on the wire')
+    }
+    t.equal(await peer.tasks.renewTask('alice', 'n1', now + 100), true, 'its lease is still renewed while the notification is pending')
+    t.equal(await store.tasks.takeLapsedTask('alice', 'n1', now + 60, now + 60_000), undefined, 'not lapsed before its lease')
+    t.same(await store.tasks.lapsedTasks(now + 200, 10), [{ owner: 'alice', taskId: 'n1' }], 'listed once its lease lapsed')
+    const [a, b] = await Promise.all([store.tasks.takeLapsedTask('alice', 'n1', now + 200, now + 60_000), peer.tasks.takeLapsedTask('alice', 'n1', now + 200, now + 60_000)])
+    t.equal([a, b].filter((x) => x !== undefined).length, 1, 'two instances at once: one takes it')
+    const taken = a ?? b
+    t.same([taken?.status, taken?.notifyPending, taken?.leaseUntil], ['completed', true, now + 60_000], 'taken as it is, with the taker\'s lease')
+    t.same(await peer.tasks.lapsedTasks(now + 200, 10), [], 'the taker holds it')
+    await peer.tasks.notifiedTask('alice', 'n1')
+    t.equal((await store.tasks.getTask('alice', 'n1'))?.notifyPending, undefined, 'notified: the mark is gone')
+    t.equal(await store.tasks.renewTask('alice', 'n1', now + 90_000), false, 'a finished, notified task is not renewed')
+    t.equal(await store.tasks.takeLapsedTask('alice', 'n1', now + 120_000, now + 180_000), undefined, 'nor taken, however late')
+    t.same(await store.tasks.lapsedTasks(now + 120_000, 10), [], 'and no longer listed')
+
+    await store.tasks.createTask('bob', task('r1', { notify: true, leaseUntil: now - 5 }))
+    t.same(await store.tasks.lapsedTasks(now, 10), [{ owner: 'bob', taskId: 'r1' }], 'a running task whose lease lapsed is listed')
+    t.equal(await store.tasks.takeLapsedTask('alice', 'r1', now, now + 1), undefined, 'not by another owner')
+    const running = await peer.tasks.takeLapsedTask('bob', 'r1', now, now + 60_000)
+    t.same([running?.status, running?.leaseUntil], ['working', now + 60_000], 'a running task is taken as it is (the taker fails it)')
+    t.same(await store.tasks.lapsedTasks(now + 1000, 10), [], 'moved to the taker\'s lease')
+    t.equal(await store.tasks.takeLapsedTask('bob', 'gone', now, now + 1), undefined, 'an unknown task: nothing to take')
+    t.equal((await store.tasks.takeLapsedTask('alice', 'quiet', now, now + 1))?.status, 'working', 'a lapsed task without notify is taken too (by a read)')
+  })
+
   t.test('tasks: input requests answered (only outstanding keys), runners woken on any instance', async (t) => {
     const store = await make(t)
     const peer = await peerOf(t, store)
