@@ -3,15 +3,15 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { errors } from '../src/errors.js'
 import { Header, decodeJsonHeader } from '../src/headers.js'
-import { type ListRequest, sendResult, serveCached } from '../src/http/representation.js'
+import { sendResult } from '../src/http/representation.js'
 import { cancellableByClient, createContext, paramsFromHeaders, paramsFromPost } from '../src/http/request.js'
-import { CommonHeaders, CursorQuery, GetHeaders, NotModified, RetryGetHeaders, errorResponses } from '../src/schema/http.js'
-import { GetPromptResponseSchema, ListPromptsResultSchema, type GetPromptBody } from '../src/schema/prompts.js'
+import { CommonHeaders, RetryGetHeaders, errorResponses } from '../src/schema/http.js'
+import { GetPromptResponseSchema, type GetPromptBody } from '../src/schema/prompts.js'
 import { copyOf } from '../src/core/results.js'
-import { NO_CONTEXT, restAt, restRoute } from '../src/http/rest-route.js'
+import { listRoute } from '../src/http/list-route.js'
+import { restAt, restRoute } from '../src/http/rest-route.js'
 import { METHODS } from '../src/methods.js'
 
-const listPromptsRoute = restRoute('listPrompts')
 const getPromptRoute = restRoute('getPrompt')
 const getPromptWithBodyRoute = restRoute('getPromptWithBody')
 
@@ -22,19 +22,7 @@ const NameParams = Type.Object(GET.target)
 const prompts: FastifyPluginAsyncTypebox = async (fastify) => {
   const mcp = fastify.mcp
 
-  fastify.route({
-    method: listPromptsRoute.method,
-    url: listPromptsRoute.url,
-    schema: {
-      operationId: listPromptsRoute.operationId,
-      summary: 'prompts/list',
-      tags: ['prompts'],
-      querystring: CursorQuery,
-      headers: GetHeaders,
-      response: { 200: ListPromptsResultSchema, 304: NotModified, ...errorResponses() }
-    },
-    handler: serveCached(mcp.cacheHints, (request: ListRequest, era) => METHODS['prompts/list'].core(mcp, { cursor: request.query.cursor }, NO_CONTEXT[era]))
-  })
+  listRoute(fastify, 'prompts/list')
 
   const get = async (request: FastifyRequest, reply: FastifyReply, name: string, params: GetPromptBody) => {
     const ctx = cancellableByClient(await createContext(request, reply, params), reply)

@@ -1,19 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from '@sinclair/typebox'
-import { type ListRequest, sendEmpty, sendResult, serveCached } from '../src/http/representation.js'
+import { sendEmpty, sendResult } from '../src/http/representation.js'
 import { cancellableByClient, createContext, paramsFromHeaders, paramsFromPost, type RetryParams } from '../src/http/request.js'
-import { Accepted, CommonHeaders, CursorQuery, GetHeaders, NotModified, RetryGetHeaders, errorResponses } from '../src/schema/http.js'
-import {
-  ListResourceTemplatesResultSchema,
-  ListResourcesResultSchema,
-  ReadResourceResponseSchema
-} from '../src/schema/resources.js'
-import { NO_CONTEXT, restAt, restRoute } from '../src/http/rest-route.js'
+import { Accepted, CommonHeaders, NotModified, RetryGetHeaders, errorResponses } from '../src/schema/http.js'
+import { ReadResourceResponseSchema } from '../src/schema/resources.js'
+import { listRoute } from '../src/http/list-route.js'
+import { restAt, restRoute } from '../src/http/rest-route.js'
 import { METHODS } from '../src/methods.js'
 
-const listResourcesRoute = restRoute('listResources')
-const listResourceTemplatesRoute = restRoute('listResourceTemplates')
 const readResourceRoute = restRoute('readResource')
 const readResourceWithBodyRoute = restRoute('readResourceWithBody')
 
@@ -26,33 +21,9 @@ const UriParams = Type.Object(READ.target)
 const resources: FastifyPluginAsyncTypebox = async (fastify) => {
   const mcp = fastify.mcp
 
-  fastify.route({
-    method: listResourcesRoute.method,
-    url: listResourcesRoute.url,
-    schema: {
-      operationId: listResourcesRoute.operationId,
-      summary: 'resources/list',
-      tags: ['resources'],
-      querystring: CursorQuery,
-      headers: GetHeaders,
-      response: { 200: ListResourcesResultSchema, 304: NotModified, ...errorResponses() }
-    },
-    handler: serveCached(mcp.cacheHints, (request: ListRequest, era) => METHODS['resources/list'].core(mcp, { cursor: request.query.cursor }, NO_CONTEXT[era]))
-  })
+  listRoute(fastify, 'resources/list')
 
-  fastify.route({
-    method: listResourceTemplatesRoute.method,
-    url: listResourceTemplatesRoute.url,
-    schema: {
-      operationId: listResourceTemplatesRoute.operationId,
-      summary: 'resources/templates/list',
-      tags: ['resources'],
-      querystring: CursorQuery,
-      headers: GetHeaders,
-      response: { 200: ListResourceTemplatesResultSchema, 304: NotModified, ...errorResponses() }
-    },
-    handler: serveCached(mcp.cacheHints, (request: ListRequest, era) => METHODS['resources/templates/list'].core(mcp, { cursor: request.query.cursor }, NO_CONTEXT[era]))
-  })
+  listRoute(fastify, 'resources/templates/list')
 
   // GET reads are HTTP-cacheable (ETag, 304); POST ones are not (RFC 9110 allows 304 only for GET/HEAD),
   // nor are retries: MCP caching forbids caching results that depend on inputResponses/requestState.

@@ -1,37 +1,23 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply } from 'fastify'
 import { Type } from '@sinclair/typebox'
-import { type ListRequest, sendResult, sendWhenReady, serveCached } from '../src/http/representation.js'
+import { sendResult, sendWhenReady } from '../src/http/representation.js'
 import { cancellableByClient, contextOf, paramsFromPost } from '../src/http/request.js'
 import { streamResult, wantsStream } from '../src/http/sse-result.js'
-import { CommonHeaders, CursorQuery, GetHeaders, NotModified, errorResponses } from '../src/schema/http.js'
-import { CallToolResponseSchema, ListToolsResultSchema, type CallToolBody, type CallToolResponse } from '../src/schema/tools.js'
+import { CommonHeaders, errorResponses } from '../src/schema/http.js'
+import { CallToolResponseSchema, type CallToolBody, type CallToolResponse } from '../src/schema/tools.js'
 import { CreateTaskResultSchema, type CreateTaskResult } from '../src/schema/tasks.js'
 import type { CallContext } from '../src/core/call-context.js'
+import { listRoute } from '../src/http/list-route.js'
 import { METHODS } from '../src/methods.js'
-import { NO_CONTEXT, restRoute } from '../src/http/rest-route.js'
+import { restRoute } from '../src/http/rest-route.js'
 
-const listTools = restRoute('listTools')
 const callTool = restRoute('callTool')
 const CALL = METHODS['tools/call']
 
 /** tools/list and tools/call. */
 const tools: FastifyPluginAsyncTypebox = async (fastify) => {
-  const mcp = fastify.mcp
-
-  fastify.route({
-    method: listTools.method,
-    url: listTools.url,
-    schema: {
-      operationId: listTools.operationId,
-      summary: 'tools/list',
-      tags: ['tools'],
-      querystring: CursorQuery,
-      headers: GetHeaders,
-      response: { 200: ListToolsResultSchema, 304: NotModified, ...errorResponses() }
-    },
-    handler: serveCached(mcp.cacheHints, (request: ListRequest, era) => METHODS['tools/list'].core(mcp, { cursor: request.query.cursor }, NO_CONTEXT[era]))
-  })
+  listRoute(fastify, 'tools/list')
 
   fastify.route({
     method: callTool.method,
