@@ -19,7 +19,8 @@ import { digest } from '../hash.js'
  *   P bus:{0..15}      the bus channels (cancellations, resource updates)
  *   P gw:<instance>    the gateway's round relay (P gw:reply:<uuid> for outcomes)
  *   P rl:...           the rate limiter's counters (@fastify/rate-limit names them under this)
- *   P wh...            the webhooks' keys (src/webhooks/redis-scripts.ts, under the same prefix)
+ *   P {wh}:<name>      the webhooks' schedule: sched, gen, owners
+ *   P {who:<h>}:hooks  an owner's webhooks; P {wh:<id>}:<part> a webhook's due, msgs, leases, bytes, log
  *
  * Each script is called with one key, KEYS[1], which places it on its slot; what else it touches
  * it derives from KEYS[1] inside the script, as a part appended after the hash tag (so on the same
@@ -141,6 +142,27 @@ export class RedisKeys {
 
   relayReply(id: string): string {
     return `${this.prefix}gw:reply:${id}`
+  }
+
+  /**
+   * The webhooks' keys (their Lua is in src/webhooks/redis-scripts.ts, which takes every key as
+   * KEYS): on the `{wh}` slot the schedule of webhooks with work (`sched`), its generations (`gen`)
+   * and the webhook -> owner index (`owners`).
+   */
+  get webhookSchedule(): { sched: string; gen: string; owners: string } {
+    const tag = `${this.prefix}{wh}`
+    return { sched: `${tag}:sched`, gen: `${tag}:gen`, owners: `${tag}:owners` }
+  }
+
+  /** An owner's webhooks (one hash), on the owner's `{who:<h>}` slot. */
+  webhooks(owner: string): string {
+    return `${this.prefix}{who:${ownerTag(owner)}}:hooks`
+  }
+
+  /** One webhook's pending deliveries (due, msgs, leases, bytes) and its attempts log, on its `{wh:<id>}` slot. */
+  webhookDeliveries(id: string): { due: string; msgs: string; leases: string; bytes: string; log: string } {
+    const tag = `${this.prefix}{wh:${id}}`
+    return { due: `${tag}:due`, msgs: `${tag}:msgs`, leases: `${tag}:leases`, bytes: `${tag}:bytes`, log: `${tag}:log` }
   }
 
   /** The rate limiter's namespace (`@fastify/rate-limit` appends its own names). */

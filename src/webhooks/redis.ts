@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Cluster, Redis } from 'ioredis'
 import { storeFailure } from '../store/redis-core.js'
-import { ownerTag } from '../store/redis-keys.js'
+import { RedisKeys } from '../store/redis-keys.js'
 import { evalScript, script, type Script } from '../store/redis-eval.js'
 import { WEBHOOK_SCRIPTS, type WebhookScript } from './redis-scripts.js'
 import type { ClaimedDelivery, DeliveryAttempt, PendingDelivery, PendingLimits, WebhookRecord, WebhookStore } from './types.js'
@@ -18,6 +18,7 @@ const LOADED = Object.fromEntries(Object.entries(WEBHOOK_SCRIPTS).map(([name, [k
  * const webhooks = new RedisWebhookStore(store.client, store.prefix)
  */
 export class RedisWebhookStore implements WebhookStore {
+  readonly #keys: RedisKeys
   readonly #sched: string
   readonly #gen: string
   readonly #index: string
@@ -26,11 +27,13 @@ export class RedisWebhookStore implements WebhookStore {
     readonly redis: Redis | Cluster,
     readonly prefix: string
   ) {
-    this.#sched = `${prefix}{wh}:sched`
-    this.#gen = `${prefix}{wh}:gen`
-    // Webhook id -> owner, for broadcasts. Beside the owner's hash, not with it (another slot): a
-    // webhook missing from it (a crash between the two writes) gets broadcasts on /notifications.
-    this.#index = `${prefix}{wh}:owners`
+    this.#keys = new RedisKeys(prefix)
+    // Webhook id -> owner, for broadcasts. Beside the schedule, not with the owner's hash (another
+    // slot): a webhook missing from it (a crash between the two writes) gets broadcasts on /notifications.
+    const schedule = this.#keys.webhookSchedule
+    this.#sched = schedule.sched
+    this.#gen = schedule.gen
+    this.#index = schedule.owners
   }
 
   /**
@@ -49,12 +52,12 @@ export class RedisWebhookStore implements WebhookStore {
   }
 
   #hooks(owner: string): string {
-    return `${this.prefix}{who:${ownerTag(owner)}}:hooks`
+    return this.#keys.webhooks(owner)
   }
 
-  #keys(id: string): [string, string, string, string] {
-    const tag = `${this.prefix}{wh:${id}}`
-    return [`${tag}:due`, `${tag}:msgs`, `${tag}:leases`, `${tag}:bytes`]
+  #keysOf(id: string): [string, string, string, string] {
+    const k = this.#keys.webhookDeliveries(id)
+    return [k.due, k.msgs, k.leases, k.bytes]
   }
 
   addWebhook(hook: WebhookRecord, max: number): Promise<boolean> {
@@ -87,7 +90,7 @@ export class RedisWebhookStore implements WebhookStore {
     return this.#guard(async () => {
       if ((await this.redis.hdel(this.#hooks(owner), id)) === 0) return undefined
       const pending = await this.drain(id)
-      await this.redis.del(`${this.prefix}{wh:${id}}:log`)
+      await this.redis.del(this.#keys.webhookDeliveries(id).log)
       await this.redis.multi().zrem(this.#sched, id).hdel(this.#gen, id).hdel(this.#index, id).exec()
       return pending
     })
@@ -102,7 +105,7 @@ export class RedisWebhookStore implements WebhookStore {
 
   enqueue(d: PendingDelivery, limits: PendingLimits): Promise<boolean> {
     return this.#guard(async () => {
-      const [due, msgs, , bytes] = this.#keys(d.webhookId)
+      const [due, msgs, , bytes] = this.#keysOf(d.webhookId)
       const size = Buffer.byteLength(d.body)
       const ok = await this.#run('whEnqueue', due, msgs, bytes, d.id, JSON.stringify(d), d.createdAt, size, limits.maxPending, limits.maxPendingBytes)
       if (ok !== 1) return false
@@ -117,7 +120,7 @@ export class RedisWebhookStore implements WebhookStore {
       const out: ClaimedDelivery[] = []
       for (let i = 0; i < polled.length && out.length < max; i += 2) {
         const id = polled[i]!
-        const [due, msgs, leases] = this.#keys(id)
+        const [due, msgs, leases] = this.#keysOf(id)
         const got = (await this.#run('whClaim', due, msgs, leases, now, now + leaseMs, max - out.length, `${randomUUID()}:`)) as string[]
         for (let j = 0; j + 1 < got.length; j += 2) out.push({ ...(JSON.parse(got[j]!) as PendingDelivery), lease: got[j + 1]! })
         await this.#run('whReschedule', this.#sched, this.#gen, id, polled[i + 1]!, got[got.length - 1]!)
@@ -128,7 +131,7 @@ export class RedisWebhookStore implements WebhookStore {
 
   retry(d: ClaimedDelivery, dueAt: number): Promise<boolean> {
     return this.#guard(async () => {
-      const [due, msgs, leases] = this.#keys(d.webhookId)
+      const [due, msgs, leases] = this.#keysOf(d.webhookId)
       const { lease, ...pending } = d
       if ((await this.#run('whRetry', due, msgs, leases, d.id, lease, JSON.stringify(pending), dueAt)) !== 1) return false
       await this.#run('whSchedule', this.#sched, this.#gen, d.webhookId, dueAt)
@@ -137,22 +140,22 @@ export class RedisWebhookStore implements WebhookStore {
   }
 
   finish(d: ClaimedDelivery): Promise<boolean> {
-    return this.#guard(async () => (await this.#run('whFinish', ...this.#keys(d.webhookId), d.id, d.lease, Buffer.byteLength(d.body))) === 1)
+    return this.#guard(async () => (await this.#run('whFinish', ...this.#keysOf(d.webhookId), d.id, d.lease, Buffer.byteLength(d.body))) === 1)
   }
 
   drain(webhookId: string): Promise<PendingDelivery[]> {
-    return this.#guard(async () => ((await this.#run('whDrain', ...this.#keys(webhookId))) as string[]).map((raw) => JSON.parse(raw) as PendingDelivery))
+    return this.#guard(async () => ((await this.#run('whDrain', ...this.#keysOf(webhookId))) as string[]).map((raw) => JSON.parse(raw) as PendingDelivery))
   }
 
   logAttempt(webhookId: string, attempt: DeliveryAttempt, keep: number): Promise<void> {
     return this.#guard(async () => {
-      const key = `${this.prefix}{wh:${webhookId}}:log`
+      const key = this.#keys.webhookDeliveries(webhookId).log
       await this.redis.multi().lpush(key, JSON.stringify(attempt)).ltrim(key, 0, keep - 1).exec()
     })
   }
 
   attempts(webhookId: string): Promise<DeliveryAttempt[]> {
-    return this.#guard(async () => (await this.redis.lrange(`${this.prefix}{wh:${webhookId}}:log`, 0, -1)).map((raw) => JSON.parse(raw) as DeliveryAttempt))
+    return this.#guard(async () => (await this.redis.lrange(this.#keys.webhookDeliveries(webhookId).log, 0, -1)).map((raw) => JSON.parse(raw) as DeliveryAttempt))
   }
 
   /** The connection belongs to the RedisStore: nothing to close here. */
