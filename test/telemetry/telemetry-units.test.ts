@@ -325,3 +325,65 @@ t.test("a W3C carrier's keys are the _meta object's own", async (t) => {
   const { metaGetter } = await import('../../src/telemetry/links.js')
   t.same(metaGetter.keys({ traceparent: 'x', other: 1 }), ['traceparent', 'other'])
 })
+
+t.test("store spans inside a request's span: CLIENT with db.system.name for a Redis store, a failure's type and status", async (t) => {
+  const { context, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode } = await import('@opentelemetry/api')
+  const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks')
+  // The SDK registers this once when a server starts with traces; false when it is there already.
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())
+  class RedisTestStore extends FakeStore {}
+  const role = {
+    async getTask() {
+      return undefined
+    },
+    async createTask() {
+      throw Object.assign(new Error('Redis is down'), { code: 'STORE_UNAVAILABLE' })
+    }
+  }
+  const exporter = new InMemorySpanExporter()
+  const tracer = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }).getTracer('t')
+  const store = observedStore(new RedisTestStore(role) as unknown as Store, tracer, instruments(createNoopMeter()))
+  const request = tracer.startSpan('request')
+  const [read, create] = context.with(trace.setSpan(ROOT_CONTEXT, request), () => [store.tasks.getTask('o', 't'), store.tasks.createTask('o', {} as never)])
+  t.equal(await read, undefined)
+  await t.rejects(create as Promise<unknown>, { code: 'STORE_UNAVAILABLE' })
+  request.end()
+  const spans = new Map(exporter.getFinishedSpans().map((s) => [s.name, s]))
+  t.match(spans.get('store getTask'), { kind: SpanKind.CLIENT, parentSpanContext: { spanId: request.spanContext().spanId }, attributes: { 'db.system.name': 'redis' } })
+  t.match(spans.get('store createTask'), {
+    kind: SpanKind.CLIENT,
+    attributes: { 'error.type': 'STORE_UNAVAILABLE' },
+    status: { code: SpanStatusCode.ERROR, message: 'Redis is down' }
+  })
+})
+
+t.test("no OTLP endpoint among the server's variables: each exporter's own default (the process' variables, else localhost:4318)", async (t) => {
+  // The exporters read the process' OTEL_EXPORTER_OTLP_ENDPOINT when given no URL; a server given
+  // variables of its own (the telemetry option's `env`) without an endpoint falls back to that.
+  const receiver = await otlpReceiver()
+  const saved = process.env.OTEL_EXPORTER_OTLP_ENDPOINT
+  t.teardown(() => {
+    if (saved === undefined) delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT
+    else process.env.OTEL_EXPORTER_OTLP_ENDPOINT = saved
+    return receiver.close()
+  })
+  process.env.OTEL_EXPORTER_OTLP_ENDPOINT = receiver.url
+  const app = await buildServer({ logger: false, mcp: createDemoServer(), telemetry: { traces: true, env: { OTEL_METRICS_EXPORTER: 'otlp' } } })
+  t.equal((await app.inject({ method: 'POST', url: '/tools/echo/calls', payload: { arguments: { text: 'x' } } })).statusCode, 200)
+  await app.close()
+  t.same([...new Set(receiver.posts)].sort(), ['POST /v1/metrics application/x-protobuf', 'POST /v1/traces application/x-protobuf'])
+  t.ok(receiver.spans.some((s) => s.name === 'tools/call echo'))
+})
+
+t.test('OTEL_TRACES_EXPORTER=console writes each span to the console', async (t) => {
+  const written: unknown[] = []
+  const { dir, log } = console
+  console.dir = (item: unknown) => void written.push(item)
+  console.log = (...items: unknown[]) => void written.push(...items)
+  t.teardown(() => Object.assign(console, { dir, log }))
+  const app = await buildServer({ logger: false, mcp: createDemoServer(), telemetry: { traces: true, env: { OTEL_TRACES_EXPORTER: ' Console ' } } })
+  t.equal((await app.inject({ method: 'POST', url: '/tools/echo/calls', payload: { arguments: { text: 'x' } } })).statusCode, 200)
+  await app.close()
+  Object.assign(console, { dir, log })
+  t.match(written, [{ name: 'tools/call echo', kind: 1, attributes: { 'gen_ai.tool.name': 'echo' } }])
+})
