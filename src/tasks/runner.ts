@@ -41,6 +41,7 @@ async function persistently<T>(write: () => Promise<T>, deadline: number, log: C
       await sleep(delay, undefined, { ref: false })
     }
   }
+  /* c8 ignore next: the loop ends only by return or throw, but V8 counts a continuation after it */
 }
 
 type Update = (patch: Partial<TaskRecord>) => Promise<void>
