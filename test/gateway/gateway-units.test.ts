@@ -257,3 +257,20 @@ t.test('a stdio upstream given by the library without args: the command runs alo
   t.equal(await up.start(), true)
   t.equal(up.client!.getServerVersion()!.name, 'odd')
 })
+
+t.test("the upstream's subscription: kept while other subscribers remain, dropped with the last; none asked of an upstream without subscriptions", async (t) => {
+  const { serveUpstream, FILESYSTEM } = await import('../helpers/gateway-helper.js')
+  const { call, json } = await import('../helpers/helper.js')
+  const { app, gw } = await serveUpstream(t, oddUpstream)
+  const subs = async () => (await call(app, { method: 'POST', url: '/tools/subs/calls', ...json({ arguments: {} }) })).body.content[0].text
+  const uri = 'odd://r/0-1'
+  await gw.subscribeUpstream(uri)
+  t.equal(await subs(), uri)
+  await gw.unsubscribeUpstream(uri, 1)
+  t.equal(await subs(), uri, 'one subscriber remains: the upstream stays subscribed')
+  await gw.unsubscribeUpstream(uri, 0)
+  t.equal(await subs(), '', 'the last one gone: unsubscribed')
+  // The filesystem server offers no resource subscriptions: asking it would be an error.
+  const fs = await serveUpstream(t, { command: process.execPath, args: [FILESYSTEM, t.testdir()] })
+  await t.resolves(fs.gw.subscribeUpstream('file:///nothing'))
+})
