@@ -52,6 +52,9 @@ export function installCommand(packages) {
  */
 function installer() {
   if (find('apt-get') === undefined) return { cannot: 'apt-get is not here (this is not Debian or Ubuntu)' }
+  /* c8 ignore start: which answer depends on the user running the suite (root, passwordless sudo or
+     neither), and the test that asks as `nobody` gives no coverage back (it cannot write this user's
+     .tap/coverage; sudo drops NODE_V8_COVERAGE). test/deploy/prerequisites.test.ts asserts what it answers. */
   if (process.getuid?.() === 0) return { prefix: [] }
   if (find('sudo') === undefined) return { cannot: 'installing needs root, and sudo is not installed' }
   if (spawnSync('sudo', ['-n', 'true'], { stdio: 'ignore' }).status === 0) return { prefix: ['sudo', '-n'] }
@@ -63,6 +66,7 @@ function run(prefix, args) {
   const r = spawnSync(cmd, rest, { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } })
   return r.status === 0
 }
+/* c8 ignore stop */
 
 /** Installs what is missing, or says what to run. Returns the exit code. */
 export function ensure(programs = PREREQUISITES) {
@@ -74,6 +78,8 @@ export function ensure(programs = PREREQUISITES) {
       `It cannot install them itself: ${how.cannot}.\nInstall them with:\n\n  ${installCommand(missing)}\n`)
     return 1
   }
+  /* c8 ignore start: installing with apt-get, as root or through sudo; the suite cannot install
+     system packages to test it (checked by hand on a fresh machine, 2026-11-28). */
   console.error(`npm test: installing the Debian packages it needs: ${missing.join(' ')}`)
   if (!run(how.prefix, ['apt-get', 'update', '-qq']) || !run(how.prefix, ['apt-get', 'install', '-y', '-qq', ...missing])) {
     console.error(`npm test: apt-get failed (above). Install the packages with:\n\n  ${installCommand(missing)}\n`)
@@ -85,6 +91,7 @@ export function ensure(programs = PREREQUISITES) {
     return 1
   }
   return 0
+  /* c8 ignore stop */
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

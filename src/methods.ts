@@ -257,11 +257,6 @@ export const METHODS = {
 
 export type MethodName = keyof typeof METHODS
 
-/** Whether `name` is a method of the table (an own key: `toString` is not one). */
-export function isMethodName(name: string): name is MethodName {
-  return Object.hasOwn(METHODS, name)
-}
-
 /** Every REST route of the table, with the method it serves, by operationId. */
 export const REST_ROUTES: ReadonlyMap<string, RestRoute & { readonly name: MethodName }> = new Map(
   Object.entries(METHODS).flatMap(([name, e]) => e.rest.map((r) => [r.operationId, { ...r, name: name as MethodName }] as const))

@@ -95,11 +95,6 @@ export function hostOriginPolicy(options: HostOriginOptions, server?: Server): H
   return { check, origins }
 }
 
-/** The `onRequest` hook of {@link hostOriginPolicy} alone: undefined when there is nothing to check. */
-export function hostOriginCheck(options: HostOriginOptions, server?: Server): onRequestHookHandler | undefined {
-  return hostOriginPolicy(options, server).check
-}
-
 /** True for `localhost`, `127.0.0.0/8` and `::1` (with or without brackets). */
 export function isLoopbackHost(host: string): boolean {
   const h = host.toLowerCase()

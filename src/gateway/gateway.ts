@@ -167,8 +167,9 @@ export class Gateway implements Forwarder {
     const options = { ttlMs: Math.min(asked?.ttl ?? most, most), pollIntervalMs: 1000, notify: asked?.notify === true }
     const task = await startTask(this.mcp, ctx, options, async (tc) => {
       call.ctx = tc
-      // Called again by the runner with the answers to the questions the last round returned.
-      if (tc.requestState !== undefined) call.answer(tc.inputResponses ?? {})
+      // Called again by the runner with the answers to the questions the last round returned (the
+      // runner sets inputResponses with requestState).
+      if (tc.requestState !== undefined) call.answer(tc.inputResponses!)
       return handlerReturn((await call.next(tc.signal, tc.clientCapabilities)) as never)
     }, (result) => result as Record<string, unknown>)
     return taskStarted(task)

@@ -67,6 +67,8 @@ export class RedisBus {
 
   /** Subscribe again to the bus channels and every channel waited on; a failure waits for the next try. */
   #subscribeAll(): void {
+    // A race no test can order: close() while a reconnected connection subscribes again.
+    /* c8 ignore next */
     if (this.#closing !== undefined) return
     const channels = [...this.#busChannels, ...this.#listening.keys()]
     if (this.#sharded) for (const c of channels) this.#sub.ssubscribe(c).catch(() => undefined)

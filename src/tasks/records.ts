@@ -81,6 +81,7 @@ export async function persistently<T>(write: () => Promise<T>, deadline: number,
       await sleep(delay, undefined, { ref: false })
     }
   }
+  /* c8 ignore next: the loop ends only by return or throw, but V8 counts a continuation after it */
 }
 
 /** How a change is written: at once (its error is the caller's answer), or each write {@link persistently}. */

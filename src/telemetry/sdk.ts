@@ -52,7 +52,8 @@ export function createObserver(settled: SettledTelemetry): Observer {
   let prometheus: PrometheusExporter | undefined
   if (settled.metrics !== false) {
     const own = settled.metrics === true ? undefined : settled.metrics
-    prometheus = new PrometheusExporter(own === undefined ? { preventServerStart: true } : { port: own.port, ...(own.host === undefined ? {} : { host: own.host }) })
+    // No host: the exporter's own default (all interfaces), as when the key is absent.
+    prometheus = new PrometheusExporter(own === undefined ? { preventServerStart: true } : { port: own.port, host: own.host })
     readers.push(prometheus)
   }
   if (settled.otlpMetrics) {

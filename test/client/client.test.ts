@@ -304,8 +304,19 @@ t.test('the poller de-duplicates a redelivered request and survives a lost ackno
   // Without an onNotification a group is still acknowledged; the default pause ends with the signal.
   await noHandler.subscribe('demo://readme')
   await live.mcp.resourceUpdated('demo://readme')
+  // Aborted once a round finds nothing (no group, no request): the loop is then in its pause.
   const stop = new AbortController()
-  setTimeout(() => stop.abort(), 30)
+  const { pollNotifications, pollRequests } = noHandler
+  let none = false
+  noHandler.pollNotifications = async (...args) => {
+    none = !(await pollNotifications.apply(noHandler, args))
+    return !none
+  }
+  noHandler.pollRequests = async (...args) => {
+    const requested = await pollRequests.apply(noHandler, args)
+    if (none && !requested) setImmediate(() => stop.abort())
+    return requested
+  }
   await noHandler.poll({ signal: stop.signal })
   t.equal(await noHandler.pollNotifications(), false, 'acknowledged')
 })

@@ -29,6 +29,16 @@ t.test('programs are found on PATH or in sbin; each missing package is named onc
   t.same(missingPackages(undefined, process.env.PATH), [], 'everything npm test needs is on this machine (npm test installed it)')
 })
 
+t.test('the command to install says sudo where sudo is on PATH', async (t) => {
+  const path = process.env.PATH
+  t.teardown(() => void (process.env.PATH = path))
+  process.env.PATH = t.testdir()
+  t.equal(installCommand(['p', 'q']), 'apt-get update && apt-get install -y p q   (as root)')
+  writeFileSync(join(process.env.PATH, 'sudo'), '#!/bin/sh\n')
+  chmodSync(join(process.env.PATH, 'sudo'), 0o755)
+  t.equal(installCommand(['p', 'q']), 'sudo apt-get update && sudo apt-get install -y p q')
+})
+
 t.test('npm test as a user who cannot install stops at once with the command to run', async (t) => {
   // The pretest step run as `nobody` (root drops to it; a user with passwordless sudo too), for a
   // program no machine has: it must exit 1 naming apt-get and the package, not try to install.
@@ -47,6 +57,18 @@ t.test('npm test as a user who cannot install stops at once with the command to 
   t.match(r.stderr, /It cannot install them itself: installing needs root, and sudo (is not installed|asks for a password)\./)
   t.match(r.stderr, /apt-get update && (sudo )?apt-get install -y mcp-test-absent-pkg/)
   t.notMatch(r.stderr, 'installing the Debian packages', 'it did not try')
+})
+
+t.test('without apt-get (not Debian) it stops at once with the command to run, for the programs the table names', async (t) => {
+  // No PATH, so no apt-get and no tmux; the table MCP_TEST_PREREQUISITES gives replaces the whole
+  // one (else tmux would be missing too), and nginx is found in /usr/sbin all the same.
+  const run = (programs: string) => spawnSync(process.execPath, [script], { env: { MCP_TEST_PREREQUISITES: programs }, encoding: 'utf8', timeout: 60_000 })
+  const absent = run('nginx:nginx,mcp-test-absent:mcp-test-absent-pkg')
+  t.equal(absent.status, 1, absent.stderr)
+  t.match(absent.stderr, 'npm test needs programs this machine lacks (Debian packages: mcp-test-absent-pkg).\nIt cannot install them itself: apt-get is not here (this is not Debian or Ubuntu).')
+  t.notMatch(absent.stderr, 'installing the Debian packages', 'it did not try')
+  const found = run('nginx:nginx')
+  t.same([found.status, found.stderr], [0, ''], 'only the programs named are looked for')
 })
 
 t.test('with everything installed, the pretest step passes silently', async (t) => {

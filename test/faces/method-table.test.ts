@@ -72,3 +72,10 @@ t.test('the OpenAPI document has the operations of the table, and no MCP method 
   const rest = [...operations.keys()].filter((id) => !TRANSPORT.has(id) && !id.startsWith('callTool_'))
   t.same(rest, [], 'every other operation is a tool of its own or the transport\'s')
 })
+
+t.test('the table guards its own use: a REST route it does not have, a context asked of a method that takes none', async (t) => {
+  const { NO_CONTEXT, restRoute } = await import('../../src/http/rest-route.js')
+  t.throws(() => restRoute('noSuchOperation'), /No REST route noSuchOperation in the method table/)
+  t.throws(() => NO_CONTEXT.modern.context(), /This method takes no context/)
+  t.throws(() => NO_CONTEXT.legacy.context(), /This method takes no context/)
+})

@@ -164,3 +164,16 @@ t.test('form schemas are compiled once each, with a bounded cache', async (t) =>
   t.throws(() => checkResponse('inputResponses["k"]', first, { action: 'accept', content: { f0: 'no' } }), /content\.f0 must be integer/)
   t.throws(() => checkResponse('inputResponses["k"]', first, { action: 'accept', content: { f2: 2 } }), /content\.f0 is required/)
 })
+
+t.test('form validators by digest: bounded, the oldest digest forgotten first', async (t) => {
+  const { checkResponse } = await import('../../src/mrtr/responses.js')
+  const schema = (field: string) => ({ type: 'object', properties: { [field]: { type: 'integer' } }, required: [field] })
+  // A digest stands for its schema: while 'old' is known, its first schema answers for it.
+  checkResponse('r', { m: 'elicitation/create', h: 'old', s: schema('a') }, { action: 'accept', content: { a: 1 } })
+  const asOld = { m: 'elicitation/create', h: 'old', s: schema('b') }
+  t.throws(() => checkResponse('r', asOld, { action: 'accept', content: { b: 1 } }), /content\.a is required/, 'known by its digest')
+  // 4096 digests later (the bound), 'old' is gone: its schema is read from the question again.
+  const other = { m: 'elicitation/create', s: schema('c') }
+  for (let i = 0; i < 4096; i++) checkResponse('r', { ...other, h: `new${i}` }, { action: 'accept', content: { c: i } })
+  t.doesNotThrow(() => checkResponse('r', asOld, { action: 'accept', content: { b: 1 } }), 'forgotten')
+})

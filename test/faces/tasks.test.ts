@@ -405,3 +405,112 @@ t.test('tasks/get from the memory store is answered at once; from a store that w
   t.equal((await waited).representation.body, (served as ServedTask).representation.body, 'with the same answer')
   await t.rejects(Promise.resolve(later.tasks.served(ctx(), 'unknown')), { status: 404, message: 'Unknown task: unknown' })
 })
+
+t.test('the runner: a create that throws is a rejection; a change retried after an outage notifies the task as it is; a failed status update fails the work', async (t) => {
+  const { startTask } = await import('../../src/tasks/runner.js')
+  const { StoreUnavailable } = await import('../../src/store/store-errors.js')
+  // The runner's pause before writing again does not keep the process alive (a server's handles do).
+  const alive = setInterval(() => undefined, 1000)
+  t.teardown(() => clearInterval(alive))
+  const quiet = { debug() {}, info() {}, warn() {}, error() {}, child: () => quiet } as never
+  const ctx = { requestId: '1', protocolVersion: '2026-07-28', era: 'modern', meta: undefined, clientCapabilities: {}, principal: { id: 'p' }, log: quiet, outlet: undefined } as never
+  const options = { ttlMs: 60_000, pollIntervalMs: 1000, notify: true }
+  const services = (tasks: object, pushed: (n: unknown) => void) => ({
+    store: { tasks, mailbox: { pushNotification: async (_owner: string, n: unknown) => pushed(n) } },
+    cancellations: { track: () => () => undefined },
+    taskLeases: { until: () => 0, hold: () => () => undefined }
+  }) as never
+
+  // A store that throws instead of rejecting: startTask still answers with a promise.
+  const thrower = services({ createTask: () => { throw new Error('not a promise') } }, () => undefined)
+  let started: Promise<unknown> | undefined
+  t.doesNotThrow(() => (started = startTask(thrower, ctx, options, () => 'x', () => ({}))))
+  await t.rejects(started!, /not a promise/)
+
+  // The end written, its answer lost to an outage: the retry finds the task ended already (undefined),
+  // and the task as it is now is notified.
+  const updates: unknown[] = []
+  let notified!: (n: unknown) => void
+  const notification = new Promise((resolve) => (notified = resolve))
+  const ended = { taskId: 'x', status: 'completed', notify: true, createdAt: new Date().toISOString(), lastUpdatedAt: new Date().toISOString(), ttlMs: 60_000, pollIntervalMs: 1000, result: { content: [] } }
+  const retried = services({
+    createTask: async () => undefined,
+    updateTask: async (_o: string, _id: string, patch: unknown) => {
+      updates.push(patch)
+      if (updates.length === 1) throw new StoreUnavailable()
+      return undefined
+    },
+    getTask: async () => ended
+  }, notified)
+  await startTask(retried, ctx, options, () => 'done', () => ({ content: [] }))
+  t.match(await notification, { method: 'notifications/tasks', params: { status: 'completed' } })
+  t.equal(updates.length, 2, 'written once more')
+
+  // A status update the store refuses (not an outage) fails the work: a completed task with isError.
+  const patches: Array<{ status?: string; result?: unknown }> = []
+  let done!: () => void
+  const recorded = new Promise<void>((resolve) => (done = resolve))
+  const refusing = services({
+    createTask: async () => undefined,
+    updateTask: async (_o: string, _id: string, patch: { status?: string; result?: unknown }) => {
+      if (patch.status === undefined) throw new Error('the store refused it')
+      patches.push(patch)
+      done()
+      return true
+    }
+  }, () => undefined)
+  await startTask(refusing, ctx, options, async (tc) => {
+    await tc.task.status('halfway')
+    return 'never'
+  }, () => ({ content: [] }))
+  await recorded
+  t.match(patches, [{ status: 'completed', result: { isError: true, content: [{ text: 'the store refused it' }] } }])
+})
+
+t.test('tasks/get from a store that answers later: a task whose lease lapsed is failed first, then read again', async (t) => {
+  const { findTask, INSTANCE_LOST } = await import('../../src/tasks/task-steps.js')
+  const now = new Date().toISOString()
+  let task = { taskId: 'x', status: 'working' as string, createdAt: now, lastUpdatedAt: now, ttlMs: 60_000, pollIntervalMs: 1000, leaseUntil: Date.now() - 1000 } as Record<string, unknown>
+  const store = {
+    tasks: {
+      getTask: async () => task,
+      takeLapsedTask: async (_o: string, _id: string, at: number, leaseUntil: number) => ((task.leaseUntil as number) < at ? (task = { ...task, leaseUntil }) : undefined),
+      updateTask: async (_o: string, _id: string, patch: Record<string, unknown>) => ((task = { ...task, ...patch }), true)
+    },
+    mailbox: {},
+    signals: {}
+  } as never
+  const read = findTask({ store, leases: { until: () => Date.now() + 60_000 } }, 'p', 'x')
+  t.ok(read instanceof Promise)
+  t.match(await read, { status: 'failed', error: INSTANCE_LOST })
+})
+
+t.test('the sweep for lapsed tasks: a store that fails is logged and tried again; stopping waits for a sweep under way', async (t) => {
+  const { TaskLeases } = await import('../../src/tasks/leases.js')
+  let calls = 0
+  let release!: () => void
+  const held = new Promise<void>((resolve) => (release = resolve))
+  const store = {
+    tasks: {
+      lapsedTasks: async () => {
+        calls++
+        if (calls === 1) throw new Error('store down')
+        await held
+        return []
+      }
+    },
+    mailbox: {}
+  } as never
+  const warned: string[] = []
+  const leases = new TaskLeases(() => store, 30)
+  leases.startSweeping({ warn: (_o: object, msg: string) => void warned.push(msg) } as never)
+  while (calls < 2) await new Promise((resolve) => setTimeout(resolve, 5))
+  t.same(warned, ['tasks: could not recover the tasks of a stopped instance; trying again at the next sweep'], 'the failure is logged, and the next sweep comes')
+  let stopped = false
+  const stopping = leases.stopSweeping().then(() => (stopped = true))
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  t.equal(stopped, false, 'stopping waits for the sweep under way')
+  release()
+  await stopping
+  t.equal(calls, 2, 'and no sweep starts after')
+})

@@ -284,3 +284,15 @@ t.test('a Redis script: EVALSHA, EVAL only after NOSCRIPT, and every failure thr
   await t.rejects(evalScript(client(() => Promise.reject(new Error('NOSCRIPT x')), throwing).c, s, ['k'], fail), { message: 'store: closed' }, 'EVAL that throws')
   await t.rejects(evalScript(client(() => Promise.reject(new Error('NOSCRIPT x')), () => Promise.reject(new Error('OOM'))).c, s, ['k'], fail), { message: 'store: OOM' }, 'EVAL that fails')
 })
+
+t.test('a representation sent where nothing said Vary before: Vary is ours alone', async (t) => {
+  const { default: Fastify } = await import('fastify')
+  const { sendRepresentation } = await import('../../src/http/representation.js')
+  const app = Fastify()
+  t.teardown(() => app.close())
+  const rep = { etag: '"abc"', body: { ok: true } } as never
+  app.get('/x', (request, reply) => sendRepresentation(request, reply, rep, { cacheScope: 'private', ttlMs: 30_000 } as never))
+  const res = await app.inject({ url: '/x' })
+  t.same([res.statusCode, res.headers.vary, res.headers['cache-control'], res.headers.etag, res.json()], [200, 'Mcp-Protocol-Version, Mcp-Meta, Authorization', 'private, max-age=30', '"abc"', { ok: true }])
+  t.equal((await app.inject({ url: '/x', headers: { 'if-none-match': '"abc"' } })).statusCode, 304)
+})

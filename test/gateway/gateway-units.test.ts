@@ -14,7 +14,7 @@ import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import { MAX_ITEMS } from '../../src/gateway/lists.js'
 import { caps, everythingStdio } from '../helpers/gateway-helper.js'
-import { oddUpstream } from '../helpers/gateway-odd.js'
+import { oddUpstream, oddUpstreamNamed } from '../helpers/gateway-odd.js'
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} }
 
@@ -230,4 +230,47 @@ t.test("an upstream log message reaches the caller with its logger's name when i
     ['info', 'plain', undefined],
     ['error', { n: 1 }, 'db']
   ])
+})
+
+t.test('a round sent with a signal already aborted: the holder has it, the sender stops at once', async (t) => {
+  const relay = new MemoryRelay()
+  const held: unknown[] = []
+  await relay.serve('i', (round) => {
+    held.push(round)
+    return new Promise(() => undefined)
+  })
+  const ac = new AbortController()
+  ac.abort(new Error('the client went away'))
+  await t.rejects(relay.send('i', { round: 1 } as never, ac.signal), /the client went away/)
+  t.same(held, [{ round: 1 }])
+})
+
+t.test('a stdio upstream given by the library without args: the command runs alone', async (t) => {
+  // An executable script in the project's tree (so that it finds the SDK in node_modules).
+  const { chmodSync, writeFileSync } = await import('node:fs')
+  const { join } = await import('node:path')
+  const file = join(t.testdir(), 'odd-server.mjs')
+  writeFileSync(file, `#!${process.execPath}\n${oddUpstreamNamed('odd').args[2]}`)
+  chmodSync(file, 0o755)
+  const up = new Upstream({ command: file }, { name: 'u', log: quiet }, { connected() {}, notified() {}, asked: async () => ({}) })
+  t.teardown(() => up.close())
+  t.equal(await up.start(), true)
+  t.equal(up.client!.getServerVersion()!.name, 'odd')
+})
+
+t.test("the upstream's subscription: kept while other subscribers remain, dropped with the last; none asked of an upstream without subscriptions", async (t) => {
+  const { serveUpstream, FILESYSTEM } = await import('../helpers/gateway-helper.js')
+  const { call, json } = await import('../helpers/helper.js')
+  const { app, gw } = await serveUpstream(t, oddUpstream)
+  const subs = async () => (await call(app, { method: 'POST', url: '/tools/subs/calls', ...json({ arguments: {} }) })).body.content[0].text
+  const uri = 'odd://r/0-1'
+  await gw.subscribeUpstream(uri)
+  t.equal(await subs(), uri)
+  await gw.unsubscribeUpstream(uri, 1)
+  t.equal(await subs(), uri, 'one subscriber remains: the upstream stays subscribed')
+  await gw.unsubscribeUpstream(uri, 0)
+  t.equal(await subs(), '', 'the last one gone: unsubscribed')
+  // The filesystem server offers no resource subscriptions: asking it would be an error.
+  const fs = await serveUpstream(t, { command: process.execPath, args: [FILESYSTEM, t.testdir()] })
+  await t.resolves(fs.gw.subscribeUpstream('file:///nothing'))
 })

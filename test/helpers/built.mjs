@@ -22,8 +22,11 @@ register('./built-hooks.mjs', import.meta.url)
 // runs after it and takes it out again.
 const spawnHooks = globalThis[Symbol.for('process-on-spawn@*:singletonId')]
 
-/** npm or npx, or node running a script from node_modules. */
-const thirdParty = (args) => /^(npm|npx)$/.test(basename(args[0] ?? '')) || (args[0] === process.execPath && /[\\/]node_modules[\\/]/.test(args.find((a, i) => i > 0 && !a.startsWith('-')) ?? ''))
+/**
+ * npm or npx, or node running a script from node_modules (someone else's program), or a bench server
+ * from dist/bench/ (not the library: .taprc leaves bench/ out of coverage).
+ */
+const uncovered = (args) => /^(npm|npx)$/.test(basename(args[0] ?? '')) || (args[0] === process.execPath && /[\\/](node_modules|dist[\\/]bench)[\\/]/.test(args.find((a, i) => i > 0 && !a.startsWith('-')) ?? ''))
 
 if (spawnHooks !== undefined && process.env._TAPJS_PROCESSINFO_COVERAGE_ === '1') {
   const coverage = fileURLToPath(new URL('../../.tap/coverage', import.meta.url))
@@ -32,8 +35,8 @@ if (spawnHooks !== undefined && process.env._TAPJS_PROCESSINFO_COVERAGE_ === '1'
     const env = Object.fromEntries(Object.entries(child.env).filter(([k]) => !k.startsWith('_TAPJS_PROCESSINFO_') && k !== 'NODE_V8_COVERAGE'))
     child.env = { ...env, NODE_OPTIONS: options.join(' ') }
     // Not for someone else's program (npm, a third-party MCP server from node_modules): V8's
-    // coverage slows it and writes megabytes that the report throws away.
-    if (!thirdParty(child.args)) child.env.NODE_V8_COVERAGE = coverage
+    // coverage slows it and writes megabytes that the report throws away. Nor for a bench server.
+    if (!uncovered(child.args)) child.env.NODE_V8_COVERAGE = coverage
   })
 }
 

@@ -420,6 +420,9 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     t.same([running?.status, running?.leaseUntil], ['working', now + 60_000], 'a running task is taken as it is (the taker fails it)')
     t.same(await store.tasks.lapsedTasks(now + 1000, 10), [], 'moved to the taker\'s lease')
     t.equal(await store.tasks.takeLapsedTask('bob', 'gone', now, now + 1), undefined, 'an unknown task: nothing to take')
+    await store.tasks.createTask('bob', task('r2', { notify: true, leaseUntil: now - 5 }))
+    await store.tasks.createTask('bob', task('r3', { notify: true, leaseUntil: now - 5 }))
+    t.equal((await store.tasks.lapsedTasks(now, 1)).length, 1, 'at most max at a time')
     t.equal((await store.tasks.takeLapsedTask('alice', 'quiet', now, now + 1))?.status, 'working', 'a lapsed task without notify is taken too (by a read)')
   })
 

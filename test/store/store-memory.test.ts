@@ -79,3 +79,35 @@ t.test('MCP_STORE_MAX_NOTIFICATION_BYTES_TOTAL sets the bound over all connectio
   t.equal(store.limits.maxNotificationBytesTotal, 4096)
   t.equal(new MemoryStore().limits.maxNotificationBytesTotal, 256 * 1024 * 1024, 'default 256 MiB')
 })
+
+t.test("tasks: one of an owner's tasks expired leaves the others; the last one expired, the owner counts from nothing", async (t) => {
+  const store = new MemoryStore({ maxTasksPerPrincipal: 2 })
+  const task = (taskId: string, ttlMs: number) => {
+    const now = new Date().toISOString()
+    return { taskId, status: 'working' as const, createdAt: now, lastUpdatedAt: now, ttlMs, pollIntervalMs: 1000 }
+  }
+  const expired = () => new Promise((resolve) => setTimeout(resolve, 20))
+  await store.tasks.createTask('alice', task('short', 1))
+  await store.tasks.createTask('alice', task('long', 60_000))
+  await expired()
+  t.equal(await store.tasks.getTask('alice', 'short'), undefined, 'expired')
+  t.equal((await store.tasks.getTask('alice', 'long'))?.taskId, 'long', 'the other stays')
+  await store.tasks.createTask('alice', task('third', 60_000))
+  await t.rejects(store.tasks.createTask('alice', task('fourth', 60_000)), { name: 'QuotaExceeded' }, 'the expired one counts no more, the others do')
+  await store.tasks.createTask('bob', task('b', 1))
+  await expired()
+  t.equal(await store.tasks.getTask('bob', 'b'), undefined, "bob's only task expired")
+  await store.tasks.createTask('bob', task('b1', 60_000))
+  await store.tasks.createTask('bob', task('b2', 60_000))
+  await t.rejects(store.tasks.createTask('bob', task('b3', 60_000)), { name: 'QuotaExceeded' }, 'his quota counts from nothing again')
+})
+
+t.test('a feature that needs a companion the store does not provide stops at start, naming both', async (t) => {
+  const { companion } = await import('../../src/store/compose.js')
+  const { ConfigurationError } = await import('../../src/errors.js')
+  class NoWebhooksStore extends MemoryStore {
+    override readonly companions = {}
+  }
+  await t.rejects(companion(new NoWebhooksStore(), 'webhooks', 'Webhooks'), new ConfigurationError('Webhooks needs the store\'s "webhooks" companion, which this store (NoWebhooksStore) does not provide: see docs/backends.md'))
+  t.equal((await companion(new MemoryStore(), 'webhooks', 'Webhooks')).constructor.name, 'MemoryWebhookStore')
+})

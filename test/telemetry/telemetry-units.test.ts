@@ -122,6 +122,7 @@ t.test('what a JSON-RPC message says for the span and the metric', async (t) => 
   t.same(jsonRpcOperation({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { taskId: 't1', _meta: { traceparent: 'x' } } }), { method: 'tasks/get', requestId: '2', taskId: 't1', meta: { traceparent: 'x' } })
   t.same(jsonRpcOperation({ jsonrpc: '2.0', id: 3, method: 'ping', params: 'odd' }), { method: 'ping', requestId: '3' }, 'params that are not an object are none')
   t.equal(jsonRpcOperation({ jsonrpc: '2.0', id: 4, method: 'x'.repeat(500) })!.method.length, 128, 'a method name is bounded')
+  t.same(jsonRpcOperation({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 7 } }), { method: 'tools/call', requestId: '5', target: undefined, tool: undefined }, 'a name that is not a string names nothing')
 })
 
 t.test("a route's MCP method, worked out when the route is registered", async (t) => {
@@ -261,4 +262,128 @@ t.test('per-signal endpoints and encodings: each signal goes where and how its o
   await app.close()
   t.same([...new Set(traces.posts)], ['POST /custom/traces application/x-protobuf'], 'traces: the signal\'s own URL as is, protobuf by default')
   t.same([...new Set(metrics.posts)], ['POST /custom/metrics application/json'], 'metrics: their own URL and encoding')
+})
+
+t.test('request hooks: a body that is no message, answers that are not JSON or carry no JSON-RPC code, an unknown method', async (t) => {
+  const { default: Fastify } = await import('fastify')
+  const { MeterProvider, MetricReader } = await import('@opentelemetry/sdk-metrics')
+  const { requestHooks } = await import('../../src/telemetry/hooks.js')
+  const { McpServer } = await import('../../src/core/mcp-server.js')
+  class Reader extends MetricReader {
+    protected override async onForceFlush(): Promise<void> {}
+    protected override async onShutdown(): Promise<void> {}
+  }
+  const reader = new Reader()
+  const exporter = new InMemorySpanExporter()
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
+  const meter = new MeterProvider({ readers: [reader] }).getMeter('t')
+  const kit = { tracer: provider.getTracer('t'), propagator: new W3CTraceContextPropagator(), m: instruments(meter), tasks: new TaskLinks() }
+  // Our routes always answer JSON; an application's own routes in the same scope need not.
+  const app = Fastify()
+  requestHooks(app, new McpServer({ name: 'm', version: '1' }), kit)
+  app.post('/mcp', { config: { mcpJsonRpc: true } }, async (request, reply) => {
+    const body = request.body as { id?: number; method?: string }
+    if (body.method === undefined) return reply.code(400).send({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'not a message' } })
+    if (body.method === 'text/fail') return reply.code(500).type('text/plain').send('it broke')
+    if (body.method === 'plain/fail') return reply.code(400).send({ message: 'no JSON-RPC code' })
+    return { jsonrpc: '2.0', id: body.id, result: {} }
+  })
+  app.post('/tools/:name/calls', async (_request, reply) => reply.type('text/plain').send('text that says "isError":true'))
+  t.teardown(() => app.close())
+  const post = (url: string, payload: unknown) => app.inject({ method: 'POST', url, payload: payload as object })
+
+  t.equal((await post('/mcp', { jsonrpc: '2.0' })).statusCode, 400)
+  t.same(exporter.getFinishedSpans(), [], 'a body that is no message is no operation: no span')
+  t.equal((await post('/mcp', { jsonrpc: '2.0', id: 1, method: 'text/fail' })).statusCode, 500)
+  t.equal((await post('/mcp', { jsonrpc: '2.0', id: 2, method: 'plain/fail' })).statusCode, 400)
+  t.equal((await post('/mcp', { jsonrpc: '2.0', id: 3, method: 'made/up' })).statusCode, 200)
+  t.equal((await post('/tools/echo/calls', {})).statusCode, 200)
+  const spans = new Map(exporter.getFinishedSpans().map((s) => [s.name, s]))
+  t.same([...spans.keys()], ['text/fail', 'plain/fail', 'made/up', 'tools/call echo'])
+  t.match(spans.get('text/fail')!.attributes, { 'error.type': '500', 'http.response.status_code': 500 }, 'a 5xx that is not JSON: its status is the error type')
+  t.equal(spans.get('plain/fail')!.attributes['error.type'], undefined, 'a 4xx without a JSON-RPC code names no error type')
+  t.equal(spans.get('tools/call echo')!.attributes['error.type'], undefined, 'a tool answer that is not JSON is no tool_error')
+
+  const { resourceMetrics } = await reader.collect()
+  const points = resourceMetrics.scopeMetrics[0]!.metrics.find((m) => m.descriptor.name === 'mcp.server.operation.duration')!.dataPoints
+  const counts = points.map((p) => `${p.attributes['mcp.method.name']} ${p.attributes['error.type'] ?? '-'} ${(p.value as { count: number }).count}`)
+  t.same(counts.sort(), ['_OTHER - 2', '_OTHER 500 1', 'tools/call - 1'], 'methods the conventions do not know are _OTHER in the metric')
+})
+
+t.test('sealed state outside a served request, or that is not an object, is sealed and opened as is', async (t) => {
+  const { McpServer } = await import('../../src/core/mcp-server.js')
+  const { observeCore } = await import('../../src/telemetry/core.js')
+  const mcp = new McpServer({ name: 'm', version: '1' })
+  observeCore(mcp, new W3CTraceContextPropagator(), new TaskLinks())
+  const binding = { principal: 'p', method: 'tools/call', target: 't', args: 'a' }
+  const log = { warn() {} } as never
+  t.same(mcp.sealer.open(mcp.sealer.seal(binding, { step: 1 }), binding, log), { step: 1 }, 'no trace keys added outside a request')
+  t.equal(mcp.sealer.open(mcp.sealer.seal(binding, 'text'), binding, log), 'text')
+})
+
+t.test("a W3C carrier's keys are the _meta object's own", async (t) => {
+  const { metaGetter } = await import('../../src/telemetry/links.js')
+  t.same(metaGetter.keys({ traceparent: 'x', other: 1 }), ['traceparent', 'other'])
+})
+
+t.test("store spans inside a request's span: CLIENT with db.system.name for a Redis store, a failure's type and status", async (t) => {
+  const { context, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode } = await import('@opentelemetry/api')
+  const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks')
+  // The SDK registers this once when a server starts with traces; false when it is there already.
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())
+  class RedisTestStore extends FakeStore {}
+  const role = {
+    async getTask() {
+      return undefined
+    },
+    async createTask() {
+      throw Object.assign(new Error('Redis is down'), { code: 'STORE_UNAVAILABLE' })
+    }
+  }
+  const exporter = new InMemorySpanExporter()
+  const tracer = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }).getTracer('t')
+  const store = observedStore(new RedisTestStore(role) as unknown as Store, tracer, instruments(createNoopMeter()))
+  const request = tracer.startSpan('request')
+  const [read, create] = context.with(trace.setSpan(ROOT_CONTEXT, request), () => [store.tasks.getTask('o', 't'), store.tasks.createTask('o', {} as never)])
+  t.equal(await read, undefined)
+  await t.rejects(create as Promise<unknown>, { code: 'STORE_UNAVAILABLE' })
+  request.end()
+  const spans = new Map(exporter.getFinishedSpans().map((s) => [s.name, s]))
+  t.match(spans.get('store getTask'), { kind: SpanKind.CLIENT, parentSpanContext: { spanId: request.spanContext().spanId }, attributes: { 'db.system.name': 'redis' } })
+  t.match(spans.get('store createTask'), {
+    kind: SpanKind.CLIENT,
+    attributes: { 'error.type': 'STORE_UNAVAILABLE' },
+    status: { code: SpanStatusCode.ERROR, message: 'Redis is down' }
+  })
+})
+
+t.test("no OTLP endpoint among the server's variables: each exporter's own default (the process' variables, else localhost:4318)", async (t) => {
+  // The exporters read the process' OTEL_EXPORTER_OTLP_ENDPOINT when given no URL; a server given
+  // variables of its own (the telemetry option's `env`) without an endpoint falls back to that.
+  const receiver = await otlpReceiver()
+  const saved = process.env.OTEL_EXPORTER_OTLP_ENDPOINT
+  t.teardown(() => {
+    if (saved === undefined) delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT
+    else process.env.OTEL_EXPORTER_OTLP_ENDPOINT = saved
+    return receiver.close()
+  })
+  process.env.OTEL_EXPORTER_OTLP_ENDPOINT = receiver.url
+  const app = await buildServer({ logger: false, mcp: createDemoServer(), telemetry: { traces: true, env: { OTEL_METRICS_EXPORTER: 'otlp' } } })
+  t.equal((await app.inject({ method: 'POST', url: '/tools/echo/calls', payload: { arguments: { text: 'x' } } })).statusCode, 200)
+  await app.close()
+  t.same([...new Set(receiver.posts)].sort(), ['POST /v1/metrics application/x-protobuf', 'POST /v1/traces application/x-protobuf'])
+  t.ok(receiver.spans.some((s) => s.name === 'tools/call echo'))
+})
+
+t.test('OTEL_TRACES_EXPORTER=console writes each span to the console', async (t) => {
+  const written: unknown[] = []
+  const { dir, log } = console
+  console.dir = (item: unknown) => void written.push(item)
+  console.log = (...items: unknown[]) => void written.push(...items)
+  t.teardown(() => Object.assign(console, { dir, log }))
+  const app = await buildServer({ logger: false, mcp: createDemoServer(), telemetry: { traces: true, env: { OTEL_TRACES_EXPORTER: ' Console ' } } })
+  t.equal((await app.inject({ method: 'POST', url: '/tools/echo/calls', payload: { arguments: { text: 'x' } } })).statusCode, 200)
+  await app.close()
+  Object.assign(console, { dir, log })
+  t.match(written, [{ name: 'tools/call echo', kind: 1, attributes: { 'gen_ai.tool.name': 'echo' } }])
 })
