@@ -274,3 +274,33 @@ t.test("the upstream's subscription: kept while other subscribers remain, droppe
   const fs = await serveUpstream(t, { command: process.execPath, args: [FILESYSTEM, t.testdir()] })
   await t.resolves(fs.gw.subscribeUpstream('file:///nothing'))
 })
+
+t.test('a stdio upstream that stops answering pings is taken for dead, closed and started again', async (t) => {
+  // Stopped (SIGSTOP), its pipes stay open: only the ping can tell. It is let go on (SIGCONT) once
+  // the warning is logged, so that closing it (SIGTERM) ends it.
+  const { until } = await import('../helpers/gateway-helper.js')
+  const stopped = { pid: 0 }
+  const resume = () => {
+    try {
+      process.kill(stopped.pid, 'SIGCONT')
+    } catch {} // gone already
+  }
+  const warned: string[] = []
+  const log = {
+    ...quiet,
+    warn(_fields: unknown, message: string) {
+      warned.push(message)
+      if (message === 'upstream stopped answering') resume()
+    }
+  }
+  const up = new Upstream(oddUpstream, { name: 'u', log, pingIntervalMs: 100, pingTimeoutMs: 2000, restartMinMs: 50 }, { connected() {}, notified() {}, asked: async () => ({}) })
+  t.teardown(async () => {
+    resume()
+    await up.close()
+  })
+  t.equal(await up.start(), true)
+  stopped.pid = up.pid!
+  process.kill(stopped.pid, 'SIGSTOP')
+  await until(() => up.state === 'up' && up.pid !== undefined && up.pid !== stopped.pid, 'a new child')
+  t.ok(warned.includes('upstream stopped answering'))
+})
