@@ -21,10 +21,12 @@ mcp.tool({ name: 'bench_task', title: 'Bench task', task: 'optional' }, () => 'd
 // queued for the (anonymous) connection before the first request.
 const url = process.env.MCP_REDIS_URL
 // Tasks live 1 s (the least) but are created faster than 10,000 a second, the stores' default
-// maxTasks: a higher limit, so the bench measures creating tasks, not refusing them (bare keeps all).
+// maxTasks, and one client's 8 MiB of tasks kept (~260 bytes each) filled at ~32,000: higher limits,
+// so the bench measures creating tasks, not refusing them (bare keeps all).
 // With CONNECTIONS, room for every one of them beside the anonymous connection of /ping.
 const connections = connectionCount()
-const limits = { maxTasks: 100_000, maxConnections: Math.max(10_000, connections + 1) }
+const GiB = 1024 ** 3
+const limits = { maxTasks: 100_000, maxTaskBytes: GiB, maxTaskBytesPerPrincipal: GiB, maxConnections: Math.max(10_000, connections + 1) }
 const store = url === undefined ? new MemoryStore(limits) : new RedisStore({ url, prefix: `bench-${process.pid}:`, limits })
 for (let i = 0; i < notificationCount(); i++) await store.mailbox.pushNotification(ANONYMOUS.id, benchNotification(i))
 // CONNECTIONS logical connections, one notification queued for each: the query parameter `c`
