@@ -144,7 +144,9 @@ t.test('the console of the demo runs every flow', async (t) => {
     t.strictSame(statuses.get('/tools/slow_compute/calls'), [200, 200], 'the task started on an event stream like any call')
     const polls = [...statuses].filter(([path]) => path.startsWith('/tasks/'))
     t.equal(polls.length, 1, 'one task polled')
-    t.ok(polls[0]![1].length >= 1 && polls[0]![1].every((s) => s === 200), 'polled until it ended')
+    // A poll that finds the task unchanged is revalidated by the browser's cache (its ETag): 304,
+    // which fetch hands the page as the cached 200. Whether one does depends on the machine's speed.
+    t.ok(polls[0]![1].length >= 1 && polls[0]![1].every((s) => s === 200 || s === 304), `polled until it ended (${polls[0]![1].join(', ')})`)
   })
 
   await t.test('a task cancelled', async (t) => {

@@ -446,6 +446,28 @@ t.test('the runner: a create that throws is a rejection; a change retried after 
   t.match(await notification, { method: 'notifications/tasks', params: { status: 'completed' } })
   t.equal(updates.length, 2, 'written once more')
 
+  // The same for a task whose creator did not ask for notifications: nothing is pushed.
+  const pushedQuietly: unknown[] = []
+  let tries = 0
+  let read!: () => void
+  const reread = new Promise<void>((resolve) => (read = resolve))
+  const unasked = services({
+    createTask: async () => undefined,
+    updateTask: async () => {
+      if (++tries === 1) throw new StoreUnavailable()
+      return undefined
+    },
+    getTask: async () => {
+      read()
+      return { ...ended, notify: false }
+    }
+  }, (n) => pushedQuietly.push(n))
+  await startTask(unasked, ctx, { ...options, notify: false }, () => 'done', () => ({ content: [] }))
+  await reread
+  // Only promise jobs remain between the read and a push: a timer's turn comes after all of them.
+  await new Promise((resolve) => setTimeout(resolve, 0))
+  t.same([tries, pushedQuietly], [2, []], 'read again after the retry, and not notified')
+
   // A status update the store refuses (not an outage) fails the work: a completed task with isError.
   const patches: Array<{ status?: string; result?: unknown }> = []
   let done!: () => void
@@ -475,7 +497,10 @@ t.test('tasks/get from a store that answers later: a task whose lease lapsed is 
     tasks: {
       getTask: async () => task,
       takeLapsedTask: async (_o: string, _id: string, at: number, leaseUntil: number) => ((task.leaseUntil as number) < at ? (task = { ...task, leaseUntil }) : undefined),
-      updateTask: async (_o: string, _id: string, patch: Record<string, unknown>) => ((task = { ...task, ...patch }), true)
+      updateTask: async (_o: string, _id: string, patch: Record<string, unknown>) => {
+        task = { ...task, ...patch }
+        return true
+      }
     },
     mailbox: {},
     signals: {}

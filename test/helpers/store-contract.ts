@@ -424,6 +424,9 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     await store.tasks.createTask('bob', task('r3', { notify: true, leaseUntil: now - 5 }))
     t.equal((await store.tasks.lapsedTasks(now, 1)).length, 1, 'at most max at a time')
     t.equal((await store.tasks.takeLapsedTask('alice', 'quiet', now, now + 1))?.status, 'working', 'a lapsed task without notify is taken too (by a read)')
+    await store.tasks.notifiedTask('alice', 'quiet')
+    await store.tasks.notifiedTask('alice', 'nope')
+    t.same([(await store.tasks.getTask('alice', 'quiet'))?.status, await store.tasks.getTask('alice', 'nope')], ['working', undefined], 'notifiedTask of a task with nothing pending, or unknown, changes nothing')
   })
 
   t.test('tasks: input requests answered (only outstanding keys), runners woken on any instance', async (t) => {
