@@ -5,12 +5,17 @@
 // CLIs the tests start from dist/ (tsx's own output is whitespace-minified, which line coverage
 // cannot map back). Registered after tsx, this hook runs first and sees tsx's resolution.
 import { ChildProcess } from 'node:child_process'
-import { register } from 'node:module'
+import * as nodeModule from 'node:module'
 import { basename } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { onExit } from 'signal-exit'
+import { loadSync, resolveSync } from './built-hooks.mjs'
 
-register('./built-hooks.mjs', import.meta.url)
+// Where Node has in-thread hooks (module.registerHooks: Node 22 and later), tsx registers its own
+// there, and they come before any hook of module.register: ours must be in-thread too, and,
+// registered after tsx's, they run first. Elsewhere (Node 20) both are module.register hooks.
+if (typeof nodeModule.registerHooks === 'function') nodeModule.registerHooks({ resolve: resolveSync, load: loadSync })
+else nodeModule.register('./built-hooks.mjs', import.meta.url)
 
 // The processes a test starts (servers, CLIs, and what they start in turn) report their coverage
 // through V8's own NODE_V8_COVERAGE, into the folder tap's report reads, instead of through tap's

@@ -637,7 +637,9 @@ export function storeContract(t: Test, factory: StoreFactory): void {
       status: 429,
       code: -32600,
       message: 'This client holds as many replayable tool calls as it may (2): retry later',
-      headers: { 'retry-after': '3' }
+      // When the first claim's 2.5 s lease ends, less what the calls since took (a slow store, a busy
+      // machine): 3 s or less, never the other claim's minute.
+      headers: { 'retry-after': /^[1-3]$/ }
     })
     t.same(await store.idempotency.beginIdempotent('bob', '1', 'd', 60_000), { state: 'new' }, 'another principal is not held back')
     await store.idempotency.finishIdempotent('bob', '1', 'x'.repeat(5000), 60_000)
