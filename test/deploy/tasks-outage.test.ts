@@ -226,3 +226,16 @@ t.test('an instance that died between a task\'s end and its notification, or bef
     })
   }
 })
+
+t.test('a poll of a Redis store\'s lapsed task (one nobody sweeps: no notifications asked) fails it first, then answers it', async (t) => {
+  const redis = await startRedis()
+  t.teardown(() => redis.stop())
+  const store = new RedisStore({ url: redis.url, prefix: 'poll-lapsed:' })
+  t.teardown(() => store.close())
+  const at = new Date().toISOString()
+  await store.tasks.createTask(ANONYMOUS.id, { taskId: 'left', status: 'working', createdAt: at, lastUpdatedAt: at, ttlMs: 60_000, pollIntervalMs: 500, leaseUntil: Date.now() - 1 })
+  const { app } = await build(t, { mcp: new McpServer({ name: 't', version: '1', store }) })
+  const polled = await call(app, { url: '/tasks/left', headers: { 'mcp-meta': tasksMeta } })
+  t.match(polled.body, { status: 'failed', error: { code: -32603, message: 'The server instance running this task stopped before it finished' } }, 'the text served is the task as failed')
+  t.equal((await store.tasks.getTask(ANONYMOUS.id, 'left'))?.status, 'failed', 'and so it is stored')
+})
