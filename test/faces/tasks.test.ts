@@ -508,6 +508,22 @@ t.test('tasks/get from a store that answers later: a task whose lease lapsed is 
   const read = findTask({ store, leases: { until: () => Date.now() + 60_000 } }, 'p', 'x')
   t.ok(read instanceof Promise)
   t.match(await read, { status: 'failed', error: INSTANCE_LOST })
+
+  // Another instance took it first (the store's take answers nothing): this read only reads it again.
+  let other = { ...task, status: 'working', leaseUntil: Date.now() - 1000 } as Record<string, unknown>
+  const taken = {
+    tasks: {
+      getTask: async () => other,
+      takeLapsedTask: async () => {
+        other = { ...other, status: 'failed', leaseUntil: Date.now() + 60_000 }
+        return undefined
+      },
+      updateTask: async () => t.fail('the taker fails it, not this read')
+    },
+    mailbox: {},
+    signals: {}
+  } as never
+  t.match(await findTask({ store: taken, leases: { until: () => Date.now() + 60_000 } }, 'p', 'x'), { status: 'failed' }, 'the task as the taker left it')
 })
 
 t.test('the sweep for lapsed tasks: a store that fails is logged and tried again; stopping waits for a sweep under way', async (t) => {
