@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { McpServer } from '../../src/core/mcp-server.js'
 import { wireErrorOf } from '../../src/errors.js'
 import { DEFAULT_LIMITS } from '../../src/store/limits.js'
@@ -16,6 +16,35 @@ const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } }
 const meta = { 'io.modelcontextprotocol/clientCapabilities': TASKS }
 const UNAVAILABLE = { code: -32603, message: 'The server\'s store is not answering: retry shortly' }
 const DRIVER = /ioredis|timed out|Connection|ECONN|Stream|MaxRetries|closed/i
+
+interface Answer {
+  status: number
+  body: any
+  headers: Record<string, unknown>
+  raw: string
+}
+
+/** Every call answers 503 with Retry-After, in our words (a JSON-RPC call's in its error), never the driver's. */
+async function expectDown(t: Test, calls: Record<string, () => Promise<Answer>>, state: string): Promise<void> {
+  for (const [name, c] of Object.entries(calls)) {
+    const res = await c()
+    const error = name.startsWith('rpc') ? res.body.error : res.body
+    t.equal(res.status, 503, `${state}: ${name} is 503`)
+    t.same(error, UNAVAILABLE, `${state}: ${name} says so in our words`)
+    t.equal(res.headers['retry-after'], '1', `${state}: ${name} has Retry-After`)
+    t.notMatch(res.raw, DRIVER, `${state}: no driver text on the wire (${name})`)
+  }
+}
+
+/** The status of `probe` once it is 200, or its last after 100 tries 0.1 s apart. */
+async function untilBack(probe: () => Promise<Answer>): Promise<number> {
+  let back = 0
+  for (let i = 0; i < 100 && back !== 200; i++) {
+    back = (await probe()).status
+    if (back !== 200) await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  return back
+}
 
 t.test('a Redis that hangs, then is gone: fast 503s in our words on both faces', async (t) => {
   const redis = await startRedis()
@@ -40,29 +69,13 @@ t.test('a Redis that hangs, then is gone: fast 503s in our words on both faces',
   const before = await Promise.all(Object.values(calls).map((c) => c()))
   t.same(before.map((r) => r.status), [200, 202, 200, 200, 200], 'all well while Redis answers')
 
-  const expectDown = async (state: string) => {
-    for (const [name, c] of Object.entries(calls)) {
-      const res = await c()
-      const error = name.startsWith('rpc') ? res.body.error : res.body
-      t.equal(res.status, 503, `${state}: ${name} is 503`)
-      t.same(error, UNAVAILABLE, `${state}: ${name} says so in our words`)
-      t.equal(res.headers['retry-after'], '1', `${state}: ${name} has Retry-After`)
-      t.notMatch(res.raw, DRIVER, `${state}: no driver text on the wire (${name})`)
-    }
-  }
-
   redis.process.kill('SIGSTOP')
-  await expectDown('hanging')
+  await expectDown(t, calls, 'hanging')
   redis.process.kill('SIGCONT')
-  let back = 0
-  for (let i = 0; i < 100 && back !== 200; i++) {
-    back = (await calls.replayable()).status
-    if (back !== 200) await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  t.equal(back, 200, 'answers again once Redis does')
+  t.equal(await untilBack(calls.replayable), 200, 'answers again once Redis does')
 
   await redis.stop()
-  await expectDown('gone')
+  await expectDown(t, calls, 'gone')
   await t.rejects(store.ping(), StoreUnavailable, 'readiness fails with the same error')
 })
 
@@ -87,27 +100,13 @@ t.test('webhooks with the store down: 503 with Retry-After in our words, like ev
     deliveries: () => call(app, { url: `/webhooks/${id}/deliveries` }),
     delete: () => call(app, { method: 'DELETE', url: `/webhooks/${id}` })
   }
-  const expectDown = async (state: string) => {
-    for (const [name, c] of Object.entries(calls)) {
-      const res = await c()
-      t.equal(res.status, 503, `${state}: ${name} is 503`)
-      t.same(res.body, UNAVAILABLE, `${state}: ${name} says so in our words`)
-      t.equal(res.headers['retry-after'], '1', `${state}: ${name} has Retry-After`)
-      t.notMatch(res.raw, DRIVER, `${state}: no driver text on the wire (${name})`)
-    }
-  }
   redis.process.kill('SIGSTOP')
-  await expectDown('hanging')
+  await expectDown(t, calls, 'hanging')
   redis.process.kill('SIGCONT')
-  let back = 0
-  for (let i = 0; i < 100 && back !== 200; i++) {
-    // Not get: the delete sent while Redis hung runs once it wakes (the reply timed out, not the command).
-    back = (await calls.list()).status
-    if (back !== 200) await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  t.equal(back, 200, 'answers again once Redis does')
+  // Not get: the delete sent while Redis hung runs once it wakes (the reply timed out, not the command).
+  t.equal(await untilBack(calls.list!), 200, 'answers again once Redis does')
   await redis.stop()
-  await expectDown('gone')
+  await expectDown(t, calls, 'gone')
 })
 
 t.test('storeFailure: what the driver throws, as our errors', async (t) => {
