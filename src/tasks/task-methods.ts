@@ -24,19 +24,25 @@ const wire = (record: TaskRecord) => ({ resultType: 'complete', ...detailedTask(
  * the extension says it MUST.
  */
 export class Tasks {
+  /** What the steps need, made once: the store read when used (the plugin may set it after construction), not an object per poll. */
+  readonly #deps: TaskDeps
+
   constructor(
     readonly store: () => Pick<StoreRoles, 'tasks' | 'mailbox' | 'signals'>,
     readonly leases: Pick<TaskLeases, 'until'>
-  ) {}
-
-  #deps(): TaskDeps {
-    return { store: this.store(), leases: this.leases }
+  ) {
+    this.#deps = {
+      get store() {
+        return store()
+      },
+      leases
+    }
   }
 
   /** `tasks/get`: the task with its result, error or input requests; 404 when unknown or another's. */
   async get(ctx: CallContext, taskId: string): Promise<DetailedTask> {
     requireTasks(ctx)
-    return wire(await findTask(this.#deps(), ctx.principal.id, taskId))
+    return wire(await findTask(this.#deps, ctx.principal.id, taskId))
   }
 
   /**
@@ -46,7 +52,7 @@ export class Tasks {
    */
   served(ctx: CallContext, taskId: string): MaybePromise<ServedTask> {
     requireTasks(ctx)
-    const deps = this.#deps()
+    const deps = this.#deps
     if (deps.store.tasks.getTaskText !== undefined) return servedText(deps, ctx.principal.id, taskId)
     // At once when the store answers at once (memory): a poll takes no promise.
     const record = findTask(deps, ctx.principal.id, taskId)
@@ -68,13 +74,13 @@ export class Tasks {
   /** `tasks/update`: answers to the task's outstanding input requests. */
   async update(ctx: CallContext, taskId: string, inputResponses: Record<string, Record<string, unknown>>): Promise<void> {
     requireTasks(ctx)
-    await answerTask(this.#deps(), ctx.principal.id, taskId, inputResponses)
+    await answerTask(this.#deps, ctx.principal.id, taskId, inputResponses)
   }
 
   /** `tasks/cancel`: cooperative, idempotent. */
   async cancel(ctx: CallContext, taskId: string): Promise<void> {
     requireTasks(ctx)
-    await cancelTask(this.#deps(), ctx.principal.id, taskId)
+    await cancelTask(this.#deps, ctx.principal.id, taskId)
   }
 }
 

@@ -25,11 +25,16 @@ export interface TaskDeps {
  * tasks/get: the task record (see `detailedTask` for its wire form); at once when the store answers at
  * once. A task whose lease lapsed (see {@link lapsed}) is recovered first, and read again.
  */
-export function findTask({ store, leases }: TaskDeps, owner: string, taskId: string): MaybePromise<TaskRecord> {
-  const task = store.tasks.getTask(owner, taskId)
-  const again = () => recoverLapsed(store, leases, owner, taskId).then(() => store.tasks.getTask(owner, taskId)).then((t) => found(t, taskId))
-  if (isThenable(task)) return Promise.resolve(task).then((t) => (t !== undefined && lapsed(t) ? again() : found(t, taskId)))
-  return task !== undefined && lapsed(task) ? again() : found(task, taskId)
+export function findTask(deps: TaskDeps, owner: string, taskId: string): MaybePromise<TaskRecord> {
+  const task = deps.store.tasks.getTask(owner, taskId)
+  if (isThenable(task)) return Promise.resolve(task).then((t) => (t !== undefined && lapsed(t) ? recoveredTask(deps, owner, taskId) : found(t, taskId)))
+  return task !== undefined && lapsed(task) ? recoveredTask(deps, owner, taskId) : found(task, taskId)
+}
+
+/** A lapsed task once recovered (see {@link recoverLapsed}), read again. Not a closure in findTask: every poll would make one. */
+async function recoveredTask({ store, leases }: TaskDeps, owner: string, taskId: string): Promise<TaskRecord> {
+  await recoverLapsed(store, leases, owner, taskId)
+  return found(await store.tasks.getTask(owner, taskId), taskId)
 }
 
 function found(task: TaskRecord | undefined, taskId: string): TaskRecord {
