@@ -48,7 +48,7 @@ const echo = { message: 'hello' }
 
 export async function gatewayBench(dist: string, settings: Settings): Promise<GatewayBench> {
   const root = resolve(dist, '..')
-  const everything = join(root, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js')
+  const everything = join(root, 'test/node_modules/@modelcontextprotocol/server-everything/dist/index.js')
   const scratch = mkdtempSync(join(tmpdir(), 'gw-bench-'))
   const servers: Running[] = []
   try {

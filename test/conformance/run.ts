@@ -25,7 +25,7 @@ interface Run {
 const root = fileURLToPath(new URL('../../../', import.meta.url))
 const out = join(root, 'results', 'conformance')
 const expected = JSON.parse(await readFile(join(root, 'test', 'conformance', 'expected-failures.json'), 'utf8')) as Expected
-const pkg = createRequire(import.meta.url).resolve('@modelcontextprotocol/conformance/package.json')
+const pkg = createRequire(join(root, 'test', 'tools', 'package.json')).resolve('@modelcontextprotocol/conformance/package.json')
 const cli = join(dirname(pkg), 'dist', 'index.js')
 const modernNode = Number(process.versions.node.split('.')[0]) >= 22
 

@@ -9,6 +9,7 @@ import { SignJWT, exportJWK, generateKeyPair } from 'jose'
 import { createDemoServer } from '../../src/demo/catalogue.js'
 import { buildServer } from '../../src/server.js'
 import { DEMO_TOOLS, build, call } from '../helpers/helper.js'
+import { REDOCLY } from '../tools/paths.js'
 
 const run = promisify(execFile)
 // Generating and compiling a client and two lint runs take a while on a busy machine.
@@ -44,7 +45,7 @@ t.test('redocly lint (recommended rules) passes on the document, with and withou
   await writeFile(withOAuth, JSON.stringify(await oauthDocument(t)))
   for (const file of ['openapi/openapi.json', withOAuth]) {
     // A failed lint exits non-zero, which rejects with the report in the error's stdout.
-    const { stdout } = await run(bin('redocly'), ['lint', file, '--extends', 'recommended', '--format', 'json'], {
+    const { stdout } = await run(REDOCLY, ['lint', file, '--extends', 'recommended', '--format', 'json'], {
       cwd: root,
       env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' }
     }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }))
@@ -87,7 +88,7 @@ t.test('security, servers, shared components and an error response on every oper
 t.test('a @hey-api/openapi-ts client: named types that compile, calls over a real socket', async (t) => {
   const dir = await scratch(t)
   const out = join(dir, 'client')
-  const { createClient } = await import('@hey-api/openapi-ts')
+  const { createClient } = await import('../tools/openapi-ts.js')
   await createClient({
     input: join(root, 'openapi', 'openapi.json'),
     output: { path: out, importFileExtension: '.js' },

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import type { Test } from 'tap'
-import puppeteer, { type Browser, type Page } from 'puppeteer-core'
+import puppeteer, { type Browser, type Page } from '../tools/puppeteer.js'
 import { prerequisite } from './prerequisites.js'
 import { reservePort } from './redis-server.js'
 

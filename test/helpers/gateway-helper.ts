@@ -9,10 +9,11 @@ import type { UpstreamSpec } from '../../src/gateway/upstream.js'
 import { buildServer } from '../../src/server.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import type { Store } from '../../src/store/types.js'
+import { EVERYTHING, FILESYSTEM } from '../tools/paths.js'
 import { freePort } from './redis-server.js'
 
-export const EVERYTHING = fileURLToPath(new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url))
-export const FILESYSTEM = fileURLToPath(new URL('../../node_modules/@modelcontextprotocol/server-filesystem/dist/index.js', import.meta.url))
+export { EVERYTHING, FILESYSTEM }
+
 export const GATEWAY_BIN = fileURLToPath(new URL('../../dist/bin/mcp-pure-http.js', import.meta.url))
 
 /** server-everything over stdio, as `mcp-pure-http gateway -- node .../index.js stdio` runs it. */

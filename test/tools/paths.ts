@@ -1,0 +1,9 @@
+// Files of the test tools (test/tools/package.json, installed by scripts/test-tools.mjs) that tests run
+// as programs: the third-party MCP servers behind the gateway, and redocly's command.
+import { fileURLToPath } from 'node:url'
+
+const modules = (path: string): string => fileURLToPath(new URL(`node_modules/${path}`, import.meta.url))
+
+export const EVERYTHING = modules('@modelcontextprotocol/server-everything/dist/index.js')
+export const FILESYSTEM = modules('@modelcontextprotocol/server-filesystem/dist/index.js')
+export const REDOCLY = modules('.bin/redocly')
