@@ -61,6 +61,9 @@ t.test("a user's server file: refused until it exports a server, then restarted 
   writeFileSync(file, 'export default 42\n')
   const { port, out, err, stop } = await start(t, file)
   await until(() => err().includes('its default export must be an McpServer'))
+  // node --watch says so once the refused process has exited: a change before that would stop it
+  // with SIGTERM, before V8 writes its coverage (the refusal's lines, uncovered in a loaded run).
+  await until(() => out().includes('Failed running'))
   writeFileSync(file, serverFile('first'))
   await until(async () => (await tools(port)).includes('first'))
   writeFileSync(file, serverFile('second'))
