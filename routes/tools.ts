@@ -51,7 +51,11 @@ function call(name: string, body: CallToolBody, made: CallContext, reply: Fastif
   const request = reply.request
   const ctx = cancellableByClient(made, reply)
   const mcp = request.server.mcp
-  const params = { ...body, name }
+  // The body becomes the method's params in place, the path's name added: a copy (`{ ...body, name }`)
+  // cost ~5% of the server's CPU per call (profiles, 2026-11-28). Nothing reads the body as sent after
+  // this; the idempotency digest was taken in preHandler.
+  const params = body as CallToolBody & { name: string }
+  params.name = name
   if (wantsStream(request)) return streamResult(request, reply, ctx, (c) => CALL.core(mcp, params, c))
   return sendWhenReady(reply, CALL.core(mcp, params, ctx), answer)
 }
