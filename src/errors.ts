@@ -236,7 +236,9 @@ export const errors = {
   callRunning: (key: string) => fixed('MCP_ERR_CALL_RUNNING', `A request with Mcp-Request-Id ${key} is still running: retry later`, undefined, retryAfter(1)),
   callMismatch: (key: string) => fixed('MCP_ERR_CALL_MISMATCH', `Mcp-Request-Id ${key} was already used for a different request`),
   overloaded: (retryAfterSec: number) => fixed('MCP_ERR_OVERLOADED', undefined, undefined, retryAfter(retryAfterSec)),
-  notReady: (retryAfterSec: number) => fixed('MCP_ERR_NOT_READY', undefined, undefined, retryAfter(retryAfterSec)),
+  /** `GET /ready`: the store is silent, or `cause` (a readiness check of the app's own, such as a gateway's upstream). */
+  notReady: (retryAfterSec: number, cause?: string) =>
+    fixed('MCP_ERR_NOT_READY', cause === undefined ? undefined : `Not ready: ${cause}`, undefined, retryAfter(retryAfterSec)),
   shuttingDown: () => fixed('MCP_ERR_SHUTTING_DOWN', undefined, undefined, retryAfter(1)),
   authUnavailable: (retryAfterSec: number) => fixed('MCP_ERR_AUTH_UNAVAILABLE', undefined, undefined, retryAfter(retryAfterSec)),
   /** A tool's result breaks its own `outputSchema`: the server's fault, named. */
@@ -247,7 +249,8 @@ export const errors = {
   upstream: (code: number, message: string, status: number, data?: unknown) => new McpError(code, message, status, data, undefined, 'MCP_ERR_UPSTREAM'),
   upstreamFailed: (message: string) => fixed('MCP_ERR_UPSTREAM_FAILED', message),
   upstreamClosed: (name: string) => fixed('MCP_ERR_UPSTREAM_CLOSED', `The upstream server ${name} closed the connection during the request`),
-  upstreamTimeout: (name: string) => fixed('MCP_ERR_UPSTREAM_TIMEOUT', `The upstream server ${name} did not answer in time`),
+  upstreamTimeout: (name: string, ms?: number) =>
+    fixed('MCP_ERR_UPSTREAM_TIMEOUT', `The upstream server ${name} did not answer in time${ms === undefined ? '' : ` (nothing from it for ${ms / 1000} s)`}`),
   /** An upstream answer the gateway cannot read (not JSON, no result, too large, a stream without an answer). */
   upstreamBadAnswer: (message: string) => fixed('MCP_ERR_UPSTREAM_BAD_ANSWER', message),
   upstreamDown: (message: string, retryAfterSec: number) => fixed('MCP_ERR_UPSTREAM_DOWN', message, undefined, retryAfter(retryAfterSec)),

@@ -29,6 +29,8 @@ export interface Handlers {
   /** A server-to-client request (elicitation, sampling, roots): resolve its result or throw. */
   asked(request: ServerMessage, signal: AbortSignal): Promise<Record<string, unknown>>
   progress(token: string, p: Progress): void
+  /** A line a stdio child wrote on stderr (after it was logged). */
+  stderr(line: string): void
 }
 
 /**
@@ -79,10 +81,10 @@ export function newConnection(sdk: Sdk, spec: UpstreamSpec, name: string, log: L
       handlers.asked({ method: r.method, params: r.params! }, extra.signal) as never
     )
   }
-  return { client, transport: transportOf(sdk, spec, name, log) }
+  return { client, transport: transportOf(sdk, spec, name, log, handlers.stderr) }
 }
 
-function transportOf(sdk: Sdk, spec: UpstreamSpec, name: string, log: Logger): unknown {
+function transportOf(sdk: Sdk, spec: UpstreamSpec, name: string, log: Logger, stderr: (line: string) => void): unknown {
   if ('url' in spec) {
     const options = { requestInit: { headers: spec.headers ?? {} } }
     if (spec.forwardAuthorization !== true) return new sdk.StreamableHTTPClientTransport(new URL(spec.url), options)
@@ -96,7 +98,10 @@ function transportOf(sdk: Sdk, spec: UpstreamSpec, name: string, log: Logger): u
     ...(spec.cwd === undefined ? {} : { cwd: spec.cwd })
   })
   const lines = createInterface({ input: transport.stderr as Readable })
-  lines.on('line', (line) => log.warn({ upstream: name, stderr: line }, 'upstream stderr'))
+  lines.on('line', (line) => {
+    log.warn({ upstream: name, stderr: line }, 'upstream stderr')
+    stderr(line)
+  })
   return transport
 }
 

@@ -17,6 +17,7 @@ import { paramHeadersFor } from '../jsonrpc/standard-headers.js'
 import { inputRequired } from '../mrtr/rounds.js'
 import type { InputRequest } from '../schema/mrtr.js'
 import { Upstream, type UpstreamOptions, type UpstreamSpec } from './upstream.js'
+import { DEFAULT_REQUEST_TIMEOUT_MS } from './deadline.js'
 import { copyOf } from '../core/results.js'
 
 export interface GatewayOptions extends Omit<UpstreamOptions, 'log'> {
@@ -96,7 +97,7 @@ export class Gateway implements Forwarder {
 
   /** Ask a Streamable HTTP upstream whether it serves 2026-07-28 (at each connection: it may have been upgraded). */
   async #probe(): Promise<void> {
-    const target = modernTarget(this.#opts.spec, this.#opts.name, this.#opts.requestTimeoutMs ?? 3_600_000)
+    const target = modernTarget(this.#opts.spec, this.#opts.name, this.#opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS)
     this.#modern = target !== undefined && (await speaksModern(target)) ? target : undefined
   }
 

@@ -4,6 +4,7 @@ import { McpError, errors, messageOf } from '../errors.js'
 import { isPlainObject } from '../headers.js'
 import { MetaKey } from '../protocol.js'
 import { forwarding, type UpstreamSpec } from './connection.js'
+import { Deadline } from './deadline.js'
 import { upstreamError } from './errors.js'
 import { copyOf } from '../core/results.js'
 
@@ -56,13 +57,21 @@ export async function modernRound(
   extraHeaders: Record<string, string>,
   relay: { progress(p: { progress: number; total?: number; message?: string }): void; log(params: Record<string, unknown>): void }
 ): Promise<Record<string, unknown>> {
-  const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(target.timeoutMs)])
+  // The same deadline as a stdio or legacy upstream's request: silence, counted again at each message the answer streams.
+  const deadline = new Deadline(target.timeoutMs)
+  deadline.start()
+  const signal = AbortSignal.any([ctx.signal, deadline.signal])
+  let result: Record<string, unknown>
   try {
-    return await post(target, method, params, extraHeaders, signal, ctx, relay)
+    result = await post(target, method, params, extraHeaders, signal, ctx, relay, deadline)
   } catch (err) {
+    deadline.pause()
     if (err instanceof McpError) throw err
+    if (deadline.signal.aborted && !ctx.signal.aborted) throw errors.upstreamTimeout(target.name, target.timeoutMs)
     throw upstreamError(err, target.name, ctx.signal)
   }
+  deadline.pause()
+  return result
 }
 
 async function post(
@@ -72,7 +81,8 @@ async function post(
   extraHeaders: Record<string, string>,
   signal: AbortSignal,
   ctx: RequestContext | undefined,
-  relay?: Parameters<typeof modernRound>[5]
+  relay?: Parameters<typeof modernRound>[5],
+  deadline?: Deadline
 ): Promise<Record<string, unknown>> {
   const token = relay === undefined ? undefined : randomUUID()
   const meta: Record<string, unknown> = {
@@ -102,6 +112,7 @@ async function post(
   let answer: unknown
   if (String(res.headers.get('content-type')).startsWith('text/event-stream')) {
     answer = await fromStream(res, id, (m) => {
+      deadline?.touch()
       if (m.method === 'notifications/progress' && isPlainObject(m.params) && m.params.progressToken === token) relay?.progress(m.params as never)
       else if (m.method === 'notifications/message' && isPlainObject(m.params)) relay?.log(m.params)
     })

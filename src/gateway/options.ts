@@ -12,13 +12,15 @@ export interface Served {
   spec: UpstreamSpec
   /** `/ready` is 503 while it is down (default true; `"required": false` in the config). */
   required: boolean
-  /** `--task-after-ms` / `"taskAfterMs"`, `--max-open-rounds` / `"maxOpenRounds"`. */
+  /** `--task-after-ms` / `"taskAfterMs"`, `--max-open-rounds` / `"maxOpenRounds"`, `--timeout-ms` / `"timeoutMs"`. */
   tuning: Tuning
 }
 
 export interface Tuning {
   taskAfterMs?: number
   maxOpenRounds?: number
+  /** The upstream request deadline (see `UpstreamOptions.requestTimeoutMs`). */
+  requestTimeoutMs?: number
 }
 
 export const USAGE = `Usage:
@@ -29,14 +31,17 @@ export const USAGE = `Usage:
                                                       serve a Streamable HTTP MCP server
   mcp-pure-http gateway --config <file.json>          serve each of { "mcpServers": { name: ... } } under /name
 Gateway options: --task-after-ms <ms> (a call still running then becomes a task; default 5000),
-  --max-open-rounds <n> (calls of one client waiting for its answers; default 16).
+  --max-open-rounds <n> (calls of one client waiting for its answers; default 16),
+  --timeout-ms <ms> (an upstream request silent this long fails with 504; progress restarts it;
+  default 60000; 0: none).
 HOST, PORT and every MCP_* variable apply as for the demo.`
 
 const Env = Type.Record(Type.String(), Type.String())
 const common = {
   required: Type.Optional(Type.Boolean()),
   taskAfterMs: Type.Optional(Type.Integer({ minimum: 0 })),
-  maxOpenRounds: Type.Optional(Type.Integer({ minimum: 1 }))
+  maxOpenRounds: Type.Optional(Type.Integer({ minimum: 1 })),
+  timeoutMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_000_000_000 }))
 }
 const Entry = Type.Union([
   Type.Object({
@@ -87,6 +92,7 @@ export function parseGatewayArgs(argv: readonly string[], env: NodeJS.ProcessEnv
     if (flag === '--url') url = value
     else if (flag === '--task-after-ms') tuning.taskAfterMs = count(flag, value, 0)
     else if (flag === '--max-open-rounds') tuning.maxOpenRounds = count(flag, value, 1)
+    else if (flag === '--timeout-ms') tuning.requestTimeoutMs = count(flag, value, 0, 2_000_000_000)
     else if (flag === '--config') config = value
     else if (flag === '--header') {
       const colon = value.indexOf(':')
@@ -106,9 +112,10 @@ export function parseGatewayArgs(argv: readonly string[], env: NodeJS.ProcessEnv
   return [{ name: command[0]!, prefix: undefined, spec: { command: command[0]!, args: command.slice(1) }, required: true, tuning }]
 }
 
-function count(flag: string, value: string, min: number): number {
+function count(flag: string, value: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const n = Number(value)
-  return Number.isSafeInteger(n) && n >= min ? n : fail(`${flag} ${value} is not an integer of at least ${min}`)
+  if (Number.isSafeInteger(n) && n >= min && n <= max) return n
+  return fail(`${flag} ${value} is not an integer ${max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`}`)
 }
 
 function fromConfig(path: string, env: NodeJS.ProcessEnv, flags: Tuning): Served[] {
@@ -128,6 +135,7 @@ function fromConfig(path: string, env: NodeJS.ProcessEnv, flags: Tuning): Served
     const tuning: Tuning = { ...flags }
     if (entry.taskAfterMs !== undefined) tuning.taskAfterMs = entry.taskAfterMs as number
     if (entry.maxOpenRounds !== undefined) tuning.maxOpenRounds = entry.maxOpenRounds as number
+    if (entry.timeoutMs !== undefined) tuning.requestTimeoutMs = entry.timeoutMs as number
     const spec: UpstreamSpec =
       typeof entry.url === 'string'
         ? {

@@ -94,15 +94,19 @@ export class Rounds {
   /**
    * An upstream server-to-client request: it belongs to the call in flight. An upstream's request
    * names no request of ours, so with calls of several principals in flight it cannot be told whose
-   * it is, and is refused rather than shown to the wrong user. `roots/list` is often asked outside
-   * any call (at start, or on a timer): unless the caller declared roots, the gateway answers it
-   * itself with no roots, rather than fail a call that never asked for them.
+   * it is, and is refused rather than shown to the wrong user. `roots/list` too: roots are a client's,
+   * and the gateway has none of its own, so outside a call (at start, on a timer) it is refused, never
+   * answered with an empty list that the upstream would keep as the truth; a server that asks again
+   * during a call (server-everything's `get-roots-list` does) gets the caller's. A caller that
+   * declared no roots answers as such a client would: -32601.
    */
   asked(request: ServerMessage, signal: AbortSignal): Promise<Record<string, unknown>> {
     const running = [...this.#calls.values()].filter((c) => c.settled === undefined)
     const principals = new Set(running.map((c) => c.principal))
     const call = principals.size === 1 ? running.at(-1)! : undefined
-    if (request.method === 'roots/list' && call?.ctx.clientCapabilities?.roots === undefined) return Promise.resolve({ roots: [] })
+    if (request.method === 'roots/list' && call !== undefined && call.ctx.clientCapabilities?.roots === undefined) {
+      return Promise.reject(errors.methodNotFound('The client offers no roots (it did not declare the roots capability)'))
+    }
     if (call !== undefined) return call.ask(request, signal)
     this.log.warn({ method: request.method, callsInFlight: running.length }, 'upstream request outside a single caller\'s calls refused')
     return Promise.reject(

@@ -9,6 +9,7 @@ import type { Logger } from '../core/request-context.js'
 import { serve, serverOptionsFromConfig, type Mount } from '../main.js'
 import { companion } from '../store/compose.js'
 import { createStore } from '../store/index.js'
+import { ConfigurationError } from '../errors.js'
 import { watchCallers } from './connection.js'
 import { Gateway } from './gateway.js'
 import type { Served } from './options.js'
@@ -74,6 +75,12 @@ export async function serveGateway(served: readonly Served[]): Promise<FastifyIn
         instance: `${instance}${s.prefix ?? ''}`
       })
       gateways.push(gw)
+      // One server that cannot start is nothing to serve: say why and exit non-zero. With --config
+      // the others serve, and GET / and /ready name the one that failed.
+      if (s.prefix === undefined && gw.upstream.state === 'failed') {
+        await Promise.all(gateways.map((g) => g.close()))
+        throw new ConfigurationError(`gateway: the upstream server ${s.name} could not start: ${gw.upstream.lastError}`)
+      }
       mounts.push({ mcp: gw.mcp, store: gw.wrapStore(store, gateways), ...(s.prefix === undefined ? {} : { prefix: s.prefix }) })
     }
     return mounts
@@ -103,6 +110,7 @@ export async function serveGateway(served: readonly Served[]): Promise<FastifyIn
           name: s.name,
           path: s.prefix,
           state: gateways[i]!.upstream.state,
+          ...(gateways[i]!.upstream.state === 'up' ? {} : { reason: gateways[i]!.upstream.lastError }),
           required: s.required,
           serverInfo: gateways[i]!.mcp.serverInfo
         }))

@@ -28,5 +28,7 @@ export function gatewayStore(store: Store, gw: Gateway, all: readonly Gateway[])
 async function ping(store: Store, all: readonly Gateway[]): Promise<void> {
   await store.ping()
   const down = all.find((g) => g.required && g.upstream.state !== 'up')
-  if (down !== undefined) throw errors.upstreamDown(`An upstream server is ${down.upstream.state}`, 5)
+  if (down === undefined) return
+  const { name, state, lastError } = down.upstream
+  throw errors.upstreamDown(`the upstream server ${name} is ${state}: ${lastError}`, 5)
 }

@@ -3,13 +3,19 @@ import type { Logger } from '../core/request-context.js'
 import { errors, messageOf } from '../errors.js'
 import type { ServerMessage } from '../store/types.js'
 import { newConnection, type Progress, type UpstreamSpec } from './connection.js'
+import { DEFAULT_REQUEST_TIMEOUT_MS, Deadline, NO_TIMEOUT } from './deadline.js'
 import { upstreamError } from './errors.js'
 import { loadSdk, type Sdk } from './sdk.js'
 
 export type { Progress, UpstreamSpec } from './connection.js'
 
-export type UpstreamState = 'starting' | 'up' | 'down' | 'closed'
-export const UPSTREAM_STATES: readonly UpstreamState[] = ['starting', 'up', 'down', 'closed']
+/**
+ * `failed`: a command whose first start failed (missing, not executable, or exiting before it
+ * answered `initialize`): a mistake in the configuration, which restarts would only repeat; `down`:
+ * a connection that worked was lost, or an HTTP server is not reachable (yet), and is retried.
+ */
+export type UpstreamState = 'starting' | 'up' | 'down' | 'failed' | 'closed'
+export const UPSTREAM_STATES: readonly UpstreamState[] = ['starting', 'up', 'down', 'failed', 'closed']
 
 /**
  * Every upstream of this process (what telemetry reports as the gateway's state). A closed one
@@ -26,7 +32,13 @@ export interface UpstreamOptions {
   restartMinMs?: number
   /** Longest restart delay (default 30 s). */
   restartMaxMs?: number
-  /** How long one upstream request may take (default 1 hour: tools run long; cancellation ends it sooner). */
+  /**
+   * How long an upstream request may go without a sign of life (its answer, or a progress
+   * notification, each of which starts the wait again) before it fails with 504 and the upstream is
+   * told `notifications/cancelled`; the wait stops while the upstream waits for a client's answer to
+   * one of its own requests. Default 60 s (the SDK's own default); 0: no deadline. A malformed answer
+   * or one with an id nobody asked for is dropped by the SDK: the deadline is what ends its request.
+   */
   requestTimeoutMs?: number
   /** How long connecting (initialize) may take (default 30 s). */
   connectTimeoutMs?: number
@@ -59,8 +71,10 @@ export class Upstream {
   state: UpstreamState = 'starting'
   /** The current connection's client, while `up`. */
   client: Client | undefined
-  /** Why the last connection failed or ended. */
-  lastError: string | undefined
+  /** Why the last connection failed or ended (with the child's last line on stderr, when it wrote one). */
+  lastError = 'not connected yet'
+  #stderr: string | undefined
+  #connectedOnce = false
   readonly #spec: UpstreamSpec
   readonly #opts: Required<Omit<UpstreamOptions, 'log' | 'name'>> & Pick<UpstreamOptions, 'log' | 'name'>
   readonly #events: UpstreamEvents
@@ -71,13 +85,16 @@ export class Upstream {
   #pid: number | undefined
   readonly #progress = new Map<string, (p: Progress) => void>()
   #tokens = 0
+  /** The deadlines of the requests in flight; paused while the upstream waits for an answer of ours. */
+  readonly #deadlines = new Set<Deadline>()
+  #asking = 0
 
   constructor(spec: UpstreamSpec, options: UpstreamOptions, events: UpstreamEvents) {
     this.#spec = spec
     this.#opts = {
       restartMinMs: 500,
       restartMaxMs: 30_000,
-      requestTimeoutMs: 3_600_000,
+      requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS,
       connectTimeoutMs: 30_000,
       pingIntervalMs: 15_000,
       pingTimeoutMs: 10_000,
@@ -106,8 +123,9 @@ export class Upstream {
     this.state = 'starting'
     const { client, transport } = newConnection(sdk, this.#spec, this.#opts.name, this.#opts.log, {
       notified: (m) => this.#events.notified(m),
-      asked: (r, signal) => this.#events.asked(r, signal),
-      progress: (token, p) => this.#progress.get(token)?.(p)
+      asked: (r, signal) => this.#asked(r, signal),
+      progress: (token, p) => this.#progress.get(token)?.(p),
+      stderr: (line) => (this.#stderr = line)
     })
     const started = Date.now()
     client.onclose = () => {
@@ -124,7 +142,9 @@ export class Upstream {
       await client.connect(transport as never, { timeout: this.#opts.connectTimeoutMs })
     } catch (err) {
       await client.close().catch(() => undefined)
-      this.#lost(messageOf(err))
+      const why = this.#stderr === undefined ? messageOf(err) : `${messageOf(err)} (its stderr: ${this.#stderr.slice(0, 512)})`
+      if (!this.#connectedOnce && 'command' in this.#spec) return this.#failed(why)
+      this.#lost(why)
       return false
     }
     // Closed while connecting (the gateway stopped during its start).
@@ -133,6 +153,7 @@ export class Upstream {
       return false
     }
     this.#pid = (transport as { pid?: number | null }).pid ?? undefined
+    this.#connectedOnce = true
     this.client = client
     this.state = 'up'
     this.#pinger = setInterval(() => void this.#ping(client), this.#opts.pingIntervalMs)
@@ -140,6 +161,17 @@ export class Upstream {
     this.#opts.log.info({ upstream: this.#opts.name, server: client.getServerVersion() }, 'upstream connected')
     this.#events.connected(client)
     return true
+  }
+
+  /** The upstream asks (elicitation, sampling, roots): no request of its own is late while it waits for us. */
+  #asked(request: ServerMessage, signal: AbortSignal): Promise<Record<string, unknown>> {
+    if (this.#asking++ === 0) for (const d of this.#deadlines) d.pause()
+    const answered = this.#events.asked(request, signal)
+    const done = (): void => {
+      if (--this.#asking === 0) for (const d of this.#deadlines) d.start()
+    }
+    answered.then(done, done)
+    return answered
   }
 
   /** A ping not answered in time (a hung or vanished server): the connection is closed, and restarted. */
@@ -153,6 +185,14 @@ export class Upstream {
       this.#opts.log.warn({ upstream: this.#opts.name, reason: messageOf(err) }, 'upstream stopped answering')
       await client.close()
     }
+  }
+
+  /** The command cannot start: said once, not retried (see {@link UpstreamState}). */
+  #failed(why: string): false {
+    this.lastError = why
+    if (this.state !== 'closed') this.state = 'failed'
+    this.#opts.log.error({ upstream: this.#opts.name, reason: why }, 'upstream could not start')
+    return false
   }
 
   #lost(why: string): void {
@@ -177,24 +217,35 @@ export class Upstream {
   ): Promise<Record<string, unknown>> {
     const client = this.client
     if (client === undefined) {
+      if (this.state === 'failed') throw errors.upstreamFailed(`The upstream server ${this.#opts.name} could not start: ${this.lastError}`)
       const wait = Math.max(1, Math.ceil((this.#retryAt - Date.now()) / 1000))
       throw errors.upstreamDown(`The upstream server ${this.#opts.name} is ${this.state === 'closed' ? 'stopped' : 'down'}; try again later`, wait)
     }
     const sdk = await loadSdk()
     const { onprogress, signal } = options
+    const deadline = new Deadline(this.#opts.requestTimeoutMs)
+    this.#deadlines.add(deadline)
+    if (this.#asking === 0) deadline.start()
     const token = onprogress === undefined ? undefined : `gw-${this.#tokens++}`
     if (token !== undefined) {
-      this.#progress.set(token, onprogress!)
+      // Progress is a sign of life: the deadline starts again.
+      this.#progress.set(token, (p) => {
+        deadline.touch()
+        onprogress!(p)
+      })
       params = { ...params, _meta: { ...(params._meta as object | undefined), progressToken: token } }
     }
     try {
-      // The SDK takes an absent signal as none.
-      const options = { timeout: this.#opts.requestTimeoutMs, signal } as { timeout: number; signal: AbortSignal }
+      // The deadline is ours (it restarts on progress); the SDK's own timeout is set past any use.
+      const options = { timeout: NO_TIMEOUT, signal: signal === undefined ? deadline.signal : AbortSignal.any([signal, deadline.signal]) }
       return (await client.request({ method, params } as never, sdk.types.ResultSchema, options)) as Record<string, unknown>
     } catch (err) {
+      if (deadline.signal.aborted && signal?.aborted !== true) throw errors.upstreamTimeout(this.#opts.name, this.#opts.requestTimeoutMs)
       throw upstreamError(err, this.#opts.name, signal)
       /* c8 ignore next: no code runs after this catch, which always throws, but V8 counts the continuation (and maps it here) */
     } finally {
+      deadline.pause()
+      this.#deadlines.delete(deadline)
       if (token !== undefined) this.#progress.delete(token)
     }
   }

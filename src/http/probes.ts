@@ -1,6 +1,6 @@
 import underPressure from '@fastify/under-pressure'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
-import { errors } from '../errors.js'
+import { McpError, errors } from '../errors.js'
 import type { Store } from '../store/types.js'
 import { sendError, toMcpError } from './error-reply.js'
 
@@ -58,8 +58,11 @@ export function probes(store: () => Store): FastifyPluginAsync {
           new Promise((_resolve, reject) => (timer = setTimeout(() => reject(new Error('no answer within 2 s')), 2000)))
         ])
       } catch (err) {
-        request.log.warn({ err }, 'not ready: the store does not answer')
-        throw errors.notReady(5)
+        // The store's own failures are for the log; a check an app adds to its store's ping (a
+        // gateway's upstream) throws an McpError whose words say why, for whoever reads /ready.
+        const cause = err instanceof McpError ? err.message : undefined
+        request.log.warn({ err }, `not ready: ${cause ?? 'the store does not answer'}`)
+        throw errors.notReady(5, cause)
       } finally {
         clearTimeout(timer)
       }

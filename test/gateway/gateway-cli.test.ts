@@ -1,6 +1,7 @@
+import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import t from 'tap'
-import { EVERYTHING, everythingHttp } from '../helpers/gateway-helper.js'
+import { EVERYTHING, GATEWAY_BIN, everythingHttp } from '../helpers/gateway-helper.js'
 import { alive, post, spawnSyncChildren, start } from '../helpers/gateway-cli-helper.js'
 
 t.test('gateway -- <command>: a stdio server at the root; SIGTERM stops the child too', async (t) => {
@@ -16,6 +17,21 @@ t.test('gateway -- <command>: a stdio server at the root; SIGTERM stops the chil
   const [code] = await once(gw.child, 'exit')
   t.equal(code, 0)
   for (const c of before) t.notOk(alive(c), `child ${c} stopped`)
+})
+
+t.test('gateway -- <a command that cannot start>: exits 1 at once, saying why', async (t) => {
+  for (const [args, reason] of [
+    [['/nonexistent/mcp-server'], /could not start: spawn \/nonexistent\/mcp-server ENOENT/],
+    [[process.execPath, '-e', 'console.error("no config file"); process.exit(3)'], /could not start: .*closed.*\(its stderr: no config file\)/]
+  ] as const) {
+    const child = spawn(process.execPath, [GATEWAY_BIN, 'gateway', '--', ...args], { env: { ...process.env, PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] })
+    let err = ''
+    child.stderr!.on('data', (d: Buffer) => (err += String(d)))
+    const [code] = await once(child, 'exit')
+    t.equal(code, 1, `${args[0]}: exit code`)
+    t.match(err, reason)
+    t.notMatch(err, /retryInMs/, 'not retried')
+  }
 })
 
 t.test('gateway --url with --header, and MCP_* settings apply', async (t) => {

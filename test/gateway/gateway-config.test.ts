@@ -20,20 +20,26 @@ t.test('gateway --config: each server under /{name}, GET / lists them with their
       mcpServers: {
         everything: { command: process.execPath, args: [EVERYTHING, 'stdio'], env: { GREETING: '${TEST_GREETING}' } },
         files: { command: process.execPath, args: [FILESYSTEM, dir] },
-        broken: { url: 'http://127.0.0.1:1/mcp', required: false }
+        broken: { url: 'http://127.0.0.1:1/mcp', required: false },
+        missing: { command: '/nonexistent/mcp-server', required: false }
       }
     })
   )
   const gw = await start(t, ['gateway', '--config', config], { TEST_GREETING: 'hello-from-env' })
-  const root = (await fetch(`${gw.base}/`).then((r) => r.json())) as { servers: { name: string; path: string; state: string }[] }
+  const root = (await fetch(`${gw.base}/`).then((r) => r.json())) as { servers: { name: string; path: string; state: string; reason?: string }[] }
   t.same(
     root.servers.map((s) => [s.name, s.path, s.state]),
     [
       ['everything', '/everything', 'up'],
       ['files', '/files', 'up'],
-      ['broken', '/broken', 'down']
+      ['broken', '/broken', 'down'],
+      ['missing', '/missing', 'failed']
     ]
   )
+  t.equal(root.servers[0]!.reason, undefined, 'an upstream that is up has no reason')
+  t.match(root.servers[2]!.reason, /fetch failed|ECONNREFUSED/, 'why it is down')
+  t.match(root.servers[3]!.reason, /ENOENT/, 'why it failed: the command is not there')
+  t.match(gw.log(), /upstream could not start/, 'said once in the log')
   // The listing has the mounts' Host and Origin check (a page that rebinds its DNS name to loopback).
   const rebound = await request(`${gw.base}/`, { headers: { host: 'attacker.example:80' } })
   t.equal(rebound.statusCode, 403, 'another Host: 403')

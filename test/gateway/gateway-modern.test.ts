@@ -146,7 +146,7 @@ t.test('progress and log messages of a 2026-07-28 upstream reach the caller', as
  * 2026-07-28 answers that go wrong in each way a network peer can.
  */
 async function oddModern(t: Test) {
-  const tools = ['nojson', 'noanswer', 'badevent', 'logs', 'huge', 'scalar', 'noresult', 'empty', 'auth']
+  const tools = ['nojson', 'noanswer', 'badevent', 'logs', 'huge', 'scalar', 'noresult', 'empty', 'auth', 'stall', 'drip']
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     let text = ''
     req.on('data', (c) => (text += c))
@@ -170,6 +170,19 @@ async function oddModern(t: Test) {
         case 'auth': return reply({ content: [{ type: 'text', text: String(req.headers.authorization) }] })
         case 'noanswer': return sse(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'x' } }))
         case 'badevent': return sse('{not json')
+        // A stream that never says anything, and one that says something every 250 ms for 3 s.
+        case 'stall': return void res.writeHead(200, { 'content-type': 'text/event-stream' }).flushHeaders()
+        case 'drip': {
+          res.writeHead(200, { 'content-type': 'text/event-stream' })
+          let n = 0
+          const timer = setInterval(() => {
+            const token = msg.params._meta.progressToken
+            if (++n <= 12) return void res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: n } })}\n\n`)
+            clearInterval(timer)
+            res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: 'dripped' }], resultType: 'complete' } })}\n\n`)
+          }, 250)
+          return
+        }
         case 'huge': return void res.writeHead(200, { 'content-type': 'application/json' }).end('"' + 'x'.repeat(33 * 1024 * 1024) + '"')
         case 'logs': return sse(
           JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'warning', data: 'careful' } }),
@@ -186,6 +199,17 @@ async function oddModern(t: Test) {
   t.teardown(() => new Promise((resolve) => server.close(resolve)))
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`
 }
+
+t.test('a 2026-07-28 upstream silent past the deadline: 504; one whose stream goes on is waited for', async (t) => {
+  const odd = await oddModern(t)
+  const { app, gw } = await serveUpstream(t, { url: odd }, { requestTimeoutMs: 2000 })
+  t.equal(gw.modern, true)
+  const tool = (name: string) => call(app, { method: 'POST', url: `/tools/${name}/calls`, ...json({ arguments: {}, _meta: caps({}) }) })
+  const stalled = await tool('stall')
+  t.same([stalled.status, stalled.body], [504, { code: -32603, message: 'The upstream server upstream did not answer in time (nothing from it for 2 s)' }])
+  const dripped = await tool('drip')
+  t.same([dripped.status, dripped.body.content], [200, [{ type: 'text', text: 'dripped' }]], '3 s of messages every 250 ms outlast a 2 s deadline')
+})
 
 t.test('a 2026-07-28 upstream that answers badly: a clear 502, never a hang or its text', async (t) => {
   const odd = await oddModern(t)

@@ -24,6 +24,10 @@ t.test('command, url and header arguments', async (t) => {
   t.throws(() => parseGatewayArgs(['--forward-authorization', '--', 'x']), /applies to --url only/)
   t.throws(() => parseGatewayArgs(['--max-open-rounds', '0', '--', 'x']), /--max-open-rounds 0 is not an integer of at least 1/)
   t.throws(() => parseGatewayArgs(['--task-after-ms', '1.5', '--', 'x']), /--task-after-ms 1.5 is not an integer of at least 0/)
+  t.same(parseGatewayArgs(['--timeout-ms', '0', '--', 'x'])[0]!.tuning, { requestTimeoutMs: 0 }, '0: no deadline')
+  t.same(parseGatewayArgs(['--timeout-ms', '2500', '--', 'x'])[0]!.tuning, { requestTimeoutMs: 2500 })
+  t.throws(() => parseGatewayArgs(['--timeout-ms', '-1', '--', 'x']), /--timeout-ms -1 is not an integer from 0 to 2000000000/)
+  t.throws(() => parseGatewayArgs(['--timeout-ms', '3000000000', '--', 'x']), /--timeout-ms 3000000000 is not an integer from 0 to 2000000000/)
 })
 
 t.test('--config: the mcpServers file, checked, with ${VAR} from the environment', async (t) => {
@@ -38,14 +42,14 @@ t.test('--config: the mcpServers file, checked, with ${VAR} from the environment
     JSON.stringify({
       mcpServers: {
         local: { command: 'node', args: ['s.js'], env: { TOKEN: '${SECRET}', PLAIN: 'x' }, cwd: '/tmp' },
-        plain: { command: 'node', taskAfterMs: 100, maxOpenRounds: 3 },
+        plain: { command: 'node', taskAfterMs: 100, maxOpenRounds: 3, timeoutMs: 7000 },
         remote: { url: 'https://example.com/mcp', headers: { Authorization: 'Bearer ${SECRET}' }, type: 'http', required: false, forwardAuthorization: true }
       }
     })
   )
   t.same(parseGatewayArgs(['--config', good, '--task-after-ms', '50'], { SECRET: 's3' }), [
     { name: 'local', prefix: '/local', spec: { command: 'node', args: ['s.js'], env: { TOKEN: 's3', PLAIN: 'x' }, cwd: '/tmp' }, required: true, tuning: { taskAfterMs: 50 } },
-    { name: 'plain', prefix: '/plain', spec: { command: 'node', args: [], env: {} }, required: true, tuning: { taskAfterMs: 100, maxOpenRounds: 3 } },
+    { name: 'plain', prefix: '/plain', spec: { command: 'node', args: [], env: {} }, required: true, tuning: { taskAfterMs: 100, maxOpenRounds: 3, requestTimeoutMs: 7000 } },
     {
       name: 'remote',
       prefix: '/remote',
@@ -61,4 +65,5 @@ t.test('--config: the mcpServers file, checked, with ${VAR} from the environment
   t.throws(() => parseGatewayArgs(['--config', file('shape.json', '{"servers":{}}')]), /shape\.json: \//)
   t.throws(() => parseGatewayArgs(['--config', file('root.json', '[]')]), /root\.json: \/: /)
   t.throws(() => parseGatewayArgs(['--url', 'ftp://x']), /not an http\(s\) URL/)
+  t.throws(() => parseGatewayArgs(['--config', file('timeout.json', '{"mcpServers":{"a":{"command":"x","timeoutMs":-5}}}')]), /timeout\.json: \/mcpServers\/a/)
 })

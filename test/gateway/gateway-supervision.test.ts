@@ -37,18 +37,23 @@ t.test('a stdio child killed mid-call: a clear 502, 503 while down, /ready 503, 
   t.equal((await app.inject({ url: '/ready' })).statusCode, 200)
 })
 
-t.test('a command that cannot start: down at once, the catalogue empty, calls 503, restarts keep trying', async (t) => {
-  const { app, gw } = await serveUpstream(t, { command: process.execPath, args: ['-e', 'process.exit(3)'] }, { restartMinMs: 50, restartMaxMs: 100 })
-  t.equal(gw.upstream.state, 'down')
-  t.match(gw.upstream.lastError, /closed|exit/i)
+t.test('a command that cannot start: failed at once with its reason, not retried; calls 502, /ready 503 naming it', async (t) => {
+  const { app, gw } = await serveUpstream(t, { command: process.execPath, args: ['-e', 'console.error("bad flag --x"); process.exit(3)'] }, { restartMinMs: 50, restartMaxMs: 100 })
+  t.equal(gw.upstream.state, 'failed')
+  t.match(gw.upstream.lastError, /closed.*\(its stderr: bad flag --x\)/i)
   t.equal(gw.mcp.tools.size, 0)
   t.equal(gw.mcp.serverInfo.name, 'upstream', 'named after the configuration until the upstream says')
-  const res = await call(app, { url: '/ready' })
-  t.equal(res.status, 503)
-  // Failures go on being retried (backoff capped at restartMaxMs).
-  const before = gw.upstream.lastError
-  await until(() => gw.upstream.state === 'starting', 'another attempt')
-  t.equal(before, gw.upstream.lastError)
+  const ready = await call(app, { url: '/ready' })
+  t.equal(ready.status, 503)
+  t.match(ready.body.message, /^Not ready: the upstream server upstream is failed: .*bad flag --x/)
+  const missing = await serveUpstream(t, { command: '/nonexistent/mcp-server' })
+  t.equal(missing.gw.upstream.state, 'failed')
+  t.match(missing.gw.upstream.lastError, /ENOENT/)
+  const completion = await missing.gw.upstream.request('completion/complete', {}).catch((err: Error) => err)
+  t.match(completion, { status: 502, message: /could not start: spawn \/nonexistent\/mcp-server ENOENT/ }, 'a request: 502 with the reason')
+  // No restart: the state stays (several restart delays' worth).
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  t.equal(gw.upstream.state, 'failed')
 })
 
 t.test('an upstream that is not required does not make /ready fail', async (t) => {

@@ -40,11 +40,32 @@ t.test('an upstream closed while it connects reports failure and stays closed', 
   t.equal(up.state, 'closed')
 })
 
+t.test('an upstream stopped while its first connection hangs stays closed when that attempt fails', async (t) => {
+  let requested: () => void
+  const asked = new Promise<void>((resolve) => (requested = resolve))
+  // Accepts and never answers: the attempt ends at connectTimeoutMs.
+  const server = createServer(() => requested())
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => {
+    server.closeAllConnections()
+    server.close()
+  })
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`
+  const up = new Upstream({ url }, { name: 'u', log: quiet, connectTimeoutMs: 300, restartMinMs: 10 }, { connected() {}, notified() {}, asked: async () => ({}) })
+  const starting = up.start()
+  await asked
+  await up.close()
+  t.equal(await starting, false)
+  t.equal(up.state, 'closed', 'no restart once stopped')
+  t.match(up.lastError, /timed out/i)
+})
+
 t.test('a question outside any call, or among several callers, is refused', async (t) => {
   const rounds = new Rounds('i', new MemoryRelay(), 60_000, quiet, 16)
   const signal = new AbortController().signal
   await t.rejects(rounds.asked({ method: 'elicitation/create', params: {} }, signal), /outside a request/)
-  t.same(await rounds.asked({ method: 'roots/list' }, signal), { roots: [] })
+  await t.rejects(rounds.asked({ method: 'roots/list' }, signal), { name: 'MCP_ERR_UPSTREAM_REQUEST_REFUSED', message: /roots\/list outside a request/ }, 'roots are a client\'s: none to give outside a call')
   const ctx = (id: string) => ({ principal: { ...ANONYMOUS, id }, signal, clientCapabilities: { elicitation: {} } }) as never
   void rounds.start(ctx('alice'), () => new Promise(() => undefined))
   void rounds.start(ctx('bob'), () => new Promise(() => undefined))
@@ -111,13 +132,13 @@ t.test('a question the upstream withdraws is no longer asked', async (t) => {
   t.match(await call.next(undefined, {}), { kind: 'done' }, 'nothing left to ask: the result')
 })
 
-t.test('roots/list during a call: asked when the caller declared roots, else answered empty', async (t) => {
+t.test('roots/list during a call: asked when the caller declared roots, else -32601 as such a client answers', async (t) => {
   const rounds = new Rounds('i', new MemoryRelay(), 60_000, quiet, 16)
   const signal = new AbortController().signal
   const ctx = (clientCapabilities: unknown) => ({ principal: ANONYMOUS, signal, clientCapabilities }) as never
   const forever = (s: AbortSignal) => new Promise<never>((_resolve, reject) => s.addEventListener('abort', () => reject(asError(s.reason))))
   const plain = rounds.start(ctx(undefined), forever)
-  t.same(await rounds.asked({ method: 'roots/list' }, signal), { roots: [] })
+  await t.rejects(rounds.asked({ method: 'roots/list' }, signal), { code: -32601, message: /offers no roots/ })
   await rounds.close()
   await t.rejects(plain, /shutting down/)
   const withRoots = new Rounds('j', new MemoryRelay(), 60_000, quiet, 16)

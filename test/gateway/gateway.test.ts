@@ -115,6 +115,26 @@ t.test('server-everything over stdio, served over Pure HTTP', async (t) => {
     t.same([replay.status, replay.body.message], [400, 'Invalid or expired requestState'], 'a finished round is gone')
   })
 
+  t.test("roots reach the upstream from the caller: get-roots-list lists the caller's roots", async (t) => {
+    // server-everything asked for roots once at start, outside any call: refused (the gateway has none
+    // of its own to give), so it asks again during this call, and the caller answers in a round.
+    const meta = caps({ roots: {} })
+    const roots = [{ uri: 'file:///work/project', name: 'project' }]
+    let body = { arguments: {}, _meta: meta } as Record<string, unknown>
+    let res = await call(app, { method: 'POST', url: '/tools/get-roots-list/calls', ...json(body) })
+    let rounds = 0
+    while (res.body.resultType === 'input_required') {
+      const asked = Object.entries(res.body.inputRequests as Record<string, { method: string }>)
+      t.same(asked.map(([, r]) => r.method), asked.map(() => 'roots/list'), 'the upstream asks for roots')
+      body = { ...body, requestState: res.body.requestState, inputResponses: Object.fromEntries(asked.map(([key]) => [key, { roots }])) }
+      res = await call(app, { method: 'POST', url: '/tools/get-roots-list/calls', ...json(body) })
+      rounds++
+    }
+    t.ok(rounds >= 1, 'asked in a round')
+    t.equal(res.body.resultType, 'complete')
+    t.match(res.body.content[0].text, /Current MCP Roots \(1 total\)[\s\S]*project[\s\S]*URI: file:\/\/\/work\/project/)
+  })
+
   t.test('sampling through MRTR; a client without the capability is 400 -32021 and the upstream call ends', async (t) => {
     const body = { arguments: { prompt: 'Say hi', maxTokens: 5 }, _meta: caps({ sampling: {} }) }
     const first = await call(app, { method: 'POST', url: '/tools/trigger-sampling-request/calls', ...json(body) })

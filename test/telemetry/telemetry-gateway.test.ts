@@ -52,21 +52,21 @@ t.test('mcp_pure_http.gateway.upstreams: the state of each upstream, down when i
     const mine = family.metrics.filter((s) => s.labels?.mcp_pure_http_upstream_name === 'odd')
     return Object.fromEntries(mine.map((s) => [s.labels!.mcp_pure_http_upstream_state, Number(s.value)]))
   }
-  t.same(await states(), { starting: 0, up: 1, down: 0, closed: 0 })
+  t.same(await states(), { starting: 0, up: 1, down: 0, failed: 0, closed: 0 })
   await app.inject({ method: 'POST', url: '/tools/exit/calls', payload: { arguments: {} } })
   let seen: Record<string, number> = {}
   for (let i = 0; i < 1000 && seen.down !== 1; i++) {
     await new Promise((resolve) => setTimeout(resolve, 2))
     seen = await states()
   }
-  t.same(seen, { starting: 0, up: 0, down: 1, closed: 0 }, 'down once the child exited')
+  t.same(seen, { starting: 0, up: 0, down: 1, failed: 0, closed: 0 }, 'down once the child exited')
   for (let i = 0; i < 1000 && seen.up !== 1; i++) {
     await new Promise((resolve) => setTimeout(resolve, 5))
     seen = await states()
   }
-  t.same(seen, { starting: 0, up: 1, down: 0, closed: 0 }, 'up again after the restart')
+  t.same(seen, { starting: 0, up: 1, down: 0, failed: 0, closed: 0 }, 'up again after the restart')
   await gw.close()
-  t.same(await states(), { starting: 0, up: 0, down: 0, closed: 1 }, 'closed: reported once...')
+  t.same(await states(), { starting: 0, up: 0, down: 0, failed: 0, closed: 1 }, 'closed: reported once...')
   const { upstreams } = await import('../../src/gateway/upstream.js')
   t.notOk(upstreams.has(gw.upstream), '...then forgotten')
 })
