@@ -81,6 +81,12 @@ export interface ToolDefinition<I extends AnySchema, O extends AnySchema | undef
   /** Schema of `structuredContent`; when given, every non-error result is checked against it. */
   output?: O
   /**
+   * `false`: `input` and `output` describe the tool (in `tools/list` and the OpenAPI document) but
+   * are not checked: the arguments reach the handler as sent, and its results leave as it gave them.
+   * For a handler that forwards to a server that is the authority on both (the gateway's). Default true.
+   */
+  checkSchemas?: boolean
+  /**
    * Whether the tool runs as a task (the Tasks extension): `forbidden` (default), `optional` (as a
    * task for clients that declare the extension), `required` (clients that do not get 400 -32021).
    */

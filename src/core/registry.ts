@@ -29,6 +29,9 @@ import { createValidator } from './validation.js'
 
 export type { PromptEntry, ResourceEntry, TemplateEntry, ToolEntry } from './entries.js'
 
+/** The input check of a tool registered with `checkSchemas: false`: every argument object passes. */
+const ANY_ARGUMENTS = Object.assign(() => true, { errors: null }) as unknown as ToolEntry['validateInput']
+
 export const ListKind = { tools: 'tools', prompts: 'prompts', resources: 'resources', templates: 'templates' } as const
 // The value and its type share the name, as STYLE's `as const` enums do.
 // eslint-disable-next-line @typescript-eslint/no-redeclare
@@ -116,8 +119,8 @@ export class Registry {
     const entry: ToolEntry = {
       definition,
       scopes,
-      validateInput: compileSchema(this.ajv, inputSchema, input, `${owner} input`),
-      validateOutput: output === undefined ? undefined : compileSchema(this.ajv, def.output!, output, `${owner} output`),
+      validateInput: def.checkSchemas === false ? ANY_ARGUMENTS : compileSchema(this.ajv, inputSchema, input, `${owner} input`),
+      validateOutput: output === undefined || def.checkSchemas === false ? undefined : compileSchema(this.ajv, def.output!, output, `${owner} output`),
       handler: handler as unknown as ToolEntry['handler'],
       mrtr: mrtrSpec(this.ajv, owner, def, Object.keys((input.properties as object | undefined) ?? {})),
       task: { mode: def.task ?? 'forbidden', ttlMs: def.taskTtlMs ?? 3_600_000, pollIntervalMs: def.pollIntervalMs ?? 1000 }

@@ -20,15 +20,17 @@ type Item = Record<string, unknown> & { name?: string; uri?: string; uriTemplate
 
 /**
  * Register one upstream list entry into `mcp` with a handler that forwards to the upstream; what
- * this library cannot serve (a name it refuses, a schema that does not compile, a URI template
+ * this library cannot serve (a name it refuses, a schema that is not an object schema, a URI template
  * beyond `{var}`/`{+var}`) is left out with the reason, never half-registered.
  */
 export function register(mcp: McpServer, kind: ListKind, item: Item, fw: Forwarder): Registration {
   switch (kind) {
     case 'tools': {
       const { name, inputSchema, outputSchema, execution: _execution, ...rest } = item as Item & { name: string }
+      // The upstream is the authority on its arguments and results: its schemas describe the tool
+      // here (tools/list, OpenAPI) and the upstream judges the call, as it would called directly.
       return mcp.tool(
-        { ...rest, name, input: inputSchema as TSchema, output: outputSchema as TSchema | undefined },
+        { ...rest, name, input: inputSchema as TSchema, output: outputSchema as TSchema | undefined, checkSchemas: false },
         (args, ctx) => fw.forward(ctx, 'tools/call', { name, arguments: args }) as never
       )
     }

@@ -228,3 +228,22 @@ t.test('a registration handle removes only what it registered', async (t) => {
   const { app } = await build(t, { mcp })
   t.equal((await call(app, post('/tools/x/calls', {}))).body.content[0].text, 'second')
 })
+
+t.test('checkSchemas: false: the schemas describe the tool, the handler judges its arguments and answers as it likes', async (t) => {
+  const mcp = new McpServer({ name: 't', version: '1' })
+  const seen: unknown[] = []
+  const input = Type.Object({ a: Type.Number() }, { additionalProperties: false })
+  const output = Type.Object({ sum: Type.Number() })
+  mcp.tool({ name: 'judged', input, output, checkSchemas: false }, (args) => {
+    seen.push(args)
+    return { content: [{ type: 'text', text: 'as given' }], structuredContent: { sum: 'not a number' } } as never
+  })
+  mcp.tool({ name: 'checked', input, output }, () => ({ structuredContent: { sum: 1 } }))
+  const { app } = await build(t, { mcp })
+  const listed = (await call(app, { url: '/tools' })).body.tools
+  t.same(listed.map((x: { inputSchema: object }) => x.inputSchema), [listed[1].inputSchema, listed[1].inputSchema], 'listed with its schema all the same')
+  const res = await call(app, post('/tools/judged/calls', { arguments: { a: 'x', extra: true } }))
+  t.same([res.status, res.body.content, res.body.structuredContent], [200, [{ type: 'text', text: 'as given' }], { sum: 'not a number' }], 'its result as it gave it')
+  t.same(seen, [{ a: 'x', extra: true }], 'the arguments as sent')
+  t.match(invalid(await call(app, post('/tools/checked/calls', { arguments: { a: 'x' } }))), /^Invalid arguments for tool checked/, 'the default checks')
+})

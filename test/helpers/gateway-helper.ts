@@ -93,3 +93,25 @@ export async function drain(app: FastifyInstance, headers: Record<string, string
   if (group !== undefined) await app.inject({ method: 'POST', url: '/notifications', headers: { ...headers, 'mcp-message-group': group as string } })
   return got.json()
 }
+
+/**
+ * An upstream called directly, as a client of it would without the gateway: the SDK's `Client` over
+ * stdio (a child of its own); closed when the test ends. What it answers is what the gateway must.
+ */
+export async function direct(t: Test, spec: { command: string; args?: string[] } = everythingStdio as { command: string; args: string[] }) {
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js')
+  const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js')
+  const client = new Client({ name: 'direct', version: '1' }, { capabilities: { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} } })
+  await client.connect(new StdioClientTransport({ command: spec.command, args: spec.args ?? [], stderr: 'ignore' }))
+  t.teardown(() => client.close())
+  /** A tools/call: its result, or the JSON-RPC error it answered ({ code, message } without the SDK's prefix). */
+  const callTool = async (name: string, args: Record<string, unknown>): Promise<Record<string, unknown>> => {
+    try {
+      return (await client.callTool({ name, arguments: args })) as Record<string, unknown>
+    } catch (err) {
+      const e = err as { code: number; message: string }
+      return { error: { code: e.code, message: e.message.replace(/^MCP error -?\d+: /, '') } }
+    }
+  }
+  return { client, callTool }
+}
