@@ -207,4 +207,44 @@ export class McpServer extends Registry {
   onResourceUpdated(listener: (uri: string) => void): () => void {
     return this.store.signals.onResourceUpdated(listener)
   }
+
+  /**
+   * What a catalogue does when a URI gains its first watcher in this process or loses its last (a
+   * `subscriptions/listen` stream that asked for it): a gateway subscribes its upstream then, as
+   * for a connection's `resources/subscribe`. Unset: nothing.
+   */
+  resourceWatch: { first(uri: string): void; last(uri: string): void } | undefined
+  readonly #watchers = new Map<string, number>()
+
+  /**
+   * Watch `uris` from this process (a `subscriptions/listen` stream): `listener` hears their
+   * updates, and {@link resourceWatch} hears of each URI's first and last watcher. Returns the
+   * function that stops.
+   */
+  watchResources(uris: ReadonlySet<string>, listener: (uri: string) => void): () => void {
+    for (const uri of uris) {
+      const n = this.#watchers.get(uri) ?? 0
+      this.#watchers.set(uri, n + 1)
+      if (n === 0) this.resourceWatch?.first(uri)
+    }
+    const stop = this.onResourceUpdated((uri) => {
+      if (uris.has(uri)) listener(uri)
+    })
+    return () => {
+      stop()
+      for (const uri of uris) {
+        const n = this.#watchers.get(uri)! - 1
+        if (n > 0) this.#watchers.set(uri, n)
+        else {
+          this.#watchers.delete(uri)
+          this.resourceWatch?.last(uri)
+        }
+      }
+    }
+  }
+
+  /** How many watchers `uri` has in this process (see {@link watchResources}). */
+  watching(uri: string): number {
+    return this.#watchers.get(uri) ?? 0
+  }
 }

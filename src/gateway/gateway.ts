@@ -101,6 +101,10 @@ export class Gateway implements Forwarder {
     this.#modern = target !== undefined && (await speaksModern(target)) ? target : undefined
   }
 
+  get log(): Logger {
+    return this.#opts.log
+  }
+
   /** Whether calls pass through in 2026-07-28 (the upstream said so when it was last connected). */
   get modern(): boolean {
     return this.#modern !== undefined

@@ -17,10 +17,20 @@ export function gatewayStore(store: Store, gw: Gateway, all: readonly Gateway[])
     },
     unsubscribe: async (owner: string, uri: string) => {
       const was = await own.unsubscribe(owner, uri)
-      await gw.unsubscribeUpstream(uri, (await own.subscribers(uri)).length)
+      await gw.unsubscribeUpstream(uri, (await own.subscribers(uri)).length + gw.mcp.watching(uri))
       return was
     }
   })
+  // A subscriptions/listen stream's resourceSubscriptions subscribe the upstream too (the stream is
+  // this process's: so is the upstream connection that must send the updates).
+  gw.mcp.resourceWatch = {
+    first: (uri) => void gw.subscribeUpstream(uri).catch((err: unknown) => gw.log.warn({ err, uri }, 'upstream subscribe failed')),
+    last: (uri) =>
+      void own
+        .subscribers(uri)
+        .then((subscribers) => gw.unsubscribeUpstream(uri, subscribers.length))
+        .catch((err: unknown) => gw.log.warn({ err, uri }, 'upstream unsubscribe failed'))
+  }
   return overlay(store, { connections, ping: () => ping(store, all) })
 }
 

@@ -57,11 +57,7 @@ export class ListenStreams {
       if (agreed[flag] === true) send({ method, params: { _meta: meta } })
     })
     const stopUpdates =
-      watched.size === 0
-        ? undefined
-        : mcp.onResourceUpdated((uri) => {
-          if (watched.has(uri)) send({ method: 'notifications/resources/updated', params: { uri, _meta: meta } })
-        })
+      watched.size === 0 ? undefined : mcp.watchResources(watched, (uri) => send({ method: 'notifications/resources/updated', params: { uri, _meta: meta } }))
     const stop = () => {
       stopChanges()
       stopUpdates?.()

@@ -296,3 +296,23 @@ t.test('a representation sent where nothing said Vary before: Vary is ours alone
   t.same([res.statusCode, res.headers.vary, res.headers['cache-control'], res.headers.etag, res.json()], [200, 'Mcp-Protocol-Version, Mcp-Meta, Authorization', 'private, max-age=30', '"abc"', { ok: true }])
   t.equal((await app.inject({ url: '/x', headers: { 'if-none-match': '"abc"' } })).statusCode, 304)
 })
+
+t.test('watchResources: watchers counted per URI; resourceWatch hears of the first and the last; updates filtered', async (t) => {
+  const mcp = new McpServer({ name: 'w', version: '1' })
+  const events: string[] = []
+  mcp.resourceWatch = { first: (uri) => events.push(`first ${uri}`), last: (uri) => events.push(`last ${uri}`) }
+  const heard: string[] = []
+  const stopA = mcp.watchResources(new Set(['x://1']), (uri) => heard.push(`a ${uri}`))
+  const stopB = mcp.watchResources(new Set(['x://1', 'x://2']), (uri) => heard.push(`b ${uri}`))
+  t.same([mcp.watching('x://1'), mcp.watching('x://2'), mcp.watching('x://3')], [2, 1, 0])
+  t.same(events, ['first x://1', 'first x://2'], 'once per URI')
+  await mcp.resourceUpdated('x://2')
+  await mcp.resourceUpdated('x://3')
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(heard, ['b x://2'], 'each watcher hears its own URIs only')
+  stopA()
+  t.same(events, ['first x://1', 'first x://2'], 'x://1 still watched by the other')
+  stopB()
+  t.same(events, ['first x://1', 'first x://2', 'last x://1', 'last x://2'])
+  t.equal(mcp.watching('x://1'), 0)
+})

@@ -1,5 +1,7 @@
+import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { call, json } from '../helpers/helper.js'
+import { MODERN, envelope } from '../helpers/rpc.js'
 import { caps, direct, drain, everythingStdio, serveUpstream, until } from '../helpers/gateway-helper.js'
 
 // One gateway to server-everything (stdio) for the whole file: its child starts once.
@@ -218,6 +220,45 @@ t.test('server-everything over stdio, served over Pure HTTP', async (t) => {
     await call(app, { method: 'POST', url: '/tools/toggle-subscriber-updates/calls', ...json({ arguments: {} }) })
     const unsub = await app.inject({ method: 'POST', url: '/resources/unsubscribe', ...json({ uri }) })
     t.equal(unsub.statusCode, 202)
+  })
+
+  t.test('subscriptions/listen on /mcp: the upstream is subscribed, its resources/updated reach the stream', async (t) => {
+    const uri = (await call(app, { url: '/resources' })).body.resources[1].uri as string
+    await app.listen({ host: '127.0.0.1', port: 0 })
+    const { port } = app.server.address() as AddressInfo
+    const stop = new AbortController()
+    const res = await fetch(`http://127.0.0.1:${port}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': MODERN, 'mcp-method': 'subscriptions/listen' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'l1', method: 'subscriptions/listen', params: { _meta: envelope(), notifications: { resourceSubscriptions: [uri] } } }),
+      signal: stop.signal
+    })
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
+    let buffer = ''
+    /** The next event (a JSON-RPC message), skipping keep-alive comments. */
+    const next = async (): Promise<{ method?: string; params?: Record<string, unknown> }> => {
+      for (;;) {
+        const end = buffer.indexOf('\n\n')
+        if (end !== -1) {
+          const block = buffer.slice(0, end)
+          buffer = buffer.slice(end + 2)
+          if (!block.startsWith(':')) return JSON.parse(block.replace(/^data: /, ''))
+          continue
+        }
+        const { value, done } = await reader.read()
+        if (done) throw new Error('the stream ended')
+        buffer += value
+      }
+    }
+    t.same((await next()).params!.notifications, { resourceSubscriptions: [uri] }, 'acknowledged')
+    t.equal(gw.mcp.watching(uri), 1, 'watched from this process')
+    await call(app, { method: 'POST', url: '/tools/toggle-subscriber-updates/calls', ...json({ arguments: {} }) })
+    let event = await next()
+    while (event.method !== 'notifications/resources/updated') event = await next()
+    t.equal(event.params!.uri, uri, "the upstream's update, on the stream: the upstream was subscribed for it")
+    await call(app, { method: 'POST', url: '/tools/toggle-subscriber-updates/calls', ...json({ arguments: {} }) })
+    stop.abort()
+    await until(() => gw.mcp.watching(uri) === 0, 'the stream closed')
   })
 
   t.test('list_changed upstream: the list is fetched again and clients hear their own list_changed', async (t) => {
