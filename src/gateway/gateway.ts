@@ -101,10 +101,6 @@ export class Gateway implements Forwarder {
     this.#modern = target !== undefined && (await speaksModern(target)) ? target : undefined
   }
 
-  get log(): Logger {
-    return this.#opts.log
-  }
-
   /** Whether calls pass through in 2026-07-28 (the upstream said so when it was last connected). */
   get modern(): boolean {
     return this.#modern !== undefined
@@ -194,7 +190,7 @@ export class Gateway implements Forwarder {
    * the readiness ping fails while a required upstream of `all` is down (see {@link gatewayStore}).
    */
   wrapStore(store: Store, all: readonly Gateway[] = [this]): Store {
-    return gatewayStore(store, this, all)
+    return gatewayStore(store, this, all, this.#opts.log)
   }
 
   /** Subscribe the upstream to `uri` once, when it offers subscriptions. */

@@ -1,6 +1,7 @@
 import { errors } from '../errors.js'
 import { overlay } from '../store/compose.js'
 import type { Store } from '../store/types.js'
+import type { Logger } from '../core/request-context.js'
 import type { Gateway } from './gateway.js'
 
 /**
@@ -8,7 +9,7 @@ import type { Gateway } from './gateway.js'
  * per URI), the last `resources/unsubscribe` unsubscribes it, and the readiness ping (`GET /ready`)
  * fails while a required upstream of `all` is down. Everything else is the store's own.
  */
-export function gatewayStore(store: Store, gw: Gateway, all: readonly Gateway[]): Store {
+export function gatewayStore(store: Store, gw: Gateway, all: readonly Gateway[], log: Logger): Store {
   const own = store.connections
   const connections = overlay(own, {
     subscribe: async (owner: string, uri: string) => {
@@ -24,12 +25,12 @@ export function gatewayStore(store: Store, gw: Gateway, all: readonly Gateway[])
   // A subscriptions/listen stream's resourceSubscriptions subscribe the upstream too (the stream is
   // this process's: so is the upstream connection that must send the updates).
   gw.mcp.resourceWatch = {
-    first: (uri) => void gw.subscribeUpstream(uri).catch((err: unknown) => gw.log.warn({ err, uri }, 'upstream subscribe failed')),
+    first: (uri) => void gw.subscribeUpstream(uri).catch((err: unknown) => log.warn({ err, uri }, 'upstream subscribe failed')),
     last: (uri) =>
       void own
         .subscribers(uri)
         .then((subscribers) => gw.unsubscribeUpstream(uri, subscribers.length))
-        .catch((err: unknown) => gw.log.warn({ err, uri }, 'upstream unsubscribe failed'))
+        .catch((err: unknown) => log.warn({ err, uri }, 'upstream unsubscribe failed'))
   }
   return overlay(store, { connections, ping: () => ping(store, all) })
 }
