@@ -98,6 +98,26 @@ export class Registry {
   >(def: ToolDefinition<I, O, S, R>, handler: ToolHandler<I, O, S, R>): Registration {
     assertToolName(def.name)
     if (this.tools.has(def.name)) throw new ConfigurationError(`Tool "${def.name}" is already registered`)
+    return this.#add(this.tools, def.name, this.toolEntry(def, handler), ListKind.tools)
+  }
+
+  /**
+   * What `tools/call` runs for a name the catalogue does not list: an entry made for that call
+   * (see {@link toolEntry}), or undefined, the default: 404 on REST, -32602 on /mcp. A gateway
+   * forwards such a call for its upstream to answer, as the upstream would answer it directly.
+   */
+  unlistedTool: ((name: string) => ToolEntry | undefined) | undefined
+
+  /**
+   * A tool's entry as {@link tool} makes it, not registered (nor its name checked: an unlisted
+   * call's name is its server's business): for {@link unlistedTool}.
+   */
+  toolEntry<
+    I extends AnySchema = ReturnType<typeof Type.Object<{}>>,
+    O extends AnySchema | undefined = undefined,
+    S extends AnySchema | undefined = undefined,
+    const R extends ResolverMap = {}
+  >(def: ToolDefinition<I, O, S, R>, handler: ToolHandler<I, O, S, R>): ToolEntry {
     const scopes = toolScopes(def.name, def.scopes)
     const owner = `Tool "${def.name}"`
     const inputSchema = def.input ?? Type.Object({})
@@ -125,7 +145,7 @@ export class Registry {
       mrtr: mrtrSpec(this.ajv, owner, def, Object.keys((input.properties as object | undefined) ?? {})),
       task: { mode: def.task ?? 'forbidden', ttlMs: def.taskTtlMs ?? 3_600_000, pollIntervalMs: def.pollIntervalMs ?? 1000 }
     }
-    return this.#add(this.tools, def.name, entry, ListKind.tools)
+    return entry
   }
 
   /**

@@ -28,7 +28,7 @@ export function callTool(
   body: CallToolBody,
   ctx: CallContext
 ): MaybePromise<Record<string, unknown>> {
-  const entry = server.tools.get(name)
+  const entry = server.tools.get(name) ?? server.unlistedTool?.(name)
   if (entry === undefined) throw errors.unknownTool(name)
   // Scopes before arguments (a caller without them learns nothing of the input): 403 -32600 with an
   // RFC 6750 insufficient_scope challenge. Anonymous callers exist only without authentication,

@@ -2,7 +2,7 @@ import type { TSchema } from '@sinclair/typebox'
 import type { RequestContext } from '../core/request-context.js'
 import type { Completer, PromptArgumentDefinition, Registration, RetryableContext } from '../core/definitions.js'
 import type { McpServer } from '../core/mcp-server.js'
-import type { ListKind } from '../core/registry.js'
+import type { ListKind, ToolEntry } from '../core/registry.js'
 import { inputRequired } from '../mrtr/rounds.js'
 import type { InputRequest } from '../schema/mrtr.js'
 import type { Outcome, RoundRef, UpstreamCall } from './call.js'
@@ -58,6 +58,15 @@ export function register(mcp: McpServer, kind: ListKind, item: Item, fw: Forward
       return mcp.resourceTemplate({ ...def, complete }, (uri, _vars, ctx) => fw.forward(ctx, 'resources/read', { uri }) as never)
     }
   }
+}
+
+/**
+ * `tools/call` of a name the upstream did not list (or not yet: its list may lag): forwarded all the
+ * same, so that the caller gets what the upstream answers (for a name it does not know, its own
+ * "unknown tool" result or error), as called directly; see `McpServer.unlistedTool`.
+ */
+export function unlistedTool(mcp: McpServer, fw: Forwarder): (name: string) => ToolEntry {
+  return (name) => mcp.toolEntry({ name, checkSchemas: false }, (args, ctx) => fw.forward(ctx, 'tools/call', { name, arguments: args }) as never)
 }
 
 /**

@@ -55,8 +55,19 @@ t.test('server-everything over stdio, served over Pure HTTP', async (t) => {
       if ('error' in expected) t.same(bad.body, expected.error, `${JSON.stringify(args)}: the upstream's error`)
       else t.same([bad.status, { ...bad.body, resultType: undefined }], [200, { ...expected, resultType: undefined }], `${JSON.stringify(args)}: the upstream's answer`)
     }
+    // A name the upstream did not list goes to it all the same: its own answer for a tool it does not know.
+    const expected = await own.callTool('nope', {})
     const unknown = await call(app, { method: 'POST', url: '/tools/nope/calls', ...json({ arguments: {} }) })
-    t.equal(unknown.status, 404)
+    if ('error' in expected) t.same(unknown.body, expected.error, "an unknown tool: the upstream's error")
+    else t.same([unknown.status, { ...unknown.body, resultType: undefined }], [200, { ...expected, resultType: undefined }], "an unknown tool: the upstream's answer")
+    const rpc = await call(app, {
+      method: 'POST',
+      url: '/mcp',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': 'nope' },
+      payload: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'nope', arguments: {}, _meta: envelope() } }
+    })
+    if ('error' in expected) t.same(rpc.body.error, expected.error, 'the same on /mcp')
+    else t.same({ ...rpc.body.result, resultType: undefined }, { ...expected, resultType: undefined }, 'the same on /mcp')
   })
 
   t.test('OpenAPI: one typed operation per upstream tool', async (t) => {
