@@ -195,13 +195,27 @@ export class Registry {
   ): Registration {
     assertUri(def.uri)
     if (this.resources.has(def.uri)) throw new ConfigurationError(`Resource "${def.uri}" is already registered`)
+    return this.#add(this.resources, def.uri, this.resourceEntry(def, handler), ListKind.resources)
+  }
+
+  /**
+   * What `resources/read` runs for a URI that no resource or template serves: an entry made for that
+   * read (see {@link resourceEntry}), or undefined, the default: not found. A gateway forwards such a
+   * read for its upstream to answer (servers often serve URIs they do not list).
+   */
+  unlistedResource: ((uri: string) => ResourceEntry | undefined) | undefined
+
+  /** A resource's entry as {@link resource} makes it, not registered (nor its URI checked): for {@link unlistedResource}. */
+  resourceEntry<S extends AnySchema | undefined = undefined, const R extends ResolverMap = {}>(
+    def: ResourceDefinition<S, R>,
+    handler: ResourceHandler<S, R>
+  ): ResourceEntry {
     const { state: _state, resolvers: _resolvers, ...wire } = def
-    const entry: ResourceEntry = {
+    return {
       definition: stripUndefined(wire),
       handler: handler as unknown as ResourceEntry['handler'],
       mrtr: mrtrSpec(this.ajv, `Resource "${def.uri}"`, def, [])
     }
-    return this.#add(this.resources, def.uri, entry, ListKind.resources)
   }
 
   /**

@@ -8,7 +8,8 @@ import { handlerFailure } from './prompts.js'
 import { copyOf, finishCacheable } from './results.js'
 
 /**
- * `resources/read`: a registered resource by exact URI, else the first template that matches.
+ * `resources/read`: a registered resource by exact URI, else the first template that matches, else
+ * what the catalogue makes of an unlisted URI (`unlistedResource`).
  * A handler returns text, bytes or whole contents; `undefined` means the resource does not exist.
  */
 export async function readResource(
@@ -30,7 +31,11 @@ export async function readResource(
       }
     }
   }
-  if (found === undefined) throw resourceNotFound(uri, ctx)
+  if (found === undefined) {
+    const unlisted = server.unlistedResource?.(uri)
+    if (unlisted === undefined) throw resourceNotFound(uri, ctx)
+    found = { entry: unlisted, vars: {}, call: (c: Parameters<typeof unlisted.handler>[1]) => unlisted.handler(uri, c) }
+  }
   const { entry, vars, call } = found
   // The URI is the target; a template's variables are part of it, so no argument digest is needed.
   const binding = { method: 'resources/read', target: uri, args: '' }

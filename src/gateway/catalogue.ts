@@ -2,7 +2,7 @@ import type { TSchema } from '@sinclair/typebox'
 import type { RequestContext } from '../core/request-context.js'
 import type { Completer, PromptArgumentDefinition, Registration, RetryableContext } from '../core/definitions.js'
 import type { McpServer } from '../core/mcp-server.js'
-import type { ListKind, ToolEntry } from '../core/registry.js'
+import type { ListKind, ResourceEntry, ToolEntry } from '../core/registry.js'
 import { inputRequired } from '../mrtr/rounds.js'
 import type { InputRequest } from '../schema/mrtr.js'
 import type { Outcome, RoundRef, UpstreamCall } from './call.js'
@@ -67,6 +67,14 @@ export function register(mcp: McpServer, kind: ListKind, item: Item, fw: Forward
  */
 export function unlistedTool(mcp: McpServer, fw: Forwarder): (name: string) => ToolEntry {
   return (name) => mcp.toolEntry({ name, checkSchemas: false }, (args, ctx) => fw.forward(ctx, 'tools/call', { name, arguments: args }) as never)
+}
+
+/**
+ * `resources/read` of a URI no listed resource or template serves (a template beyond `{var}`, a URI
+ * the upstream serves but does not list): forwarded, for the upstream to read or refuse in its words.
+ */
+export function unlistedResource(mcp: McpServer, fw: Forwarder): (uri: string) => ResourceEntry {
+  return (uri) => mcp.resourceEntry({ uri, name: uri }, (u, ctx) => fw.forward(ctx, 'resources/read', { uri: u }) as never)
 }
 
 /**

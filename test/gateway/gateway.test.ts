@@ -110,8 +110,12 @@ t.test('server-everything over stdio, served over Pure HTTP', async (t) => {
     t.type(blob.body.contents[0].blob, 'string')
     const bad = await call(app, { url: `/resources/${encodeURIComponent('demo://resource/dynamic/text/x')}` })
     t.equal(bad.status >= 400, true, 'the upstream refuses a non-integer id')
+    // A URI the upstream does not list goes to it all the same: its own refusal, in its words.
     const none = await call(app, { url: `/resources/${encodeURIComponent('other://nothing')}` })
-    t.equal(none.status, 404)
+    const own = await direct(t)
+    const refused = (await own.client.readResource({ uri: 'other://nothing' }).catch((e: unknown) => e)) as { code: number; message: string; data?: unknown }
+    // Its status is the binding's for a legacy upstream's code: -32002 404, -32602 400 (server-everything's SDK says -32602).
+    t.same([none.status, none.body], [refused.code === -32002 ? 404 : 400, { code: refused.code, message: refused.message.replace(/^MCP error -?\d+: /, ''), ...(refused.data === undefined ? {} : { data: refused.data }) }])
   })
 
   t.test('elicitation through MRTR: input_required, then the retry answers the waiting upstream request', async (t) => {
