@@ -125,7 +125,7 @@ t.test('an odd upstream: entries left out with the reason, a list that pages wit
   const app = (await import('../../src/server.js')).buildServer({ logger: false, mcp: gw.mcp })
   t.teardown(async () => (await app).close())
   const read = await call(await app, { url: `/resources/${encodeURIComponent('odd://q?q=1')}` })
-  t.same([read.status, read.body.contents], [200, [{ uri: 'odd://q?q=1', text: 'odd' }]], "an unlisted URI, read by the upstream")
+  t.same([read.status, read.body.contents], [200, [{ uri: 'odd://q?q=1', text: 'odd' }]], 'an unlisted URI, read by the upstream')
 })
 
 t.test('a question the upstream withdraws is no longer asked', async (t) => {
