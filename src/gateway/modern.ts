@@ -61,17 +61,13 @@ export async function modernRound(
   const deadline = new Deadline(target.timeoutMs)
   deadline.start()
   const signal = AbortSignal.any([ctx.signal, deadline.signal])
-  let result: Record<string, unknown>
   try {
-    result = await post(target, method, params, extraHeaders, signal, ctx, relay, deadline)
+    return await post(target, method, params, extraHeaders, signal, ctx, relay, deadline).finally(() => deadline.pause())
   } catch (err) {
-    deadline.pause()
     if (err instanceof McpError) throw err
     if (deadline.signal.aborted && !ctx.signal.aborted) throw errors.upstreamTimeout(target.name, target.timeoutMs)
     throw upstreamError(err, target.name, ctx.signal)
   }
-  deadline.pause()
-  return result
 }
 
 async function post(

@@ -121,6 +121,8 @@ export class Upstream {
   async #connect(sdk: Sdk): Promise<boolean> {
     if (this.state === 'closed') return false
     this.state = 'starting'
+    // What this attempt's child says, not an earlier one's: its last line goes into a failure's reason.
+    this.#stderr = undefined
     const { client, transport } = newConnection(sdk, this.#spec, this.#opts.name, this.#opts.log, {
       notified: (m) => this.#events.notified(m),
       asked: (r, signal) => this.#asked(r, signal),
@@ -142,7 +144,9 @@ export class Upstream {
       await client.connect(transport as never, { timeout: this.#opts.connectTimeoutMs })
     } catch (err) {
       await client.close().catch(() => undefined)
-      const why = this.#stderr === undefined ? messageOf(err) : `${messageOf(err)} (its stderr: ${this.#stderr.slice(0, 512)})`
+      // Set by the child's stderr meanwhile (TypeScript sees only the reset above).
+      const said = this.#stderr as string | undefined
+      const why = said === undefined ? messageOf(err) : `${messageOf(err)} (its stderr: ${said.slice(0, 512)})`
       if (!this.#connectedOnce && 'command' in this.#spec) return this.#failed(why)
       this.#lost(why)
       return false
