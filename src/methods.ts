@@ -1,10 +1,11 @@
 import { Type, type Static, type TObject, type TProperties, type TSchema } from '@sinclair/typebox'
 import type { CallContext } from './core/call-context.js'
-import type { InitializeOptions } from './core/lifecycle.js'
+import type { InitializeOptions, Offer } from './core/lifecycle.js'
 import type { Representation } from './core/list-cache.js'
 import { isThenable, type MaybePromise } from './core/maybe-promise.js'
 import type { McpServer } from './core/mcp-server.js'
 import { ListKind } from './core/registry.js'
+import { errors, type McpError } from './errors.js'
 import type { Era } from './protocol.js'
 import { MetaSchema } from './schema/common.js'
 import { CompleteBodySchema, CompleteResultSchema } from './schema/completions.js'
@@ -48,6 +49,8 @@ export type Core<P = never> = (mcp: McpServer, params: P, at: At) => unknown
 export interface MethodEntry<B extends TObject = TObject, T extends TProperties = TProperties, C extends Core<never> | undefined = Core<never> | undefined> {
   /** The eras whose revision defines it; on /mcp any other era gets -32601 (404 in 2026-07-28). */
   readonly eras: readonly Era[]
+  /** The part of the server's capabilities it belongs to: not offered (`McpServer.offer`), it is -32601 on both faces. */
+  readonly capability?: Offer
   /** What a REST route's path carries (`name`, `uri`, `taskId`); /mcp takes it among the params. */
   readonly target: T
   /** The params beside the target: a REST route's POST body. */
@@ -89,6 +92,7 @@ type Params<B extends TObject, T extends TProperties> = Static<TObject<T & B['pr
 
 interface Spec<B extends TObject, T extends TProperties, C> {
   readonly eras: readonly Era[]
+  readonly capability?: Offer
   readonly target?: T
   readonly body: B
   readonly result: TSchema
@@ -103,7 +107,26 @@ function method<B extends TObject, C extends ((mcp: McpServer, params: Params<B,
 ): MethodEntry<B, T, C> {
   const target = spec.target ?? ({} as T)
   const params = Type.Object({ ...target, ...spec.body.properties }) as unknown as TObject<T & B['properties']>
-  return { ...spec, target, params, rest: spec.rest ?? [] } as MethodEntry<B, T, C>
+  const core = spec.capability === undefined || spec.core === undefined ? spec.core : offered(spec.capability, spec.core)
+  return { ...spec, core, target, params, rest: spec.rest ?? [] } as MethodEntry<B, T, C>
+}
+
+/** The core call, refused while the server does not offer `capability` (as {@link notOffered} says). */
+function offered<C extends (mcp: McpServer, params: never, at: At) => unknown>(capability: Offer, core: C): C {
+  return ((mcp: McpServer, params: never, at: At) => {
+    if (!mcp.offers[capability]) throw errors.methodNotFound()
+    return core(mcp, params, at)
+  }) as C
+}
+
+/**
+ * A method of a capability the server does not offer is refused as the official SDKs refuse one
+ * with no handler: -32601 "Method not found", whatever its params (so a face asks this before it
+ * answers that the params are wrong). Thrown by the core call at once, before it has a context or
+ * a stream, so that both faces send it as an ordinary error.
+ */
+export function notOffered(mcp: McpServer, capability: Offer | undefined): McpError | undefined {
+  return capability === undefined || mcp.offers[capability] ? undefined : errors.methodNotFound()
 }
 
 /** The context once there, without a promise when there is one already (REST's modern era). */
@@ -115,6 +138,7 @@ function withContext<R>(at: At, run: (ctx: CallContext) => MaybePromise<R>): May
 const list = (kind: ListKind, result: TSchema, url: string, operationId: string) =>
   method({
     eras: BOTH,
+    capability: kind === ListKind.templates ? 'resources' : kind,
     body: Cursor,
     result,
     rest: [{ method: 'GET', url, operationId }],
@@ -149,6 +173,7 @@ export const METHODS = {
   }),
   'logging/setLevel': method({
     eras: LEGACY,
+    capability: 'logging',
     body: SetLevelBodySchema,
     result: EmptyResult,
     rest: [{ method: 'POST', url: '/logLevel', operationId: 'setLogLevel' }],
@@ -168,6 +193,7 @@ export const METHODS = {
   'resources/templates/list': list(ListKind.templates, ListResourceTemplatesResultSchema, '/resources/templates', 'listResourceTemplates'),
   'tools/call': method({
     eras: BOTH,
+    capability: 'tools',
     target: Name,
     body: CallToolBodySchema,
     result: Type.Union([CallToolResponseSchema, CreateTaskResultSchema]),
@@ -180,6 +206,7 @@ export const METHODS = {
   }),
   'prompts/get': method({
     eras: BOTH,
+    capability: 'prompts',
     target: Name,
     body: GetPromptBodySchema,
     result: GetPromptResponseSchema,
@@ -191,6 +218,7 @@ export const METHODS = {
   }),
   'resources/read': method({
     eras: BOTH,
+    capability: 'resources',
     target: Uri,
     body: ReadResourceBodySchema,
     result: ReadResourceResponseSchema,
@@ -202,6 +230,7 @@ export const METHODS = {
   }),
   'resources/subscribe': method({
     eras: LEGACY,
+    capability: 'subscribe',
     body: SubscribeBodySchema,
     result: EmptyResult,
     rest: [{ method: 'POST', url: '/resources/subscribe', operationId: 'subscribeResource' }],
@@ -209,6 +238,7 @@ export const METHODS = {
   }),
   'resources/unsubscribe': method({
     eras: LEGACY,
+    capability: 'subscribe',
     body: SubscribeBodySchema,
     result: EmptyResult,
     rest: [{ method: 'POST', url: '/resources/unsubscribe', operationId: 'unsubscribeResource' }],
@@ -216,6 +246,7 @@ export const METHODS = {
   }),
   'completion/complete': method({
     eras: BOTH,
+    capability: 'completions',
     body: CompleteBodySchema,
     result: CompleteResultSchema,
     rest: [{ method: 'POST', url: '/completions', operationId: 'complete' }],

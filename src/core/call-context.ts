@@ -1,13 +1,12 @@
 import type { AnySchema } from './standard-schema.js'
 import { MetaKey, type Era, type ProtocolVersion } from '../protocol.js'
 import type { Meta } from '../schema/common.js'
-import { LoggingLevels, type LoggingLevel } from '../schema/lifecycle.js'
+import { admitsLog, type LoggingLevel } from '../schema/lifecycle.js'
 import type { InputResponses } from '../schema/mrtr.js'
 import { elicit, listRoots, sample, type Outcome, type Question, type Root, type SampledMessage } from '../mrtr/questions.js'
 import type { ServerMessage } from '../store/records.js'
 import type { Logger, Principal, RequestContext } from './request-context.js'
 
-const RANK = new Map<string, number>(LoggingLevels.map((l, i) => [l, i]))
 const NO_VALUES: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>
 
 /**
@@ -124,8 +123,7 @@ export class CallContext implements RequestContext {
   /** `notifications/message`, when the client's level lets it through. */
   async sendLog(level: LoggingLevel, data: unknown, logger?: string): Promise<void> {
     const min = await this.outlet.logFloor(this)
-    const floor = typeof min === 'string' ? RANK.get(min) : undefined
-    if (floor === undefined || RANK.get(level)! < floor) return
+    if (!admitsLog(typeof min === 'string' ? min : undefined, level)) return
     const params: Record<string, unknown> = { level, data }
     if (logger !== undefined) params.logger = logger
     await this.outlet.send(this, { method: 'notifications/message', params })

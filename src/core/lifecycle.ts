@@ -14,6 +14,36 @@ export const CAPABILITIES: Readonly<Record<string, unknown>> = {
   extensions: { 'io.modelcontextprotocol/tasks': {} }
 }
 
+/**
+ * A part of {@link CAPABILITIES} a server may leave out (a gateway offers what its upstream does):
+ * the methods of a part left out answer -32601, as a server without that capability does.
+ */
+export type Offer = 'tools' | 'prompts' | 'resources' | 'subscribe' | 'completions' | 'logging'
+export type Offers = Readonly<Record<Offer, boolean>>
+
+export const ALL_OFFERED: Offers = { tools: true, prompts: true, resources: true, subscribe: true, completions: true, logging: true }
+
+/** What an MCP `capabilities` object offers (`resources.subscribe` is the subscribe part). */
+export function offersOf(capabilities: Record<string, unknown>): Offers {
+  const resources = capabilities.resources as { subscribe?: unknown } | undefined
+  return {
+    tools: capabilities.tools !== undefined,
+    prompts: capabilities.prompts !== undefined,
+    resources: resources !== undefined,
+    subscribe: resources?.subscribe === true,
+    completions: capabilities.completions !== undefined,
+    logging: capabilities.logging !== undefined
+  }
+}
+
+/** {@link CAPABILITIES} without the parts not offered. */
+export function capabilitiesOf(offers: Offers): Record<string, unknown> {
+  const caps = structuredClone(CAPABILITIES) as Record<string, Record<string, unknown>>
+  for (const part of ['tools', 'prompts', 'resources', 'completions', 'logging'] as const) if (!offers[part]) delete caps[part]
+  if (!offers.subscribe) delete caps.resources?.subscribe
+  return caps
+}
+
 /** What `initialize` answers, and the session it opened (`issueSession`). */
 export interface Initialized {
   result: InitializeResult & { protocolVersion: ProtocolVersion }

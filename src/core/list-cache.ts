@@ -70,6 +70,11 @@ export class ListCache {
     return rep
   }
 
+  /** The capabilities changed: discover is built again when next asked for. */
+  dropDiscover(): void {
+    this.#discover.clear()
+  }
+
   /** A list changed: its pages are built again when next asked for. */
   drop(kind: ListKind): void {
     this.#pages.delete(kind)

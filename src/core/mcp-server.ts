@@ -26,7 +26,7 @@ import { getPrompt } from './prompts.js'
 import { ListKind, Registry } from './registry.js'
 import { readResource, resourceNotFound } from './resources.js'
 import type { CacheHints } from './results.js'
-import { CAPABILITIES, discoverResult, initialize, type InitializeOptions, type Initialized } from './lifecycle.js'
+import { ALL_OFFERED, capabilitiesOf, discoverResult, offersOf, type Offers, initialize, type InitializeOptions, type Initialized } from './lifecycle.js'
 import { callTool } from './tools.js'
 import type { MaybePromise } from './maybe-promise.js'
 
@@ -58,6 +58,8 @@ export class McpServer extends Registry {
   readonly messages: Messages
   /** The Tasks extension's methods. */
   readonly tasks: Tasks
+  /** The parts of the protocol offered: all, unless {@link offer} narrowed them (read by the method table). */
+  offers: Offers = ALL_OFFERED
   readonly #lists: ListCache
   // Changes made before serving (the catalogue being registered at boot) are not news to anyone.
   #serving = false
@@ -107,7 +109,17 @@ export class McpServer extends Registry {
 
   /** What this server offers; the same for every client. */
   capabilities(): Record<string, unknown> {
-    return structuredClone(CAPABILITIES)
+    return capabilitiesOf(this.offers)
+  }
+
+  /**
+   * Offer only the parts that `capabilities` (an MCP capabilities object: a gateway's upstream's)
+   * has; the methods of the others answer -32601 on both faces. Undefined: everything again.
+   * @example mcp.offer({ tools: {} }) // no prompts, resources, completions or logging
+   */
+  offer(capabilities: Record<string, unknown> | undefined): void {
+    this.offers = capabilities === undefined ? ALL_OFFERED : offersOf(capabilities)
+    this.#lists.dropDiscover()
   }
 
   // ---- lifecycle ----
@@ -192,6 +204,21 @@ export class McpServer extends Registry {
     await this.store.signals.publishResourceUpdated(uri)
     for (const owner of await this.store.connections.subscribers(uri)) {
       await this.store.mailbox.pushNotification(owner, { method: 'notifications/resources/updated', params: { uri } })
+    }
+  }
+
+  /**
+   * A log message outside any request (`notifications/message`): queued for every connection whose
+   * level (`logging/setLevel`, `POST /logLevel`) takes `level`, on any instance sharing the store. In a
+   * handler, `ctx.sendLog` is the request's own. 2026-07-28 has no channel for it (its log level is a
+   * request's).
+   * @example await mcp.log('warning', { disk: '92% full' }, 'monitor')
+   */
+  async log(level: LoggingLevel, data: unknown, logger?: string): Promise<void> {
+    const params: Record<string, unknown> = { level, data }
+    if (logger !== undefined) params.logger = logger
+    for (const owner of await this.store.connections.loggers(level)) {
+      await this.store.mailbox.pushNotification(owner, { method: 'notifications/message', params })
     }
   }
 

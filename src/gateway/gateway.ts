@@ -1,4 +1,5 @@
 import type { Logger } from '../core/request-context.js'
+import type { LoggingLevel } from '../schema/lifecycle.js'
 import type { CallContext } from '../core/call-context.js'
 import type { Completer, RetryableContext } from '../core/definitions.js'
 import { McpServer, type McpServerOptions } from '../core/mcp-server.js'
@@ -115,8 +116,12 @@ export class Gateway implements Forwarder {
     } else if (m.method === 'notifications/resources/updated') {
       void this.mcp.resourceUpdated(String(m.params!.uri)).catch((err: unknown) => this.#opts.log.warn({ err }, 'resources/updated not delivered'))
     } else {
-      // notifications/message: to the caller whose call is in flight, else the log alone.
+      // notifications/message: to the caller whose call is in flight; with none in flight, to every
+      // connection that set a level (as the upstream's own clients get it); with several callers'
+      // calls, it may be any one's: the log alone.
       this.#opts.log.debug({ upstream: this.#opts.name, message: m.params }, 'upstream log message')
+      const { level, data, logger } = m.params as { level: LoggingLevel; data: unknown; logger?: string }
+      if (this.rounds.idle()) void this.mcp.log(level, data, logger).catch((err: unknown) => this.#opts.log.warn({ err }, 'log message not delivered'))
       for (const ctx of this.rounds.callers()) relayLog(ctx, m.params!)
     }
   }

@@ -37,11 +37,13 @@ export class UpstreamLists {
   ) {}
 
   /**
-   * A connection is ready (or a list changed): ask for every log level, subscribe the upstream again
-   * to `subscribed`, fetch `kinds`. A failure is logged; the lists served stay as they were.
+   * A connection is ready (or a list changed): offer what the upstream offers, ask for every log
+   * level, subscribe the upstream again to `subscribed`, fetch `kinds`. A failure is logged; the lists served stay as they were.
    */
   async sync(client: Client, subscribed: Iterable<string>, kinds: readonly ListKind[] = ALL_LISTS): Promise<void> {
     this.caps = client.getServerCapabilities()!
+    // Its capabilities are ours: what it lacks is -32601 here too, as it answers called directly.
+    this.mcp.offer(this.caps)
     try {
       if (this.caps.logging !== undefined) await this.upstream.request('logging/setLevel', { level: 'debug' })
       for (const uri of subscribed) await this.upstream.request('resources/subscribe', { uri })

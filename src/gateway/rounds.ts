@@ -120,6 +120,12 @@ export class Rounds {
     return new Set(running.map((c) => c.principal)).size === 1 ? [running.at(-1)!.ctx] : []
   }
 
+  /** Whether no call is in flight (a message of the upstream's then belongs to none). */
+  idle(): boolean {
+    for (const c of this.#calls.values()) if (c.settled === undefined) return false
+    return true
+  }
+
   /** Stop taking relayed rounds; every call still waiting is cancelled. */
   async close(): Promise<void> {
     await this.#stop?.()

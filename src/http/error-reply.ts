@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { McpError, errors, wireErrorOf } from '../errors.js'
+import { METHODS, REST_ROUTES, notOffered } from '../methods.js'
 
 /**
  * Map anything thrown while serving an MCP route to the binding's error response: the JSON-RPC
@@ -9,7 +10,7 @@ import { McpError, errors, wireErrorOf } from '../errors.js'
  * client's business, and an unknown failure at error level with what was thrown.
  */
 export function toMcpError(err: unknown, request: FastifyRequest): McpError {
-  const error = knownError(err)
+  const error = knownError(err, request)
   if (error === undefined) {
     request.log.error({ err, mcpError: 'MCP_ERR_INTERNAL' }, 'unhandled error')
     return errors.internal()
@@ -18,11 +19,11 @@ export function toMcpError(err: unknown, request: FastifyRequest): McpError {
   return error
 }
 
-function knownError(err: unknown): McpError | undefined {
+function knownError(err: unknown, request: FastifyRequest): McpError | undefined {
   const wire = wireErrorOf(err)
   if (wire !== undefined) return wire
   const e = err as Partial<FastifyError> & { validation?: unknown; statusCode?: number }
-  if (e.validation !== undefined) return errors.invalidParams(`Invalid request: ${e.message}`)
+  if (e.validation !== undefined) return unoffered(request) ?? errors.invalidParams(`Invalid request: ${e.message}`)
   switch (e.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return errors.parse()
@@ -37,6 +38,12 @@ function knownError(err: unknown): McpError | undefined {
   }
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) return errors.http(e.statusCode, String(e.message))
   return undefined
+}
+
+/** A route of the method table whose capability the server does not offer: -32601 before its params are judged. */
+function unoffered(request: FastifyRequest): McpError | undefined {
+  const route = REST_ROUTES.get(request.routeOptions.schema?.operationId as string)
+  return route === undefined ? undefined : notOffered(request.server.mcp, METHODS[route.name].capability)
 }
 
 export function sendError(reply: FastifyReply, error: McpError): FastifyReply {

@@ -5,7 +5,7 @@ import type { CallContext } from '../core/call-context.js'
 import { createValidator, describeErrors } from '../core/validation.js'
 import { errors } from '../errors.js'
 import { Header } from '../headers.js'
-import { METHODS, type At, type Core, type MethodEntry, type MethodName } from '../methods.js'
+import { METHODS, notOffered, type At, type Core, type MethodEntry, type MethodName } from '../methods.js'
 import type { Era } from '../protocol.js'
 import { checkParamHeaders } from './standard-headers.js'
 import type { ListenStreams } from './listen.js'
@@ -26,6 +26,7 @@ export type Answer = object | string | typeof STREAMED
 
 interface Method {
   readonly eras: readonly Era[]
+  readonly capability: MethodEntry['capability']
   readonly validate: ValidateFunction
   readonly run: (params: never, call: Call) => Promise<Answer>
 }
@@ -64,7 +65,7 @@ function tableCall(entry: MethodEntry): Method['run'] {
 const ALL = new Map<string, Method>(
   Object.entries(METHODS as Record<MethodName, MethodEntry>).map(([name, entry]) => {
     const face = FACE[name as MethodName]
-    return [name, { eras: entry.eras, validate: ajv.compile(entry.params), run: face ?? tableCall(entry) }]
+    return [name, { eras: entry.eras, capability: entry.capability, validate: ajv.compile(entry.params), run: face ?? tableCall(entry) }]
   })
 )
 
@@ -78,6 +79,8 @@ export function methodFor(name: string, era: Era): Method {
 /** Check the params against the method's schema (400 -32602 naming the field), then run it. */
 export function run(m: Method, name: string, params: Record<string, unknown>, call: Call): Promise<Answer> {
   if (!m.validate(params)) {
+    const unknown = notOffered(call.request.server.mcp, m.capability)
+    if (unknown !== undefined) throw unknown
     const { message, path } = describeErrors(m.validate.errors)
     throw errors.invalidParams(`Invalid params for ${name}: ${message}`, { path })
   }

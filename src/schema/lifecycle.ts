@@ -34,5 +34,13 @@ export const LoggingLevels = ['debug', 'info', 'notice', 'warning', 'error', 'cr
 export type LoggingLevel = (typeof LoggingLevels)[number]
 export const LoggingLevelSchema = Type.Union(LoggingLevels.map((l) => Type.Literal(l)))
 
+const LOG_RANK = new Map<string, number>(LoggingLevels.map((l, i) => [l, i]))
+
+/** Whether a connection whose lowest level is `floor` (none: no log messages) takes a message at `level`. */
+export function admitsLog(floor: string | undefined, level: LoggingLevel): boolean {
+  const min = floor === undefined ? undefined : LOG_RANK.get(floor)
+  return min !== undefined && LOG_RANK.get(level)! >= min
+}
+
 export const SetLevelBodySchema = Type.Object({ level: LoggingLevelSchema, _meta: Type.Optional(MetaSchema) })
 export type SetLevelBody = Static<typeof SetLevelBodySchema>

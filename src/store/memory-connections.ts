@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import { DISCARDED, QueueFull, TooManySubscriptions } from './store-errors.js'
 import { AnswerWaiters } from './memory-answers.js'
-import type { LoggingLevel } from '../schema/lifecycle.js'
+import { admitsLog, type LoggingLevel } from '../schema/lifecycle.js'
 import type { ClientAnswer, ConnectionStore, LegacyClient, Mailbox, NotificationGroup, QueuedRequest, ServerMessage, StoreLimits } from './types.js'
 
 interface Connection {
@@ -47,6 +47,12 @@ export class MemoryConnections implements ConnectionStore, Mailbox {
 
   async getLogLevel(owner: string): Promise<LoggingLevel | undefined> {
     return this.#connections.get(owner)?.logLevel
+  }
+
+  async loggers(level: LoggingLevel): Promise<string[]> {
+    const out: string[] = []
+    for (const [owner, c] of this.#connections) if (admitsLog(c.logLevel, level)) out.push(owner)
+    return out
   }
 
   async subscribe(owner: string, uri: string): Promise<boolean> {

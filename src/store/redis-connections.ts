@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { TooManySubscriptions } from './store-errors.js'
-import type { LoggingLevel } from '../schema/lifecycle.js'
+import { admitsLog, type LoggingLevel } from '../schema/lifecycle.js'
 import type { RedisCore } from './redis-core.js'
 import type { ConnectionStore, LegacyClient } from './types.js'
 import { PART, REGISTRY } from './redis-keys.js'
@@ -31,6 +31,16 @@ export class RedisConnections implements ConnectionStore {
 
   async getLogLevel(owner: string): Promise<LoggingLevel | undefined> {
     return ((await this.#r.guard(() => this.#r.client.hget(this.#r.keys.conn(owner), 'level'))) ?? undefined) as LoggingLevel | undefined
+  }
+
+  /**
+   * One read of the registry for the live connections, then each one's level on its own slot
+   * (pipelined per node): O(connections), as a broadcast is, and no index to keep bounded.
+   */
+  async loggers(level: LoggingLevel): Promise<string[]> {
+    const live = (await this.#r.run('mcpLive', this.#r.keys.registry(REGISTRY.connections))) as string[]
+    const levels = await Promise.all(live.map((o) => this.#r.guard(() => this.#r.client.hget(this.#r.keys.conn(o), 'level'))))
+    return live.filter((_o, i) => admitsLog(levels[i] ?? undefined, level))
   }
 
   async getLegacyClient(owner: string): Promise<LegacyClient | undefined> {

@@ -22,6 +22,8 @@ export interface ConnectionStore {
   /** The minimum level of `notifications/message` this connection receives (`POST /logLevel`). */
   setLogLevel(owner: string, level: LoggingLevel): Promise<void>
   getLogLevel(owner: string): Promise<LoggingLevel | undefined>
+  /** The connections whose log level takes a message at `level` (a log message outside any request). */
+  loggers(level: LoggingLevel): Promise<string[]>
   /** Subscribe the connection to a resource URI. Resolves false when it already was. */
   subscribe(owner: string, uri: string): Promise<boolean>
   /** Resolves false when the connection was not subscribed. */

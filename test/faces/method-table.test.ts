@@ -79,3 +79,36 @@ t.test('the table guards its own use: a REST route it does not have, a context a
   t.throws(() => NO_CONTEXT.modern.context(), /This method takes no context/)
   t.throws(() => NO_CONTEXT.legacy.context(), /This method takes no context/)
 })
+
+t.test('a capability not offered (McpServer.offer): its methods are -32601 on both faces, in every era; discover and initialize leave it out', async (t) => {
+  const { app, mcp } = await build(t)
+  mcp.offer({})
+  for (const [name, entry] of entries) {
+    for (const era of ERAS.filter((e) => entry.eras.includes(e))) {
+      const res = await rpc(app, name, {}, { era, id: 3 })
+      if (entry.capability === undefined) t.not(res.body.error?.code, -32601, `${name} (${era}) belongs to no capability: served`)
+      else t.same([res.status, res.body.error], [era === 'modern' ? 404 : 200, { code: -32601, message: 'Method not found' }], `${name} (${era}): not offered`)
+    }
+    for (const route of entry.rest) {
+      const url = route.url.replace(/:[a-zA-Z]+/g, 'x')
+      const res = await call(app, { method: route.method, url, headers: pureHeaders('legacy'), ...(route.method === 'POST' ? { payload: '{}' } : {}) })
+      const refused = res.status === 404 && res.body?.code === -32601
+      t.equal(refused, entry.capability !== undefined, `${route.method} ${url} (${name}): ${entry.capability === undefined ? 'served' : 'not offered'}`)
+    }
+  }
+  const discovered = (await rpc(app, 'server/discover')).body.result.capabilities
+  t.same(discovered, { extensions: { 'io.modelcontextprotocol/tasks': {} } }, 'discover offers the Tasks extension alone')
+  const initialized = (await rpc(app, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'c', version: '1' } }, { era: 'legacy' })).body.result
+  t.same(initialized.capabilities, discovered, 'initialize too')
+
+  mcp.offer({ tools: {}, resources: {} })
+  t.same(Object.keys(mcp.capabilities()).sort(), ['extensions', 'resources', 'tools'])
+  t.same(mcp.capabilities().resources, { listChanged: true }, 'resources without subscribe')
+  t.equal((await rpc(app, 'resources/subscribe', { uri: 'demo://readme' }, { era: 'legacy' })).body.error.code, -32601, 'so subscribe is not a method')
+  t.equal((await rpc(app, 'resources/list', {}, { era: 'legacy' })).body.error, undefined, 'while the lists are')
+  t.same((await rpc(app, 'server/discover')).body.result.capabilities, mcp.capabilities(), 'discover is built again')
+
+  mcp.offer(undefined)
+  t.same(mcp.capabilities().resources, { subscribe: true, listChanged: true }, 'undefined: everything again')
+  t.equal((await rpc(app, 'resources/subscribe', { uri: 'demo://readme' }, { era: 'legacy' })).body.error, undefined)
+})

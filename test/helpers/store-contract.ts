@@ -86,6 +86,21 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     t.equal(await store.connections.getLogLevel(''), undefined)
   })
 
+  t.test('loggers: the connections whose level takes a message, gone with the connection', async (t) => {
+    const store = await make(t, { maxConnections: 3 })
+    t.same(await store.connections.loggers('emergency'), [], 'none set a level')
+    await store.connections.setLogLevel('alice', 'debug')
+    await store.connections.setLogLevel('bob', 'warning')
+    await store.connections.subscribe('carol', 'x:1')
+    t.same((await store.connections.loggers('warning')).sort(), ['alice', 'bob'])
+    t.same(await store.connections.loggers('info'), ['alice'], 'below bob\'s level')
+    await store.connections.setLogLevel('bob', 'debug')
+    t.same((await store.connections.loggers('debug')).sort(), ['alice', 'bob'], 'a level changed')
+    await store.connections.setLogLevel('dave', 'error')
+    t.same((await store.connections.loggers('error')).sort(), ['bob', 'dave'], 'beyond maxConnections the least recently used is forgotten, with its level')
+    t.same((await store.connections.loggers('error')).sort(), ['bob', 'dave'], 'and stays so')
+  })
+
   t.test('subscriptions: per owner, bounded, gone with the connection', async (t) => {
     const store = await make(t, { maxSubscriptions: 2, maxConnections: 2 })
     t.equal(await store.connections.subscribe('alice', 'x:1'), true)
