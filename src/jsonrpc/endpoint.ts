@@ -6,9 +6,10 @@ import { Header } from '../headers.js'
 import { toMcpError } from '../http/error-reply.js'
 import { cancellable, createContext, type RetryParams } from '../http/request.js'
 import { cancelKey, explainAsk, narrowCapabilities, rpcOutlet } from './rpc-outlet.js'
-import { settleVersion } from './era.js'
+import { byHeader, settleVersion } from './era.js'
 import { checkStandardHeaders, headerValue } from './standard-headers.js'
 import { ListenStreams } from './listen.js'
+import { ServerStreams } from './server-stream.js'
 import { STREAMED, errorText, idOf, parseMessage, resultText, type RequestId } from './message.js'
 import { methodFor, run, type Call } from './rpc-methods.js'
 import { ResponseStream } from './response-stream.js'
@@ -20,8 +21,10 @@ import type { Era, ProtocolVersion } from '../protocol.js'
 export interface JsonRpcOptions {
   /** Where it answers, under the plugin's prefix (default `/mcp`). */
   path?: string
-  /** How often a quiet `subscriptions/listen` stream sends a keep-alive comment (default 15 s). */
+  /** How often a quiet `subscriptions/listen` or `GET` stream sends a keep-alive comment (default 15 s). */
   keepAliveMs?: number
+  /** How often a legacy `GET` stream reads its connection's queue besides when the catalogue changes (default 1 s). */
+  pollMs?: number
 }
 
 interface EndpointOptions extends JsonRpcOptions {
@@ -54,7 +57,11 @@ const STATUS_CODES = new Set<number>([ErrorCode.methodNotFound, ErrorCode.header
 const mcpEndpoint: FastifyPluginAsync<EndpointOptions> = async (fastify, opts) => {
   const path = opts.path ?? '/mcp'
   const streams = new ListenStreams(opts.keepAliveMs ?? 15_000)
-  fastify.addHook('preClose', async () => streams.closeAll())
+  const serverStreams = new ServerStreams(opts.keepAliveMs ?? 15_000, opts.pollMs ?? 1000)
+  fastify.addHook('preClose', async () => {
+    streams.closeAll()
+    serverStreams.closeAll()
+  })
 
   // Everything thrown on this endpoint, the hooks' refusals included, leaves in the JSON-RPC envelope.
   fastify.setErrorHandler((err, request, reply) => {
@@ -130,14 +137,26 @@ const mcpEndpoint: FastifyPluginAsync<EndpointOptions> = async (fastify, opts) =
     return reply
   })
 
-  // No server-initiated stream (GET) and no session to end (DELETE) on a stateless endpoint.
+  // The legacy era's stream of the connection's notifications (see ServerStreams). 2026-07-28 has
+  // subscriptions/listen instead, and a client that does not take SSE has no stream to get: 405, as
+  // the Streamable HTTP transport lets a server answer.
+  fastify.get(path, { config: { mcpJsonRpc: true }, schema: { hide: true } }, async (request, reply) => {
+    const settled = byHeader(headerValue(request.headers, Header.protocolVersion), opts.defaultVersion)
+    reply.header(Header.protocolVersion, settled.version)
+    if (settled.era === 'modern' || headerValue(request.headers, 'accept')?.includes('text/event-stream') !== true) throw errors.methodNotAllowed(['GET', 'POST'])
+    Object.assign(request.mcpState, { version: settled.version, era: settled.era, versionFromHeader: settled.fromHeader })
+    serverStreams.open(request, reply)
+    return reply
+  })
+
+  // No session to end (DELETE) on a stateless endpoint.
   fastify.route({
-    method: ['GET', 'DELETE', 'PUT', 'PATCH', 'OPTIONS'],
+    method: ['DELETE', 'PUT', 'PATCH', 'OPTIONS'],
     url: path,
     config: { mcpJsonRpc: true },
     schema: { hide: true },
     handler: async () => {
-      throw errors.methodNotAllowed(['POST'])
+      throw errors.methodNotAllowed(['GET', 'POST'])
     }
   })
 }

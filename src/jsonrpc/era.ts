@@ -64,8 +64,8 @@ function headerEra(header: string): Era {
   return eraOf(header)
 }
 
-/** The header's version, or (legacy traffic without one) the legacy default. */
-function byHeader(header: string | undefined, legacyDefault: ProtocolVersion): Settled {
+/** The header's version, or (legacy traffic without one) the legacy default; also what a `GET /mcp` is served in. */
+export function byHeader(header: string | undefined, legacyDefault: ProtocolVersion): Settled {
   if (header === undefined) return { version: eraOf(legacyDefault) === 'legacy' ? legacyDefault : LATEST_LEGACY_VERSION, era: 'legacy', fromHeader: false }
   return { version: header as ProtocolVersion, era: headerEra(header), fromHeader: true }
 }

@@ -70,13 +70,13 @@ t.test('notifications are accepted with 202 and no body; responses must answer a
   t.same(res.body, { jsonrpc: '2.0', error: { code: -32020, message: 'Mcp-Method header (notifications/y) does not match the body method (notifications/x)' } })
 })
 
-t.test('GET, DELETE and the other methods: 405 with Allow: POST', async (t) => {
+t.test('GET without SSE, DELETE and the other methods: 405 with Allow: GET, POST', async (t) => {
   const { app } = await build(t)
   for (const method of ['GET', 'DELETE', 'PUT', 'PATCH', 'OPTIONS'] as const) {
     const res = await call(app, { method, url: '/mcp', headers: { 'mcp-session-id': 'whatever', 'mcp-protocol-version': LEGACY } })
     t.equal(res.status, 405, method)
-    t.equal(res.headers.allow, 'POST')
-    t.same(res.body, { jsonrpc: '2.0', id: null, error: { code: -32601, message: 'Method not allowed', data: { allow: ['POST'] } } })
+    t.equal(res.headers.allow, 'GET, POST')
+    t.same(res.body, { jsonrpc: '2.0', id: null, error: { code: -32601, message: 'Method not allowed', data: { allow: ['GET', 'POST'] } } })
   }
   t.equal((await app.inject({ method: 'HEAD', url: '/mcp' })).statusCode, 405)
 })

@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -63,4 +64,31 @@ t.test("the upstream's log messages outside a call reach the connections that se
   let got: { method: string; params?: Record<string, unknown> }[] = []
   await until(async () => (got = await drain(app)).length > 0, 'a log message outside the call')
   t.match(got, [{ method: 'notifications/message', params: { level: String, data: /[Ll]evel/ } }])
+})
+
+t.test('an ordinary 2025-11-25 client of /mcp hears the upstream outside its calls: log messages, resource updates', async (t) => {
+  const { app } = await serveUpstream(t, everythingStdio)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js')
+  const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js')
+  const types = await import('@modelcontextprotocol/sdk/types.js')
+  const client = new Client({ name: 'sdk', version: '1' })
+  const logs: unknown[] = []
+  const updated: string[] = []
+  client.setNotificationHandler(types.LoggingMessageNotificationSchema, (n) => void logs.push(n.params.data))
+  client.setNotificationHandler(types.ResourceUpdatedNotificationSchema, (n) => void updated.push(n.params.uri))
+  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`)))
+  t.teardown(() => client.close())
+  await client.setLoggingLevel('debug')
+  const uri = (await client.listResources()).resources[0]!.uri
+  await client.subscribeResource({ uri })
+  for (const name of ['toggle-simulated-logging', 'toggle-subscriber-updates']) {
+    await client.callTool({ name, arguments: {} })
+    t.teardown(() => client.callTool({ name, arguments: {} }))
+  }
+  const during = logs.length
+  // server-everything logs, and updates the subscribed resources, every 5 s outside any call.
+  const simulated = () => logs.slice(during).some((d) => /-level message|level-message/.test(String(d)))
+  await until(() => simulated() && updated.length > 0, 'a log message and an update outside the calls')
+  t.equal(updated[0], uri)
 })
