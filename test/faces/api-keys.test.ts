@@ -169,6 +169,14 @@ t.test('with OAuth too: a key is its principal, any other bearer is verified as 
   t.same(openapi.body.components.securitySchemes.bearer, { type: 'http', scheme: 'bearer', description: `API key, or OAuth 2.1 access token; metadata: ${METADATA}` })
 })
 
+t.test('with a rate limit, an address that keeps guessing gets 429 before its next key is looked at', async (t) => {
+  const { base } = await serve(t, { apiKeys: KEYS, rateLimit: { max: 2, timeWindowMs: 3_600_000 } })
+  for (let i = 0; i < 2; i++) t.equal((await send(`${base}/tools`, { headers: bearer(WRONG) })).status, 401, `guess ${i + 1}`)
+  const third = await send(`${base}/tools`, { headers: bearer(CI) })
+  t.equal(third.status, 429, 'even a right key, once the address is over its limit')
+  t.ok(Number(third.headers.get('retry-after')) > 0, 'with Retry-After')
+})
+
 t.test('keys never reach the log: a right one, a wrong one, at start-up', async (t) => {
   const { base, log } = await serve(t, { apiKeys: KEYS })
   t.equal((await whoami(base, bearer(CI))).status, 200)
