@@ -1,9 +1,10 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
-import { oauthSetup, type OAuthOptions } from './auth/oauth.js'
+import type { ApiKey } from './auth/api-keys.js'
+import { authSetup, type OAuthOptions } from './auth/oauth.js'
 import type { HostOriginOptions } from './auth/origin.js'
 import type { Principal } from './core/request-context.js'
 import type { McpServer } from './core/mcp-server.js'
-import { ConfigurationError, McpError } from './errors.js'
+import { McpError } from './errors.js'
 import { LATEST_VERSION, type ProtocolVersion } from './protocol.js'
 import { registerOpenApi } from './http/openapi-document.js'
 import { registerConsolePage } from './http/console-page.js'
@@ -77,6 +78,14 @@ export interface McpPluginOptions extends HostOriginOptions {
    */
   oauth?: OAuthOptions
   /**
+   * Static API keys (docs/authorization.md#api-keys): `Authorization: Bearer <key>` is the key's
+   * principal (`apikey:<name>`) with its scopes. Alone, every route needs a key; with `oauth`, a
+   * bearer that is no key is verified as a JWT. Not together with `authenticate`.
+   * @example
+   * const options: Pick<McpPluginOptions, 'apiKeys'> = { apiKeys: [{ principal: 'ci', key: process.env.CI_KEY!, scopes: ['notes:read'] }] }
+   */
+  apiKeys?: readonly ApiKey[]
+  /**
    * How long (ms) a tool call carrying `Mcp-Request-Id` (`POST /tools/{name}/calls`, or `tools/call`
    * on `/mcp`) is replayed to a retry with the same id instead of running again (default 10 minutes; 0: off).
    */
@@ -123,14 +132,16 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   const defaultVersion = opts.defaultProtocolVersion ?? LATEST_VERSION
   if (opts.store !== undefined) opts.mcp.store = opts.store
   const mcp = opts.mcp
-  if (opts.oauth !== undefined && opts.authenticate !== undefined) {
-    throw new ConfigurationError('mcpPlugin: give either oauth or authenticate, not both')
-  }
-  const oauth = opts.oauth === undefined ? undefined : oauthSetup(opts.oauth, fastify.prefix)
+  const { oauth, authenticate } = authSetup(opts, fastify.prefix)
   const metadataUrl = oauth?.metadataUrl
   fastify.decorate('mcp', mcp)
   fastify.decorate('mcpPrefix', fastify.prefix)
   fastify.addHook('onReady', async () => mcp.startServing(fastify.log))
+  if (opts.apiKeys !== undefined) {
+    // The names only: a key never reaches the log.
+    const principals = opts.apiKeys.map((k) => k.principal)
+    fastify.addHook('onReady', async () => fastify.log.info({ principals }, `MCP: API keys accepted${oauth === undefined ? '' : ' beside OAuth access tokens'}`))
+  }
   fastify.addHook('onClose', async () => {
     await mcp.stopServing()
     mcp.cancellations.close()
@@ -139,9 +150,9 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   opts.observer?.instrument(fastify, mcp)
 
   const cors = opts.cors === false ? false : opts.cors === true || opts.cors === undefined ? {} : opts.cors
-  await fastify.register(admission, { ...opts, mcp, defaultVersion, oauth, authenticate: opts.authenticate, sessions: opts.sessions === true, cors })
+  await fastify.register(admission, { ...opts, mcp, defaultVersion, authenticate, sessions: opts.sessions === true, cors })
   await fastify.register(errorShape, { metadataUrl })
-  await registerOpenApi(fastify, { mcp, metadataUrl })
+  await registerOpenApi(fastify, { mcp, metadataUrl, apiKeys: opts.apiKeys !== undefined })
   const allowed = await methodsAllowed(fastify)
   await fastify.register(rateLimits, { store: mcp.store, limits: opts.rateLimit })
   await fastify.register(streamSlots, opts.streams ?? {})
@@ -171,7 +182,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   await allowed.answer()
   // After the 405 answers: the page's routes (static files under a wildcard) are not MCP methods.
   if (opts.docs === true) {
-    await registerDocsPage(fastify, mcp, oauth !== undefined || opts.authenticate !== undefined)
+    await registerDocsPage(fastify, mcp, authenticate !== undefined)
     await registerConsolePage(fastify)
   }
 }

@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs'
+import { apiKeyRing, parseApiKeys, type ApiKey } from './auth/api-keys.js'
 import type { OAuthOptions } from './auth/oauth.js'
+import { ConfigurationError } from './errors.js'
 import { isLoopbackHost, loopbackOnly, type HostOriginOptions } from './auth/origin.js'
 import type { Config } from './config.js'
 import type { CorsOptions } from './plugins/cors.js'
@@ -34,6 +37,37 @@ export function oauthFromConfig(c: Config): OAuthOptions | undefined {
   if (c.MCP_OAUTH_ALGORITHMS !== undefined) options.algorithms = list(c.MCP_OAUTH_ALGORITHMS)
   if (c.MCP_OAUTH_RESOURCE_METADATA_URL !== undefined) options.resourceMetadataUrl = c.MCP_OAUTH_RESOURCE_METADATA_URL
   return options
+}
+
+/**
+ * The server's `apiKeys` from `MCP_API_KEYS` and the file `MCP_API_KEYS_FILE`, plus `more` (the
+ * gateway's `--api-key`), checked together (a {@link ConfigurationError} names a principal, never a
+ * key); undefined when there are none.
+ */
+export function apiKeysFromConfig(c: Config, more: readonly ApiKey[] = []): ApiKey[] | undefined {
+  const keys = [...(c.MCP_API_KEYS === undefined ? [] : parseApiKeys(c.MCP_API_KEYS, 'MCP_API_KEYS'))]
+  if (c.MCP_API_KEYS_FILE !== undefined) {
+    let text: string
+    try {
+      text = readFileSync(c.MCP_API_KEYS_FILE, 'utf8')
+    } catch (err) {
+      throw new ConfigurationError(`MCP_API_KEYS_FILE cannot be read: ${(err as Error).message}`)
+    }
+    keys.push(...parseApiKeys(text, 'MCP_API_KEYS_FILE'))
+  }
+  keys.push(...more)
+  if (keys.length === 0) return undefined
+  apiKeyRing(keys)
+  return keys
+}
+
+export function apiKeyProblems(c: Config): string[] {
+  try {
+    apiKeysFromConfig(c)
+    return []
+  } catch (err) {
+    return [(err as Error).message]
+  }
 }
 
 /**

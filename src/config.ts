@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
-import { corsProblems, oauthProblems } from './config-options.js'
+import { apiKeyProblems, corsProblems, oauthProblems } from './config-options.js'
 import { ConfigurationError } from './errors.js'
 import { SUPPORTED_VERSIONS } from './protocol.js'
 import { StoreLimitsConfig } from './store/limits.js'
@@ -48,6 +48,8 @@ export const ConfigSchema = Type.Object({
   MCP_OAUTH_ALGORITHMS: Str('Accepted JWS algorithms, comma-separated (default RS256,ES256,EdDSA,PS256).'),
   MCP_OAUTH_CLOCK_TOLERANCE_SEC: Int(0, 600, 30, 'Leeway for exp and nbf, in seconds.'),
   MCP_OAUTH_RESOURCE_METADATA_URL: Str('resource_metadata URL of the challenges (default: derived from the audience).'),
+  MCP_API_KEYS: Str('Static API keys: principal:key or principal:key:scope1 scope2, comma-separated; keys of 32 characters or more.'),
+  MCP_API_KEYS_FILE: Str('A file of API keys, one principal:key[:scopes] a line (# comments): keeps them out of the environment.'),
   MCP_ALLOWED_HOSTS: Str('Accepted Host headers, comma-separated, or * for any (default: loopback names when HOST is loopback).'),
   MCP_ALLOWED_ORIGINS: Str('Accepted Origin headers, comma-separated, or * for any (default: loopback origins when HOST is loopback). Browsers on them get CORS answers.'),
   MCP_CORS_CREDENTIALS: Type.Union([Type.Literal('true'), Type.Literal('false')], {
@@ -111,10 +113,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     (e) => `${e.path.slice(1)}=${JSON.stringify(e.value)}: ${e.message}`
   )
   problems.push(...oauthProblems(config))
+  problems.push(...apiKeyProblems(config))
   problems.push(...corsProblems(config))
   problems.push(...redisProblems(config))
   if (problems.length > 0) throw new ConfigurationError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
   return config
 }
 
-export { corsFromConfig, hostOriginFromConfig, loggerFromConfig, oauthFromConfig, trustProxyFromConfig } from './config-options.js'
+export { apiKeysFromConfig, corsFromConfig, hostOriginFromConfig, loggerFromConfig, oauthFromConfig, trustProxyFromConfig } from './config-options.js'

@@ -3,7 +3,8 @@ import { realpathSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import { mcpPlugin } from './app.js'
-import { corsFromConfig, hostOriginFromConfig, loadConfig, loggerFromConfig, oauthFromConfig, trustProxyFromConfig, type Config } from './config.js'
+import type { ApiKey } from './auth/api-keys.js'
+import { apiKeysFromConfig, corsFromConfig, hostOriginFromConfig, loadConfig, loggerFromConfig, oauthFromConfig, trustProxyFromConfig, type Config } from './config.js'
 import type { McpServer, McpServerOptions } from './core/mcp-server.js'
 import { createDemoServer } from './demo/catalogue.js'
 import { ConfigurationError } from './errors.js'
@@ -36,13 +37,17 @@ export function serverOptionsFromConfig(config: Config): Omit<McpServerOptions, 
 /**
  * Serve the mounts `make` builds from the configuration on HOST:PORT, with every `MCP_*` setting:
  * `npm start` (the demo) and `mcp-pure-http gateway` both start here. `setup` adds to the app
- * before it listens (routes, hooks that stop what `make` started).
+ * before it listens (routes, hooks that stop what `make` started). `apiKeys` are accepted besides
+ * `MCP_API_KEYS` (the gateway's `--api-key`).
  */
 export async function serve(
   make: (config: Config) => Mount[] | Promise<Mount[]>,
-  setup?: (app: FastifyInstance, config: Config) => void | Promise<void>
+  setup?: (app: FastifyInstance, config: Config) => void | Promise<void>,
+  apiKeys: readonly ApiKey[] = []
 ): Promise<FastifyInstance> {
   const config = loadConfig()
+  // Before `make` starts anything: keys that clash between the sources stop the start here.
+  const keys = apiKeysFromConfig(config, apiKeys)
   const [first, ...others] = await make(config)
   // Off unless OTEL_* or MCP_METRICS ask: then no OpenTelemetry package is loaded.
   const observer = await startTelemetry(telemetryFromConfig(config))
@@ -50,6 +55,7 @@ export async function serve(
     observer,
     defaultProtocolVersion: config.MCP_DEFAULT_PROTOCOL_VERSION,
     oauth: oauthFromConfig(config),
+    apiKeys: keys,
     idempotencyTtlMs: config.MCP_IDEMPOTENCY_TTL_MS,
     idempotencyLeaseMs: config.MCP_IDEMPOTENCY_LEASE_MS,
     rateLimit: { max: config.MCP_RATE_LIMIT_MAX, timeWindowMs: config.MCP_RATE_LIMIT_WINDOW_MS },

@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify'
 import { errors as jose, type JSONWebKeySet, type JWTPayload } from 'jose'
 import type { Principal } from '../core/request-context.js'
 import { McpError, errors } from '../errors.js'
+import type { KeyLookup } from './api-keys.js'
 import { isKeySetFailure, parseUrl, tokenVerifier } from './verify.js'
 
 export { DEFAULT_ALGORITHMS } from './verify.js'
@@ -44,6 +45,8 @@ const BEARER_SCHEME = /^bearer(?: |$)/i
  * without a token is 401 with the `WWW-Authenticate: Bearer` challenge; a rejected token adds
  * `error="invalid_token"`. The token never reaches handlers: it is removed from the request's
  * headers as soon as it is read, and only the verified claims are kept (no token passthrough).
+ * With `keys` (see `apiKeyRing`), a bearer that is one of them is its principal, and any other is
+ * verified as a JWT.
  * @example
  * const authenticate = bearerAuth({
  *   issuer: 'https://auth.example.com',
@@ -52,24 +55,16 @@ const BEARER_SCHEME = /^bearer(?: |$)/i
  * })
  * await app.register(mcpPlugin, { mcp, authenticate })
  */
-export function bearerAuth(options: BearerAuthOptions): Authenticate {
+export function bearerAuth(options: BearerAuthOptions, keys?: KeyLookup): Authenticate {
   const verify = tokenVerifier(options)
   const metadata = options.resourceMetadataUrl === undefined ? '' : `, resource_metadata="${parseUrl(options.resourceMetadataUrl, 'resourceMetadataUrl').href}"`
-  const refuse = (message: string, error?: string) =>
-    errors.unauthorized(message, `Bearer realm="mcp"${error === undefined ? '' : `, error="${error}"`}${metadata}`)
-
-  return async (request) => {
-    const header = takeAuthorization(request)
-    if (header === undefined) throw refuse('Authorization required: send an OAuth access token as "Authorization: Bearer <token>"')
-    if (header === DUPLICATE) throw refuse('Send one Authorization header, not several', 'invalid_request')
-    const m = BEARER.exec(header)
-    if (m === null) {
-      if (BEARER_SCHEME.test(header)) throw refuse('Malformed Authorization header: expected "Bearer <token>"', 'invalid_request')
-      throw refuse('Authorization required: only the Bearer scheme is supported')
-    }
+  const what = keys === undefined ? 'an OAuth access token' : 'an API key or an OAuth access token'
+  return bearerScheme(metadata, what, async (token, request, refuse) => {
+    const key = keys?.(token)
+    if (key !== undefined) return key
     let payload: JWTPayload
     try {
-      payload = await verify(m[1]!)
+      payload = await verify(token)
     } catch (err) {
       if (isKeySetFailure(err)) {
         request.log.error({ err }, 'cannot verify access tokens: the key set is unavailable')
@@ -92,6 +87,44 @@ export function bearerAuth(options: BearerAuthOptions): Authenticate {
       claims: Object.freeze({ ...payload }),
       anonymous: false
     })
+  })
+}
+
+/**
+ * Static API keys alone (no OAuth): `Authorization: Bearer <key>`, one of `keys` (see `apiKeyRing`),
+ * is its principal; none or another is 401 with the `WWW-Authenticate: Bearer` challenge. The
+ * header is removed from the request as soon as it is read, as {@link bearerAuth} does.
+ */
+export function apiKeyAuth(keys: KeyLookup): Authenticate {
+  return bearerScheme('', 'an API key', async (token, request, refuse) => {
+    const key = keys(token)
+    if (key !== undefined) return key
+    // Never the credential itself: a client's mistyped key is still somebody's secret.
+    request.log.info({ reason: 'unknown key' }, 'API key rejected')
+    throw refuse('Invalid API key', 'invalid_token')
+  })
+}
+
+type Refuse = (message: string, error?: string) => McpError
+
+/** Take the `Authorization: Bearer` header off the request and let `check` say who its token is. */
+function bearerScheme(
+  metadata: string,
+  what: string,
+  check: (token: string, request: FastifyRequest, refuse: Refuse) => Promise<Principal>
+): Authenticate {
+  const refuse: Refuse = (message, error) =>
+    errors.unauthorized(message, `Bearer realm="mcp"${error === undefined ? '' : `, error="${error}"`}${metadata}`)
+  return async (request) => {
+    const header = takeAuthorization(request)
+    if (header === undefined) throw refuse(`Authorization required: send ${what} as "Authorization: Bearer <token>"`)
+    if (header === DUPLICATE) throw refuse('Send one Authorization header, not several', 'invalid_request')
+    const m = BEARER.exec(header)
+    if (m === null) {
+      if (BEARER_SCHEME.test(header)) throw refuse('Malformed Authorization header: expected "Bearer <token>"', 'invalid_request')
+      throw refuse('Authorization required: only the Bearer scheme is supported')
+    }
+    return check(m[1]!, request, refuse)
   }
 }
 

@@ -1,5 +1,6 @@
 import { ConfigurationError } from '../errors.js'
-import { bearerAuth, type Authenticate, type BearerAuthOptions } from './bearer.js'
+import { apiKeyRing, type ApiKey, type KeyLookup } from './api-keys.js'
+import { apiKeyAuth, bearerAuth, type Authenticate, type BearerAuthOptions } from './bearer.js'
 
 /**
  * `mcpPlugin`'s OAuth 2.1 resource-server mode: {@link bearerAuth} on every route, plus the RFC 9728
@@ -31,9 +32,10 @@ export const WELL_KNOWN_PATH = '/.well-known/oauth-protected-resource'
  * Check the OAuth options and derive the rest. The audience must be the server's resource URI (an
  * absolute http(s) URL without fragment, RFC 8707); the metadata URL defaults to that URL's origin
  * plus the plugin's prefix plus {@link WELL_KNOWN_PATH}, where the plugin serves it. Behind a proxy
- * that rewrites paths, set `resourceMetadataUrl`.
+ * that rewrites paths, set `resourceMetadataUrl`. With `keys`, a bearer that is an API key is its
+ * principal before any JWT is looked at.
  */
-export function oauthSetup(options: OAuthOptions, prefix: string): OAuthSetup {
+export function oauthSetup(options: OAuthOptions, prefix: string, keys?: KeyLookup): OAuthSetup {
   let resource: URL
   try {
     resource = new URL(options.audience)
@@ -46,7 +48,7 @@ export function oauthSetup(options: OAuthOptions, prefix: string): OAuthSetup {
   const metadataUrl = options.resourceMetadataUrl ?? `${resource.origin}${prefix}${WELL_KNOWN_PATH}`
   const metadata = protectedResourceMetadata(options)
   return {
-    authenticate: bearerAuth({ ...options, resourceMetadataUrl: metadataUrl }),
+    authenticate: bearerAuth({ ...options, resourceMetadataUrl: metadataUrl }, keys),
     metadataUrl: new URL(metadataUrl).href,
     metadata,
     insertedPath: insertedPathOf(resource)
@@ -65,4 +67,25 @@ export function protectedResourceMetadata(options: OAuthOptions): OAuthSetup['me
 export function insertedPathOf(resource: URL): string | undefined {
   const path = resource.pathname.replace(/\/+$/, '')
   return path === '' ? undefined : `${WELL_KNOWN_PATH}${path}`
+}
+
+/** Who may call, as `mcpPlugin` and the gateway's root listing take it. */
+export interface AuthOptions {
+  oauth?: OAuthOptions | undefined
+  apiKeys?: readonly ApiKey[] | undefined
+  authenticate?: Authenticate | undefined
+}
+
+/**
+ * The one `authenticate` the options make: OAuth (an API key first, when there are keys), API keys
+ * alone, or the application's own function; undefined for none. `authenticate` reads the request
+ * its own way, so it goes with neither of the others.
+ */
+export function authSetup(options: AuthOptions, prefix: string): { oauth: OAuthSetup | undefined; authenticate: Authenticate | undefined } {
+  if (options.authenticate !== undefined && (options.oauth !== undefined || options.apiKeys !== undefined)) {
+    throw new ConfigurationError(`mcpPlugin: give either ${options.oauth === undefined ? 'apiKeys' : 'oauth'} or authenticate, not both`)
+  }
+  const keys = options.apiKeys === undefined ? undefined : apiKeyRing(options.apiKeys)
+  const oauth = options.oauth === undefined ? undefined : oauthSetup(options.oauth, prefix, keys)
+  return { oauth, authenticate: oauth?.authenticate ?? (keys === undefined ? options.authenticate : apiKeyAuth(keys)) }
 }

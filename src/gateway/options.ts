@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { Type } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
+import { parseApiKeys, type ApiKey } from '../auth/api-keys.js'
 import { ConfigurationError } from '../errors.js'
 import type { UpstreamSpec } from './upstream.js'
 
@@ -14,6 +15,12 @@ export interface Served {
   required: boolean
   /** `--task-after-ms` / `"taskAfterMs"`, `--max-open-rounds` / `"maxOpenRounds"`, `--timeout-ms` / `"timeoutMs"`. */
   tuning: Tuning
+}
+
+/** What `mcp-pure-http gateway <args>` asks for: the upstreams, and the `--api-key`s clients may use. */
+export interface GatewayArgs {
+  served: Served[]
+  apiKeys: ApiKey[]
 }
 
 export interface Tuning {
@@ -33,7 +40,9 @@ export const USAGE = `Usage:
 Gateway options: --task-after-ms <ms> (a call still running then becomes a task; default 5000),
   --max-open-rounds <n> (calls of one client waiting for its answers; default 16),
   --timeout-ms <ms> (an upstream request silent this long fails with 504; progress restarts it;
-  default 60000; 0: none).
+  default 60000; 0: none),
+  --api-key <principal:key[:scope1 scope2]> (repeatable; as MCP_API_KEYS, which a shared machine's
+  process list does not show: prefer MCP_API_KEYS_FILE).
 HOST, PORT and every MCP_* variable apply as for the demo.`
 
 const Env = Type.Record(Type.String(), Type.String())
@@ -70,10 +79,15 @@ const fail = (message: string): never => {
 }
 
 /**
- * The upstreams `mcp-pure-http gateway <args>` names. `${VAR}` in a config file's `env` and
- * `headers` values is taken from the gateway's environment, so that secrets stay out of the file.
+ * The upstreams `mcp-pure-http gateway <args>` names, and its API keys. `${VAR}` in a config file's
+ * `env` and `headers` values is taken from the gateway's environment, so that secrets stay out of the file.
  */
-export function parseGatewayArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Served[] {
+export function parseGatewayArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): GatewayArgs {
+  const apiKeys: ApiKey[] = []
+  return { served: parseServed(argv, env, apiKeys), apiKeys }
+}
+
+function parseServed(argv: readonly string[], env: NodeJS.ProcessEnv, apiKeys: ApiKey[]): Served[] {
   const dash = argv.indexOf('--')
   const flags = dash === -1 ? argv : argv.slice(0, dash)
   const command = dash === -1 ? [] : argv.slice(dash + 1)
@@ -94,6 +108,7 @@ export function parseGatewayArgs(argv: readonly string[], env: NodeJS.ProcessEnv
     else if (flag === '--max-open-rounds') tuning.maxOpenRounds = count(flag, value, 1)
     else if (flag === '--timeout-ms') tuning.requestTimeoutMs = count(flag, value, 0, 2_000_000_000)
     else if (flag === '--config') config = value
+    else if (flag === '--api-key') apiKeys.push(...parseApiKeys(value, '--api-key'))
     else if (flag === '--header') {
       const colon = value.indexOf(':')
       if (colon < 1) fail(`--header "${value}" is not "Name: value"`)

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { oauthSetup } from '../auth/oauth.js'
+import type { ApiKey } from '../auth/api-keys.js'
+import { authSetup } from '../auth/oauth.js'
 import { hostOriginPolicy } from '../auth/origin.js'
 import { corsFromConfig, hostOriginFromConfig } from '../config-options.js'
 import mcpCors from '../plugins/cors.js'
-import { oauthFromConfig, type Config } from '../config.js'
+import { apiKeysFromConfig, oauthFromConfig, type Config } from '../config.js'
 import type { Logger } from '../core/request-context.js'
 import { serve, serverOptionsFromConfig, type Mount } from '../main.js'
 import { companion } from '../store/compose.js'
@@ -50,15 +51,21 @@ export class LateLogger implements Logger {
 
 /**
  * `mcp-pure-http gateway`: each upstream as a catalogue of its own (with its own store, so that one
- * mount's clients never see another's queues), on HOST:PORT with every `MCP_*` setting.
+ * mount's clients never see another's queues), on HOST:PORT with every `MCP_*` setting, and
+ * `apiKeys` (`--api-key`) besides `MCP_API_KEYS`.
  */
-export async function serveGateway(served: readonly Served[]): Promise<FastifyInstance> {
+export async function serveGateway(served: readonly Served[], apiKeys: readonly ApiKey[]): Promise<FastifyInstance> {
   const gateways: Gateway[] = []
   let relay: RoundRelay | undefined
   let log: LateLogger
   const instance = randomUUID()
   const make = async (config: Config): Promise<Mount[]> => {
     log = new LateLogger(config.LOG_LEVEL)
+    // The forwarded header is read before authentication takes it off the request: it would carry
+    // the gateway's own key upstream.
+    if (apiKeysFromConfig(config, apiKeys) !== undefined && served.some((s) => 'url' in s.spec && s.spec.forwardAuthorization === true)) {
+      throw new ConfigurationError('gateway: forwardAuthorization (--forward-authorization) would send the API keys clients give this gateway upstream: use one or the other')
+    }
     const mounts: Mount[] = []
     for (const s of served) {
       const prefix = config.MCP_REDIS_PREFIX ?? 'mcp:'
@@ -94,10 +101,9 @@ export async function serveGateway(served: readonly Served[]): Promise<FastifyIn
     })
     if (served[0]!.prefix === undefined) return
     // With several mounts, the root lists them and their state: their catalogues' names, so with
-    // OAuth on it needs a token like the mounts do. One audience serves them all, so the first
-    // mount's challenge (its RFC 9728 metadata URL) is right here too.
-    const oauth = oauthFromConfig(config)
-    const authenticate = oauth === undefined ? undefined : oauthSetup(oauth, served[0]!.prefix).authenticate
+    // OAuth or API keys on it needs a token or key like the mounts do. One audience serves them
+    // all, so the first mount's challenge (its RFC 9728 metadata URL) is right here too.
+    const { authenticate } = authSetup({ oauth: oauthFromConfig(config), apiKeys: apiKeysFromConfig(config, apiKeys) }, served[0]!.prefix)
     // What the mounts do, in their order: the Host and Origin check (DNS rebinding), CORS (a
     // preflight is answered there), then the token. In a context of its own, so that its hooks stay here.
     const policy = hostOriginPolicy({ loopbackByDefault: true, ...hostOriginFromConfig(config) }, app.server)
@@ -116,5 +122,5 @@ export async function serveGateway(served: readonly Served[]): Promise<FastifyIn
         }))
       }))
     })
-  })
+  }, apiKeys)
 }

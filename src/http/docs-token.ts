@@ -51,7 +51,7 @@ export const DOCS_TOKEN_SCRIPT = `(function () {
     var text = document.createElement('p')
     text.textContent = refused
       ? 'The server refused that token (expired, or not for this server). Paste another access token:'
-      : 'This server needs an OAuth access token to show its API reference. Paste one (this browser keeps it until "Logout" in the Authorize dialog):'
+      : 'This server needs an access token or API key to show its API reference. Paste one (this browser keeps it until "Logout" in the Authorize dialog):'
     var input = document.createElement('input')
     input.type = 'password'
     input.name = 'token'

@@ -71,14 +71,23 @@ export interface OpenApiSetup {
   mcp: McpServer
   /** With OAuth on: the RFC 9728 metadata URL, named in the bearer scheme's description. */
   metadataUrl?: string | undefined
+  /** Whether static API keys are accepted (as bearer tokens). */
+  apiKeys: boolean
+}
+
+/** The `bearer` security scheme: an OAuth access token (a JWT), an API key, or either. */
+function bearerScheme(metadataUrl: string | undefined, apiKeys: boolean): { type: 'http'; scheme: string; bearerFormat?: string; description: string } {
+  if (metadataUrl === undefined) return { type: 'http', scheme: 'bearer', description: 'API key' }
+  const oauth = `OAuth 2.1 access token; metadata: ${metadataUrl}`
+  return apiKeys ? { type: 'http', scheme: 'bearer', description: `API key, or ${oauth}` } : { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: oauth }
 }
 
 /**
  * Register @fastify/swagger on the plugin's instance with the document's fixed parts: `info`, tags,
  * `servers` (relative, so the document is right wherever it is served), `security` (bearer when
- * OAuth is on, none otherwise) and the shared schemas, named by their `$id`.
+ * OAuth or API keys are on, none otherwise) and the shared schemas, named by their `$id`.
  */
-export async function registerOpenApi(fastify: FastifyInstance, { mcp, metadataUrl }: OpenApiSetup): Promise<void> {
+export async function registerOpenApi(fastify: FastifyInstance, { mcp, metadataUrl, apiKeys }: OpenApiSetup): Promise<void> {
   for (const schema of SHARED_SCHEMAS) fastify.addSchema(schema)
   const info = mcp.serverInfo
   await fastify.register(swagger, {
@@ -103,14 +112,10 @@ export async function registerOpenApi(fastify: FastifyInstance, { mcp, metadataU
         { name: 'tasks', description: 'The Tasks extension: long work polled to completion' },
         { name: 'meta', description: 'This document' }
       ],
-      ...(metadataUrl === undefined
+      ...(metadataUrl === undefined && !apiKeys
         ? { security: [] }
         : {
-            components: {
-              securitySchemes: {
-                bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: `OAuth 2.1 access token; metadata: ${metadataUrl}` }
-              }
-            },
+            components: { securitySchemes: { bearer: bearerScheme(metadataUrl, apiKeys) } },
             security: [{ bearer: [] }]
           })
     },

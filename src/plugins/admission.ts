@@ -1,6 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction, preValidationHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
-import type { OAuthSetup } from '../auth/oauth.js'
 import { hostOriginPolicy, type HostOriginOptions } from '../auth/origin.js'
 import { ANONYMOUS, type Principal } from '../core/request-context.js'
 import type { McpServer } from '../core/mcp-server.js'
@@ -42,7 +41,6 @@ export interface AdmissionOptions extends HostOriginOptions {
   defaultVersion: ProtocolVersion
   /** Identify the caller; throw a 401/403 McpError to refuse. */
   authenticate: ((request: FastifyRequest) => Promise<Principal>) | undefined
-  oauth: OAuthSetup | undefined
   sessions: boolean
   /** The per-principal limit; also bounds refused authentications per address (see authFailureLimit). */
   rateLimit?: RateLimitOptions
@@ -53,7 +51,7 @@ export interface AdmissionOptions extends HostOriginOptions {
 /**
  * What every MCP request passes before its route: its `Mcp-Request-Id` (validated, echoed, else
  * generated), its protocol version (400 -32022 when unsupported), Host and Origin (DNS rebinding),
- * then CORS (a preflight is answered there), then who is calling (bearer token, `authenticate`, or an
+ * then CORS (a preflight is answered there), then who is calling (bearer token or API key, `authenticate`, or an
  * `Mcp-Session-Id`). One onRequest hook for the first three, so that a request pays for one hook call.
  */
 const admission: FastifyPluginAsync<AdmissionOptions> = async (fastify, opts) => {
@@ -99,7 +97,7 @@ const admission: FastifyPluginAsync<AdmissionOptions> = async (fastify, opts) =>
   // Between the Origin check and authentication: a preflight carries no token, and only an allowed origin gets here.
   if (opts.cors !== false) await fastify.register(mcpCors, { ...opts.cors, policy })
 
-  const authenticate = opts.oauth?.authenticate ?? opts.authenticate
+  const authenticate = opts.authenticate
   fastify.decorate('mcpSessions', authenticate === undefined && opts.sessions)
   if (authenticate !== undefined) {
     const failures = authFailureLimit(opts.rateLimit)

@@ -195,7 +195,7 @@ t.test('a gateway under OAuth: GET / and each mount\'s document need a token; it
   const form = '#mcp-docs-token'
   await (await authed.page.waitForSelector(`${form} input`))!.type('not.a.token')
   t.strictSame(authed.statuses.get('/odd/docs/json'), [401], 'the document was refused')
-  t.match(await authed.page.$eval(form, (e) => e.textContent ?? ''), /needs an OAuth access token/)
+  t.match(await authed.page.$eval(form, (e) => e.textContent ?? ''), /needs an access token or API key/)
   await authed.page.click(`${form} button`)
   // The page reloads with the token, which the server refuses: the page asks again, saying so.
   await authed.page.waitForFunction(`document.querySelector('${form}')?.textContent.includes('refused that token')`)

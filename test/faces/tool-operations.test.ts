@@ -8,7 +8,7 @@ t.test('the document is built once, and again only when the tool list changes', 
   const app = Fastify()
   t.teardown(() => app.close())
   const mcp = new McpServer({ name: 'bare', version: '1' })
-  await registerOpenApi(app, { mcp })
+  await registerOpenApi(app, { mcp, apiKeys: false })
   app.get('/ping', async () => 'pong')
   await app.ready()
   const document = openapiDocument(app, mcp)

@@ -6,10 +6,10 @@ import t from 'tap'
 import { parseGatewayArgs } from '../../src/gateway/options.js'
 
 t.test('command, url and header arguments', async (t) => {
-  t.same(parseGatewayArgs(['--', 'npx', '-y', 'some-server']), [
+  t.same(parseGatewayArgs(['--', 'npx', '-y', 'some-server']).served, [
     { name: 'npx', prefix: undefined, spec: { command: 'npx', args: ['-y', 'some-server'] }, required: true, tuning: {} }
   ])
-  t.same(parseGatewayArgs(['--url', 'https://example.com/mcp', '--header', 'Authorization: Bearer abc:def']), [
+  t.same(parseGatewayArgs(['--url', 'https://example.com/mcp', '--header', 'Authorization: Bearer abc:def']).served, [
     { name: 'example.com', prefix: undefined, spec: { url: 'https://example.com/mcp', headers: { Authorization: 'Bearer abc:def' } }, required: true, tuning: {} }
   ])
   t.throws(() => parseGatewayArgs(['--url', 'http://a/mcp', '--', 'x']), /Give exactly one of/)
@@ -18,14 +18,14 @@ t.test('command, url and header arguments', async (t) => {
   t.throws(() => parseGatewayArgs(['--bogus', 'x']), /Unknown option --bogus/)
   t.throws(() => parseGatewayArgs(['--url', 'http://x/mcp', '--header', 'nocolon']), /is not "Name: value"/)
   t.throws(() => parseGatewayArgs(['--config', '/nonexistent.json']), /--config \/nonexistent.json: ENOENT/)
-  t.same(parseGatewayArgs(['--forward-authorization', '--url', 'http://a/mcp', '--task-after-ms', '0', '--max-open-rounds', '2']), [
+  t.same(parseGatewayArgs(['--forward-authorization', '--url', 'http://a/mcp', '--task-after-ms', '0', '--max-open-rounds', '2']).served, [
     { name: 'a', prefix: undefined, spec: { url: 'http://a/mcp', headers: {}, forwardAuthorization: true }, required: true, tuning: { taskAfterMs: 0, maxOpenRounds: 2 } }
   ])
   t.throws(() => parseGatewayArgs(['--forward-authorization', '--', 'x']), /applies to --url only/)
   t.throws(() => parseGatewayArgs(['--max-open-rounds', '0', '--', 'x']), /--max-open-rounds 0 is not an integer of at least 1/)
   t.throws(() => parseGatewayArgs(['--task-after-ms', '1.5', '--', 'x']), /--task-after-ms 1.5 is not an integer of at least 0/)
-  t.same(parseGatewayArgs(['--timeout-ms', '0', '--', 'x'])[0]!.tuning, { requestTimeoutMs: 0 }, '0: no deadline')
-  t.same(parseGatewayArgs(['--timeout-ms', '2500', '--', 'x'])[0]!.tuning, { requestTimeoutMs: 2500 })
+  t.same(parseGatewayArgs(['--timeout-ms', '0', '--', 'x']).served[0]!.tuning, { requestTimeoutMs: 0 }, '0: no deadline')
+  t.same(parseGatewayArgs(['--timeout-ms', '2500', '--', 'x']).served[0]!.tuning, { requestTimeoutMs: 2500 })
   t.throws(() => parseGatewayArgs(['--timeout-ms', '-1', '--', 'x']), /--timeout-ms -1 is not an integer from 0 to 2000000000/)
   t.throws(() => parseGatewayArgs(['--timeout-ms', '3000000000', '--', 'x']), /--timeout-ms 3000000000 is not an integer from 0 to 2000000000/)
 })
@@ -47,7 +47,7 @@ t.test('--config: the mcpServers file, checked, with ${VAR} from the environment
       }
     })
   )
-  t.same(parseGatewayArgs(['--config', good, '--task-after-ms', '50'], { SECRET: 's3' }), [
+  t.same(parseGatewayArgs(['--config', good, '--task-after-ms', '50'], { SECRET: 's3' }).served, [
     { name: 'local', prefix: '/local', spec: { command: 'node', args: ['s.js'], env: { TOKEN: 's3', PLAIN: 'x' }, cwd: '/tmp' }, required: true, tuning: { taskAfterMs: 50 } },
     { name: 'plain', prefix: '/plain', spec: { command: 'node', args: [], env: {} }, required: true, tuning: { taskAfterMs: 100, maxOpenRounds: 3, requestTimeoutMs: 7000 } },
     {
