@@ -5,6 +5,7 @@ import type { Readable } from 'node:stream'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import type { Logger } from '../core/request-context.js'
 import type { ServerMessage } from '../store/types.js'
+import { boundToUs } from './child.js'
 import type { Sdk } from './sdk.js'
 
 /** One MCP server behind the gateway: a command to run (stdio) or a Streamable HTTP URL. */
@@ -90,10 +91,10 @@ function transportOf(sdk: Sdk, spec: UpstreamSpec, name: string, log: Logger, st
     if (spec.forwardAuthorization !== true) return new sdk.StreamableHTTPClientTransport(new URL(spec.url), options)
     return new sdk.StreamableHTTPClientTransport(new URL(spec.url), { ...options, fetch: forwarding })
   }
+  const env = { ...sdk.getDefaultEnvironment(), ...spec.env }
   const transport = new sdk.StdioClientTransport({
-    command: spec.command,
-    args: spec.args ?? [],
-    env: { ...sdk.getDefaultEnvironment(), ...spec.env },
+    ...boundToUs(spec.command, spec.args ?? [], env, spec.cwd),
+    env,
     stderr: 'pipe',
     ...(spec.cwd === undefined ? {} : { cwd: spec.cwd })
   })

@@ -3,6 +3,7 @@ import { once } from 'node:events'
 import t from 'tap'
 import { EVERYTHING, GATEWAY_BIN, everythingHttp } from '../helpers/gateway-helper.js'
 import { alive, post, spawnSyncChildren, start } from '../helpers/gateway-cli-helper.js'
+import { stubbornUpstream } from '../helpers/gateway-hostile.js'
 
 t.test('gateway -- <command>: a stdio server at the root; SIGTERM stops the child too', async (t) => {
   const gw = await start(t, ['gateway', '--', process.execPath, EVERYTHING, 'stdio'])
@@ -17,6 +18,19 @@ t.test('gateway -- <command>: a stdio server at the root; SIGTERM stops the chil
   const [code] = await once(gw.child, 'exit')
   t.equal(code, 0)
   for (const c of before) t.notOk(alive(c), `child ${c} stopped`)
+})
+
+t.test('a gateway killed outright (SIGKILL, as a crash) takes its stdio child with it', async (t) => {
+  const { command, args } = stubbornUpstream as { command: string; args: string[] }
+  const gw = await start(t, ['gateway', '--', command, ...args])
+  t.equal((await post(`${gw.base}/tools/ok/calls`, { arguments: {} })).body.content[0].text, 'ok')
+  const [child] = await spawnSyncChildren(gw.child.pid!)
+  t.ok(child !== undefined && alive(child), 'its child runs')
+  gw.child.kill('SIGKILL')
+  await once(gw.child, 'exit')
+  // setpriv --pdeathsig: the kernel signals the child when its parent dies (its stdin's end alone would not end it).
+  for (let i = 0; i < 1000 && alive(child!); i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  t.notOk(alive(child!), 'the child ended with it, no orphan')
 })
 
 t.test('gateway -- <a command that cannot start>: exits 1 at once, saying why', async (t) => {

@@ -331,3 +331,15 @@ t.test('a stdio upstream that stops answering pings is taken for dead, closed an
   await until(() => up.state === 'up' && up.pid !== undefined && up.pid !== stopped.pid, 'a new child')
   t.ok(warned.includes('upstream stopped answering'))
 })
+
+t.test('a stdio command is spawned through setpriv --pdeathsig when it can be found, else as given', async (t) => {
+  const { boundToUs } = await import('../../src/gateway/child.js')
+  const { dirname, basename } = await import('node:path')
+  const node = process.execPath
+  const bound = (command: string) => ({ command: '/usr/bin/setpriv', args: ['--pdeathsig', 'TERM', '--', command, '-v'] })
+  t.same(boundToUs(node, ['-v'], { PATH: '' }, undefined), bound(node), 'a path that runs')
+  t.same(boundToUs(basename(node), ['-v'], { PATH: `/nonexistent:${dirname(node)}` }, undefined), bound(basename(node)), 'a name found on PATH')
+  t.same(boundToUs(`./${basename(node)}`, ['-v'], {}, dirname(node)), bound(`./${basename(node)}`), 'a path relative to cwd')
+  t.same(boundToUs(basename(node), ['-v'], {}, undefined), { command: basename(node), args: ['-v'] }, 'no PATH: as given, for Node to say ENOENT')
+  t.same(boundToUs('/nonexistent/x', [], { PATH: '/usr/bin' }, undefined), { command: '/nonexistent/x', args: [] }, 'not there: as given')
+})

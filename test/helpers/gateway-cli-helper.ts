@@ -21,7 +21,7 @@ export async function start(t: Test, args: string[], env: Record<string, string>
   child.stdout!.on('data', (d: Buffer) => (out += String(d)))
   child.stderr!.on('data', (d: Buffer) => (out += String(d)))
   t.teardown(async () => {
-    if (child.exitCode === null) {
+    if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM')
       await once(child, 'exit')
     }

@@ -41,3 +41,9 @@ const script = `
   })`
 
 export const hostileUpstream: UpstreamSpec = { command: process.execPath, args: ['-e', script] }
+
+/**
+ * The same server, but one that outlives the end of its stdin (as servers with timers of their own
+ * do, server-everything's among them): only a signal ends it.
+ */
+export const stubbornUpstream: UpstreamSpec = { command: process.execPath, args: ['-e', `${script}\n  setInterval(() => undefined, 1000)`] }
