@@ -30,7 +30,8 @@ export interface RoundRelay {
   close?(): Promise<void>
 }
 
-const gone = () => errors.invalidParams('Invalid or expired requestState')
+// The call's upstream request lived on that instance and ended with it: only a new call can go on.
+const gone = () => errors.invalidParams('Invalid or expired requestState: the gateway instance that held this call is gone, and the call with it; call again')
 
 /** Instances in one process (tests, several mounts): a map of handlers. */
 export class MemoryRelay implements RoundRelay {

@@ -53,7 +53,7 @@ async function roundTrip(t: Test, { a, b }: Pair) {
     url,
     ...json({ arguments: {}, _meta: meta, requestState: third.body.requestState, inputResponses: { [key]: { action: 'decline' } } })
   })
-  t.same([orphan.status, orphan.body.message], [400, 'Invalid or expired requestState'])
+  t.same([orphan.status, orphan.body.message], [400, 'Invalid or expired requestState: the gateway instance that held this call is gone, and the call with it; call again'])
 }
 
 t.test('memory relay: a round answered on the other gateway completes the call', async (t) => {

@@ -18,7 +18,7 @@ const round = (principal = 'alice'): RelayedRound => ({
   principal
 })
 const never = () => new AbortController().signal
-const GONE = { code: -32602, status: 400, message: 'Invalid or expired requestState' }
+const GONE = { code: -32602, status: 400, message: 'Invalid or expired requestState: the gateway instance that held this call is gone, and the call with it; call again' }
 
 /**
  * What every {@link RoundRelay} must do (the gateway's rounds across instances: see
