@@ -15,7 +15,7 @@ export async function getPrompt(
   body: GetPromptBody,
   ctx: CallContext
 ): Promise<Record<string, unknown>> {
-  const entry = server.prompts.get(name)
+  const entry = server.prompts.get(name) ?? server.unlistedPrompt?.(name)
   if (entry === undefined) throw errors.unknownPrompt(name)
   const args = body.arguments ?? {}
   const missing = entry.required.filter((a) => typeof args[a] !== 'string')

@@ -167,6 +167,18 @@ export class Registry {
   prompt(def: PromptDefinition<{}> & { arguments?: PromptArguments; complete?: Record<string, Completer | undefined> }, handler: unknown): Registration {
     if (def.name === '' || def.name.length > 128) throw new ConfigurationError('Prompt name must be 1-128 characters')
     if (this.prompts.has(def.name)) throw new ConfigurationError(`Prompt "${def.name}" is already registered`)
+    return this.#add(this.prompts, def.name, this.promptEntry(def, handler), ListKind.prompts)
+  }
+
+  /**
+   * What `prompts/get` runs for a name the catalogue does not list: an entry made for that get (see
+   * {@link promptEntry}), or undefined, the default: 404. A gateway forwards it, for its upstream to
+   * answer as it would directly.
+   */
+  unlistedPrompt: ((name: string) => PromptEntry | undefined) | undefined
+
+  /** A prompt's entry as {@link prompt} makes it, not registered (nor its name checked): for {@link unlistedPrompt}. */
+  promptEntry(def: PromptDefinition<{}> & { arguments?: PromptArguments; complete?: Record<string, Completer | undefined> }, handler: unknown): PromptEntry {
     const owner = `Prompt "${def.name}"`
     const args = promptArguments(this.ajv, owner, def.arguments, def.complete)
     const definition: Prompt = stripUndefined({
@@ -185,7 +197,7 @@ export class Registry {
       handler: handler as unknown as PromptEntry['handler'],
       mrtr: mrtrSpec(this.ajv, owner, def, args.list.map((a) => a.name))
     }
-    return this.#add(this.prompts, def.name, entry, ListKind.prompts)
+    return entry
   }
 
   /** Register a concrete resource, listed by `GET /resources` and read by `GET /resources/{uri}`. */

@@ -2,7 +2,7 @@ import type { TSchema } from '@sinclair/typebox'
 import type { RequestContext } from '../core/request-context.js'
 import type { Completer, PromptArgumentDefinition, Registration, RetryableContext } from '../core/definitions.js'
 import type { McpServer } from '../core/mcp-server.js'
-import type { ListKind, ResourceEntry, ToolEntry } from '../core/registry.js'
+import type { ListKind, PromptEntry, ResourceEntry, ToolEntry } from '../core/registry.js'
 import { inputRequired } from '../mrtr/rounds.js'
 import type { InputRequest } from '../schema/mrtr.js'
 import type { Outcome, RoundRef, UpstreamCall } from './call.js'
@@ -67,6 +67,14 @@ export function register(mcp: McpServer, kind: ListKind, item: Item, fw: Forward
  */
 export function unlistedTool(mcp: McpServer, fw: Forwarder): (name: string) => ToolEntry {
   return (name) => mcp.toolEntry({ name, checkSchemas: false }, (args, ctx) => fw.forward(ctx, 'tools/call', { name, arguments: args }) as never)
+}
+
+/**
+ * `prompts/get` of a name the upstream did not list: forwarded with the arguments as given, for the
+ * upstream to answer (its own "prompt not found" error) as called directly.
+ */
+export function unlistedPrompt(mcp: McpServer, fw: Forwarder): (name: string) => PromptEntry {
+  return (name) => mcp.promptEntry({ name }, (given: Record<string, unknown>, ctx: RetryableContext) => fw.forward(ctx, 'prompts/get', { name, arguments: given }))
 }
 
 /**

@@ -8,7 +8,7 @@ import { taskStarted } from '../core/tools.js'
 import { clientTakesTasks, startTask } from '../tasks/runner.js'
 import type { ServerMessage, Store } from '../store/types.js'
 import type { RoundRef, UpstreamCall } from './call.js'
-import { handlerReturn, progressOf, relayLog, unlistedResource, unlistedTool, type Forwarder } from './catalogue.js'
+import { handlerReturn, progressOf, relayLog, unlistedPrompt, unlistedResource, unlistedTool, type Forwarder } from './catalogue.js'
 import { UpstreamLists } from './lists.js'
 import type { RoundRelay } from './relay.js'
 import { Rounds } from './rounds.js'
@@ -91,6 +91,7 @@ export class Gateway implements Forwarder {
     })
     gw.mcp.unlistedTool = unlistedTool(gw.mcp, gw)
     gw.mcp.unlistedResource = unlistedResource(gw.mcp, gw)
+    gw.mcp.unlistedPrompt = unlistedPrompt(gw.mcp, gw)
     gw.lists = new UpstreamLists(gw.mcp, gw.upstream, gw, opts.log)
     if (client !== undefined) await gw.lists.sync(client, gw.#subscribed)
     if (client !== undefined) await gw.#probe()

@@ -92,3 +92,14 @@ t.test('an ordinary 2025-11-25 client of /mcp hears the upstream outside its cal
   await until(() => simulated() && updated.length > 0, 'a log message and an update outside the calls')
   t.equal(updated[0], uri)
 })
+
+t.test('a prompt the upstream does not list is asked of it, and answered in its words', async (t) => {
+  const own = await direct(t)
+  const { app } = await serveUpstream(t, everythingStdio)
+  const err = (await own.client.getPrompt({ name: 'nope', arguments: { a: '1' } }).then(() => undefined, (e: { code: number; message: string }) => e))!
+  const expected = { code: err.code, message: err.message.replace(/^MCP error -?\d+: /, '') }
+  t.match(expected, { code: -32602, message: /nope/ }, "server-everything's own answer")
+  t.same((await rpc(app, 'prompts/get', { name: 'nope', arguments: { a: '1' } }, { era: 'legacy' })).body.error, expected, 'on /mcp')
+  const rest = await call(app, { url: '/prompts/nope', headers: { 'mcp-arguments': '{"a":"1"}' } })
+  t.same([rest.status, rest.body], [400, expected], 'on REST, with the status the binding gives its code')
+})
