@@ -56,8 +56,12 @@ export class Gateway implements Forwarder {
   readonly required: boolean
   mcp!: McpServer
   lists: UpstreamLists | undefined
+  /** The virtual servers that serve entries of this upstream: they hear its updates and log messages too. */
+  readonly mirrors = new Set<McpServer>()
   readonly #opts: GatewayOptions
   readonly #subscribed = new Set<string>()
+  /** Who wants the upstream subscribed to a URI: the mounts (this one's, virtual ones') that still have a subscriber. */
+  readonly #holders = new Map<string, Set<string>>()
   /** Set while the upstream serves 2026-07-28: its calls' rounds pass through, stateless. */
   #modern: ModernTarget | undefined
 
@@ -105,6 +109,11 @@ export class Gateway implements Forwarder {
     this.#modern = target !== undefined && (await speaksModern(target)) ? target : undefined
   }
 
+  /** The upstream's name (its `mcpServers` key, or the command). */
+  get name(): string {
+    return this.#opts.name
+  }
+
   /** Whether calls pass through in 2026-07-28 (the upstream said so when it was last connected). */
   get modern(): boolean {
     return this.#modern !== undefined
@@ -115,14 +124,20 @@ export class Gateway implements Forwarder {
     if (kinds !== undefined) {
       if (this.upstream.client !== undefined) void this.lists!.sync(this.upstream.client, [], kinds)
     } else if (m.method === 'notifications/resources/updated') {
-      void this.mcp.resourceUpdated(String(m.params!.uri)).catch((err: unknown) => this.#opts.log.warn({ err }, 'resources/updated not delivered'))
+      const uri = String(m.params!.uri)
+      for (const mcp of [this.mcp, ...this.mirrors]) {
+        if (mcp !== this.mcp && !mcp.isKnownResource(uri)) continue
+        void mcp.resourceUpdated(uri).catch((err: unknown) => this.#opts.log.warn({ err }, 'resources/updated not delivered'))
+      }
     } else {
       // notifications/message: to the caller whose call is in flight; with none in flight, to every
       // connection that set a level (as the upstream's own clients get it); with several callers'
       // calls, it may be any one's: the log alone.
       this.#opts.log.debug({ upstream: this.#opts.name, message: m.params }, 'upstream log message')
       const { level, data, logger } = m.params as { level: LoggingLevel; data: unknown; logger?: string }
-      if (this.rounds.idle()) void this.mcp.log(level, data, logger).catch((err: unknown) => this.#opts.log.warn({ err }, 'log message not delivered'))
+      if (this.rounds.idle()) {
+        for (const mcp of [this.mcp, ...this.mirrors]) void mcp.log(level, data, logger).catch((err: unknown) => this.#opts.log.warn({ err }, 'log message not delivered'))
+      }
       for (const ctx of this.rounds.callers()) relayLog(ctx, m.params!)
     }
   }
@@ -130,9 +145,10 @@ export class Gateway implements Forwarder {
   /**
    * A handler's work: a retry answers its round where the call waits; a first call starts the
    * upstream request. A tools/call for a client that takes tasks, still running after
-   * `taskAfterMs`, becomes a task (the core's runner: its result lands in the store).
+   * `taskAfterMs`, becomes a task (the core's runner: its result lands in the store) of `mcp`, the
+   * server the call came to (this upstream's own, or a virtual server's).
    */
-  async forward(ctx: RetryableContext, method: string, params: Record<string, unknown>): Promise<unknown> {
+  async forward(ctx: RetryableContext, method: string, params: Record<string, unknown>, mcp: McpServer = this.mcp): Promise<unknown> {
     if (this.#modern !== undefined) return this.#passThrough(this.#modern, ctx, method, params)
     const ref = ctx.requestState as RoundRef | undefined
     if (ref !== undefined) return handlerReturn((await this.rounds.resume(ref, ctx.inputResponses ?? {}, ctx)) as never)
@@ -140,7 +156,7 @@ export class Gateway implements Forwarder {
     const send = (signal: AbortSignal, call: UpstreamCall) => this.upstream.request(method, params, { signal, onprogress: progressOf(call) })
     const outcome = await this.rounds.start(ctx, send, asTask ? (this.#opts.taskAfterMs ?? 5000) : undefined)
     if (outcome.kind !== 'running') return handlerReturn(outcome as never)
-    return this.#task(ctx as CallContext, outcome.call)
+    return this.#task(ctx as CallContext, outcome.call, mcp)
   }
 
   /**
@@ -169,12 +185,12 @@ export class Gateway implements Forwarder {
    * The call goes on as a task: its progress becomes the task's status, its questions the task's
    * `inputRequests` (answered by tasks/update), and tasks/cancel cancels the upstream request.
    */
-  async #task(ctx: CallContext, call: UpstreamCall): Promise<unknown> {
+  async #task(ctx: CallContext, call: UpstreamCall, mcp: McpServer): Promise<unknown> {
     // What the client asked for, within what this gateway keeps (as for our own tools).
     const most = this.#opts.taskTtlMs ?? 3_600_000
     const asked = ctx.requestedTask
     const options = { ttlMs: Math.min(asked?.ttl ?? most, most), pollIntervalMs: 1000, notify: asked?.notify === true }
-    const task = await startTask(this.mcp, ctx, options, async (tc) => {
+    const task = await startTask(mcp, ctx, options, async (tc) => {
       call.ctx = tc
       // Called again by the runner with the answers to the questions the last round returned (the
       // runner sets inputResponses with requestState).
@@ -198,19 +214,27 @@ export class Gateway implements Forwarder {
    * the readiness ping fails while a required upstream of `all` is down (see {@link gatewayStore}).
    */
   wrapStore(store: Store, all: readonly Gateway[] = [this]): Store {
-    return gatewayStore(store, this, all, this.#opts.log)
+    return gatewayStore(store, { mcp: this.mcp, holder: '', upstreamOf: () => this }, all, this.#opts.log)
   }
 
-  /** Subscribe the upstream to `uri` once, when it offers subscriptions. */
-  async subscribeUpstream(uri: string): Promise<void> {
+  /** Subscribe the upstream to `uri` once, when it offers subscriptions, for the mount `holder`. */
+  async subscribeUpstream(uri: string, holder = ''): Promise<void> {
+    let holders = this.#holders.get(uri)
+    if (holders === undefined) this.#holders.set(uri, (holders = new Set()))
+    holders.add(holder)
     if (this.#subscribed.has(uri) || this.lists!.caps.resources?.subscribe !== true) return
     await this.upstream.request('resources/subscribe', { uri })
     this.#subscribed.add(uri)
   }
 
-  /** Unsubscribe the upstream from `uri` when nobody is subscribed any more. */
-  async unsubscribeUpstream(uri: string, remaining: number): Promise<void> {
-    if (!this.#subscribed.has(uri) || remaining > 0) return
+  /** The mount `holder` has `remaining` subscribers of `uri` left: with none there, nor in any other mount, unsubscribe the upstream. */
+  async unsubscribeUpstream(uri: string, remaining: number, holder = ''): Promise<void> {
+    if (remaining > 0) return
+    const holders = this.#holders.get(uri)
+    holders?.delete(holder)
+    if (holders?.size !== 0) return
+    this.#holders.delete(uri)
+    if (!this.#subscribed.has(uri)) return
     this.#subscribed.delete(uri)
     // Ours is gone already; an upstream that cannot be told keeps sending updates nobody receives.
     await this.upstream.request('resources/unsubscribe', { uri }).catch((err: unknown) => this.#opts.log.warn({ err }, 'upstream unsubscribe failed'))

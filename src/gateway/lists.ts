@@ -27,7 +27,7 @@ export const ALL_LISTS: readonly ListKind[] = ['tools', 'prompts', 'resources', 
 export class UpstreamLists {
   /** The capabilities of the upstream's current connection. */
   caps: Capabilities = {}
-  readonly #registered = new Map<ListKind, { text: string; regs: Registration[] }>()
+  readonly #registered = new Map<ListKind, { text: string; regs: Registration[]; items: readonly Record<string, unknown>[] }>()
 
   constructor(
     readonly mcp: McpServer,
@@ -57,6 +57,11 @@ export class UpstreamLists {
     }
   }
 
+  /** A list as the upstream last gave it (what virtual servers pick their entries from). */
+  items(kind: ListKind): readonly Record<string, unknown>[] {
+    return this.#registered.get(kind)?.items ?? []
+  }
+
   async #fetch(method: string, field: string): Promise<Record<string, unknown>[]> {
     const items: Record<string, unknown>[] = []
     let cursor: unknown
@@ -73,6 +78,8 @@ export class UpstreamLists {
     const before = this.#registered.get(kind)
     if (before?.text === text) return
     const regs: Registration[] = []
+    // Before the change is announced: the virtual servers that hear it read the new items.
+    this.#registered.set(kind, { text, regs, items })
     this.mcp.batch(() => {
       for (const r of before?.regs ?? []) r.remove()
       for (const item of items) {
@@ -83,6 +90,5 @@ export class UpstreamLists {
         }
       }
     })
-    this.#registered.set(kind, { text, regs })
   }
 }

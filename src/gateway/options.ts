@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import { Type } from '@sinclair/typebox'
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { parseApiKeys, type ApiKey } from '../auth/api-keys.js'
 import { ConfigurationError } from '../errors.js'
@@ -15,12 +15,35 @@ export interface Served {
   required: boolean
   /** `--task-after-ms` / `"taskAfterMs"`, `--max-open-rounds` / `"maxOpenRounds"`, `--timeout-ms` / `"timeoutMs"`. */
   tuning: Tuning
+  /** Served under `/{name}` on its own (`"mount": false`: only through virtual servers). */
+  mounted: boolean
+}
+
+/**
+ * A virtual server of the config file (`virtualServers`): entries of several upstreams under one
+ * mount, `/{name}`. Every key is `server/entry` (a tool's or prompt's name, a resource's URI, a
+ * template's URI template); `include` and `exclude` are patterns of such keys where `*` stands for
+ * any run of characters.
+ */
+export interface VirtualSpec {
+  name: string
+  prefix: string
+  include: string[]
+  exclude: string[]
+  /** A tool's or prompt's name here, by key. */
+  rename: Record<string, string>
+  /** Every tool's and prompt's name here, from `{server}` and `{name}` (default: the name, `{server}_{name}` where names clash). */
+  names: string | undefined
+  descriptions: Record<string, string>
+  /** The scopes a tool needs here, by key (as a tool's `scopes`). */
+  scopes: Record<string, string[]>
 }
 
 /** What `mcp-pure-http gateway <args>` asks for: the upstreams, and the `--api-key`s clients may use. */
 export interface GatewayArgs {
   served: Served[]
   apiKeys: ApiKey[]
+  virtual: VirtualSpec[]
 }
 
 export interface Tuning {
@@ -36,7 +59,8 @@ export const USAGE = `Usage:
   mcp-pure-http gateway -- <command> [args...]        serve a stdio MCP server
   mcp-pure-http gateway --url <http(s)://host/mcp> [--header 'Name: value']... [--forward-authorization]
                                                       serve a Streamable HTTP MCP server
-  mcp-pure-http gateway --config <file.json>          serve each of { "mcpServers": { name: ... } } under /name
+  mcp-pure-http gateway --config <file.json>          serve each of { "mcpServers": { name: ... } } under /name,
+                                                      and each of "virtualServers" (entries of several) under its name
 Gateway options: --task-after-ms <ms> (a call still running then becomes a task; default 5000),
   --max-open-rounds <n> (calls of one client waiting for its answers; default 16),
   --timeout-ms <ms> (an upstream request silent this long fails with 504; progress restarts it;
@@ -50,7 +74,8 @@ const common = {
   required: Type.Optional(Type.Boolean()),
   taskAfterMs: Type.Optional(Type.Integer({ minimum: 0 })),
   maxOpenRounds: Type.Optional(Type.Integer({ minimum: 1 })),
-  timeoutMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_000_000_000 }))
+  timeoutMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_000_000_000 })),
+  mount: Type.Optional(Type.Boolean())
 }
 const Entry = Type.Union([
   Type.Object({
@@ -69,9 +94,24 @@ const Entry = Type.Union([
     ...common
   })
 ])
+const Key = Type.String({ pattern: '^[^/]+/.+$', maxLength: 4096 })
+const Keyed = <T extends TSchema>(value: T) => Type.Record(Type.String({ maxLength: 4096 }), value)
+const Virtual = Type.Object(
+  {
+    include: Type.Array(Key, { minItems: 1, maxItems: 1000 }),
+    exclude: Type.Optional(Type.Array(Key, { maxItems: 1000 })),
+    rename: Type.Optional(Keyed(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,128}$' }))),
+    names: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    descriptions: Type.Optional(Keyed(Type.String({ maxLength: 10_000 }))),
+    scopes: Type.Optional(Keyed(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 64 })))
+  },
+  { additionalProperties: false }
+)
 // Names become a path segment: a name outside the pattern is refused, not served under an odd URL.
+const Name = Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' })
 const ConfigFile = Type.Object({
-  mcpServers: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }), Entry, { additionalProperties: false })
+  mcpServers: Type.Record(Name, Entry, { additionalProperties: false }),
+  virtualServers: Type.Optional(Type.Record(Name, Virtual, { additionalProperties: false }))
 })
 
 const fail = (message: string): never => {
@@ -84,10 +124,11 @@ const fail = (message: string): never => {
  */
 export function parseGatewayArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): GatewayArgs {
   const apiKeys: ApiKey[] = []
-  return { served: parseServed(argv, env, apiKeys), apiKeys }
+  const virtual: VirtualSpec[] = []
+  return { served: parseServed(argv, env, apiKeys, virtual), apiKeys, virtual }
 }
 
-function parseServed(argv: readonly string[], env: NodeJS.ProcessEnv, apiKeys: ApiKey[]): Served[] {
+function parseServed(argv: readonly string[], env: NodeJS.ProcessEnv, apiKeys: ApiKey[], virtual: VirtualSpec[]): Served[] {
   const dash = argv.indexOf('--')
   const flags = dash === -1 ? argv : argv.slice(0, dash)
   const command = dash === -1 ? [] : argv.slice(dash + 1)
@@ -118,13 +159,13 @@ function parseServed(argv: readonly string[], env: NodeJS.ProcessEnv, apiKeys: A
   const given = [command.length > 0, url !== undefined, config !== undefined].filter(Boolean).length
   if (given !== 1) fail('Give exactly one of: -- <command> [args...], --url <url>, --config <file>')
   if (forward && url === undefined) fail('--forward-authorization applies to --url only (in a config file: "forwardAuthorization": true)')
-  if (config !== undefined) return fromConfig(config, env, tuning)
+  if (config !== undefined) return fromConfig(config, env, tuning, virtual)
   if (url !== undefined) {
     if (!/^https?:\/\//.test(url)) fail(`--url ${url} is not an http(s) URL`)
     const spec = forward ? { url, headers, forwardAuthorization: true } : { url, headers }
-    return [{ name: new URL(url).host, prefix: undefined, spec, required: true, tuning }]
+    return [{ name: new URL(url).host, prefix: undefined, spec, required: true, tuning, mounted: true }]
   }
-  return [{ name: command[0]!, prefix: undefined, spec: { command: command[0]!, args: command.slice(1) }, required: true, tuning }]
+  return [{ name: command[0]!, prefix: undefined, spec: { command: command[0]!, args: command.slice(1) }, required: true, tuning, mounted: true }]
 }
 
 function count(flag: string, value: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
@@ -133,7 +174,7 @@ function count(flag: string, value: string, min: number, max = Number.MAX_SAFE_I
   return fail(`${flag} ${value} is not an integer ${max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`}`)
 }
 
-function fromConfig(path: string, env: NodeJS.ProcessEnv, flags: Tuning): Served[] {
+function fromConfig(path: string, env: NodeJS.ProcessEnv, flags: Tuning, virtual: VirtualSpec[]): Served[] {
   let parsed: unknown
   try {
     parsed = JSON.parse(readFileSync(path, 'utf8'))
@@ -142,8 +183,14 @@ function fromConfig(path: string, env: NodeJS.ProcessEnv, flags: Tuning): Served
   }
   const problem = Value.Errors(ConfigFile, parsed).First()
   if (problem !== undefined) fail(`--config ${path}: ${problem.path || '/'}: ${problem.message}`)
-  const servers = Object.entries((parsed as { mcpServers: Record<string, Record<string, unknown>> }).mcpServers)
+  const file = parsed as Static<typeof ConfigFile>
+  const servers = Object.entries(file.mcpServers as Record<string, Record<string, unknown>>)
   if (servers.length === 0) fail(`--config ${path}: mcpServers is empty`)
+  virtual.push(...virtualServers(file, `--config ${path}`))
+  const used = new Set(virtual.flatMap((v) => v.include.map((p) => p.slice(0, p.indexOf('/')))))
+  for (const [name, entry] of servers) {
+    if (entry.mount === false && !used.has(name) && !used.has('*')) fail(`--config ${path}: mcpServers.${name} has "mount": false and no virtual server includes it`)
+  }
   return servers.map(([name, entry]) => {
     const required = entry.required !== false
     // An entry's own values win over the command line's.
@@ -164,7 +211,32 @@ function fromConfig(path: string, env: NodeJS.ProcessEnv, flags: Tuning): Served
             env: expand(entry.env as Record<string, string> | undefined, env, `${name}.env`),
             ...(entry.cwd === undefined ? {} : { cwd: entry.cwd as string })
           }
-    return { name, prefix: `/${name}`, spec, required, tuning }
+    return { name, prefix: `/${name}`, spec, required, tuning, mounted: entry.mount !== false }
+  })
+}
+
+/** The file's virtual servers, their keys' servers checked against `mcpServers` and their names against its. */
+function virtualServers(file: Static<typeof ConfigFile>, where: string): VirtualSpec[] {
+  return Object.entries(file.virtualServers ?? {}).map(([name, v]) => {
+    const at = `${where}: virtualServers.${name}`
+    if (Object.hasOwn(file.mcpServers, name)) fail(`${at}: the name of an mcpServers entry (both would be /${name})`)
+    const keys = [...v.include, ...(v.exclude ?? []), ...Object.keys({ ...v.rename, ...v.descriptions, ...v.scopes })]
+    for (const key of keys) {
+      const server = key.slice(0, key.indexOf('/'))
+      if (server !== '*' && !Object.hasOwn(file.mcpServers, server)) fail(`${at}: ${key} names no server of mcpServers (keys are server/entry)`)
+    }
+    for (const key of Object.keys({ ...v.rename, ...v.descriptions })) if (key.includes('*')) fail(`${at}: ${key}: rename and descriptions take one entry's key, not a pattern`)
+    if (v.names !== undefined && !v.names.includes('{name}')) fail(`${at}: names must contain {name}`)
+    return {
+      name,
+      prefix: `/${name}`,
+      include: v.include,
+      exclude: v.exclude ?? [],
+      rename: v.rename ?? {},
+      names: v.names,
+      descriptions: v.descriptions ?? {},
+      scopes: v.scopes ?? {}
+    }
   })
 }
 

@@ -13,7 +13,9 @@ import { createStore } from '../store/index.js'
 import { ConfigurationError } from '../errors.js'
 import { watchCallers } from './connection.js'
 import { Gateway } from './gateway.js'
-import type { Served } from './options.js'
+import type { Served, VirtualSpec } from './options.js'
+import { gatewayStore } from './store.js'
+import { VirtualServer } from './virtual.js'
 import type { RoundRelay } from './relay.js'
 
 // pino's numbers, so that these lines read like the app's own.
@@ -54,8 +56,9 @@ export class LateLogger implements Logger {
  * mount's clients never see another's queues), on HOST:PORT with every `MCP_*` setting, and
  * `apiKeys` (`--api-key`) besides `MCP_API_KEYS`.
  */
-export async function serveGateway(served: readonly Served[], apiKeys: readonly ApiKey[]): Promise<FastifyInstance> {
+export async function serveGateway(served: readonly Served[], apiKeys: readonly ApiKey[], virtual: readonly VirtualSpec[] = []): Promise<FastifyInstance> {
   const gateways: Gateway[] = []
+  const virtuals: VirtualServer[] = []
   let relay: RoundRelay | undefined
   let log: LateLogger
   const instance = randomUUID()
@@ -67,8 +70,8 @@ export async function serveGateway(served: readonly Served[], apiKeys: readonly 
       throw new ConfigurationError('gateway: forwardAuthorization (--forward-authorization) would send the API keys clients give this gateway upstream: use one or the other')
     }
     const mounts: Mount[] = []
+    const prefix = config.MCP_REDIS_PREFIX ?? 'mcp:'
     for (const s of served) {
-      const prefix = config.MCP_REDIS_PREFIX ?? 'mcp:'
       const store = createStore(s.prefix === undefined ? config : { ...config, MCP_REDIS_PREFIX: `${prefix}${s.name}:` })
       relay ??= await companion(store, 'roundRelay', 'The gateway')
       const gw = await Gateway.start({
@@ -88,7 +91,13 @@ export async function serveGateway(served: readonly Served[], apiKeys: readonly 
         await Promise.all(gateways.map((g) => g.close()))
         throw new ConfigurationError(`gateway: the upstream server ${s.name} could not start: ${gw.upstream.lastError}`)
       }
-      mounts.push({ mcp: gw.mcp, store: gw.wrapStore(store, gateways), ...(s.prefix === undefined ? {} : { prefix: s.prefix }) })
+      if (s.mounted) mounts.push({ mcp: gw.mcp, store: gw.wrapStore(store, gateways), ...(s.prefix === undefined ? {} : { prefix: s.prefix }) })
+    }
+    for (const v of virtual) {
+      const vs = new VirtualServer(v, gateways, serverOptionsFromConfig(config), log)
+      virtuals.push(vs)
+      const store = createStore({ ...config, MCP_REDIS_PREFIX: `${prefix}${v.name}:` })
+      mounts.push({ mcp: vs.mcp, store: gatewayStore(store, { mcp: vs.mcp, holder: v.name, upstreamOf: (uri) => vs.upstreamOf(uri) }, gateways, log), prefix: v.prefix })
     }
     return mounts
   }
@@ -114,12 +123,27 @@ export async function serveGateway(served: readonly Served[], apiKeys: readonly 
       root.get('/', { schema: { hide: true }, onRequest }, async () => ({
         servers: served.map((s, i) => ({
           name: s.name,
-          path: s.prefix,
+          // An upstream served only through virtual servers has no path of its own.
+          ...(s.mounted ? { path: s.prefix } : {}),
           state: gateways[i]!.upstream.state,
           ...(gateways[i]!.upstream.state === 'up' ? {} : { reason: gateways[i]!.upstream.lastError }),
           required: s.required,
           serverInfo: gateways[i]!.mcp.serverInfo
-        }))
+        })),
+        ...(virtuals.length === 0
+          ? {}
+          : {
+              virtualServers: virtuals.map((vs, i) => {
+                const down = vs.sources.filter((g) => g.upstream.state !== 'up')
+                return {
+                  name: virtual[i]!.name,
+                  path: virtual[i]!.prefix,
+                  servers: vs.sources.map((g) => g.name),
+                  state: down.length === 0 ? 'up' : 'degraded',
+                  ...(down.length === 0 ? {} : { reason: down.map((g) => `${g.name} is ${g.upstream.state}: ${g.upstream.lastError}`).join('; ') })
+                }
+              })
+            })
       }))
     })
   }, apiKeys)

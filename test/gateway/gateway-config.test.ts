@@ -22,11 +22,15 @@ t.test('gateway --config: each server under /{name}, GET / lists them with their
         files: { command: process.execPath, args: [FILESYSTEM, dir] },
         broken: { url: 'http://127.0.0.1:1/mcp', required: false },
         missing: { command: '/nonexistent/mcp-server', required: false }
-      }
+      },
+      virtualServers: { some: { include: ['everything/echo', 'broken/*'] } }
     })
   )
   const gw = await start(t, ['gateway', '--config', config], { TEST_GREETING: 'hello-from-env' })
-  const root = (await fetch(`${gw.base}/`).then((r) => r.json())) as { servers: { name: string; path: string; state: string; reason?: string }[] }
+  const root = (await fetch(`${gw.base}/`).then((r) => r.json())) as {
+    servers: { name: string; path: string; state: string; reason?: string }[]
+    virtualServers: Record<string, unknown>[]
+  }
   t.same(
     root.servers.map((s) => [s.name, s.path, s.state]),
     [
@@ -40,6 +44,7 @@ t.test('gateway --config: each server under /{name}, GET / lists them with their
   t.match(root.servers[2]!.reason, /fetch failed|ECONNREFUSED/, 'why it is down')
   t.match(root.servers[3]!.reason, /ENOENT/, 'why it failed: the command is not there')
   t.match(gw.log(), /upstream could not start/, 'said once in the log')
+  t.match(root.virtualServers, [{ name: 'some', path: '/some', servers: ['everything', 'broken'], state: 'degraded', reason: /^broken is down: / }], 'a virtual server over an upstream that is down')
   // The listing has the mounts' Host and Origin check (a page that rebinds its DNS name to loopback).
   const rebound = await request(`${gw.base}/`, { headers: { host: 'attacker.example:80' } })
   t.equal(rebound.statusCode, 403, 'another Host: 403')

@@ -7,10 +7,10 @@ import { parseGatewayArgs } from '../../src/gateway/options.js'
 
 t.test('command, url and header arguments', async (t) => {
   t.same(parseGatewayArgs(['--', 'npx', '-y', 'some-server']).served, [
-    { name: 'npx', prefix: undefined, spec: { command: 'npx', args: ['-y', 'some-server'] }, required: true, tuning: {} }
+    { name: 'npx', prefix: undefined, spec: { command: 'npx', args: ['-y', 'some-server'] }, required: true, tuning: {}, mounted: true }
   ])
   t.same(parseGatewayArgs(['--url', 'https://example.com/mcp', '--header', 'Authorization: Bearer abc:def']).served, [
-    { name: 'example.com', prefix: undefined, spec: { url: 'https://example.com/mcp', headers: { Authorization: 'Bearer abc:def' } }, required: true, tuning: {} }
+    { name: 'example.com', prefix: undefined, spec: { url: 'https://example.com/mcp', headers: { Authorization: 'Bearer abc:def' } }, required: true, tuning: {}, mounted: true }
   ])
   t.throws(() => parseGatewayArgs(['--url', 'http://a/mcp', '--', 'x']), /Give exactly one of/)
   t.throws(() => parseGatewayArgs([]), /Give exactly one of/)
@@ -19,7 +19,7 @@ t.test('command, url and header arguments', async (t) => {
   t.throws(() => parseGatewayArgs(['--url', 'http://x/mcp', '--header', 'nocolon']), /is not "Name: value"/)
   t.throws(() => parseGatewayArgs(['--config', '/nonexistent.json']), /--config \/nonexistent.json: ENOENT/)
   t.same(parseGatewayArgs(['--forward-authorization', '--url', 'http://a/mcp', '--task-after-ms', '0', '--max-open-rounds', '2']).served, [
-    { name: 'a', prefix: undefined, spec: { url: 'http://a/mcp', headers: {}, forwardAuthorization: true }, required: true, tuning: { taskAfterMs: 0, maxOpenRounds: 2 } }
+    { name: 'a', prefix: undefined, spec: { url: 'http://a/mcp', headers: {}, forwardAuthorization: true }, required: true, tuning: { taskAfterMs: 0, maxOpenRounds: 2 }, mounted: true }
   ])
   t.throws(() => parseGatewayArgs(['--forward-authorization', '--', 'x']), /applies to --url only/)
   t.throws(() => parseGatewayArgs(['--max-open-rounds', '0', '--', 'x']), /--max-open-rounds 0 is not an integer of at least 1/)
@@ -48,14 +48,15 @@ t.test('--config: the mcpServers file, checked, with ${VAR} from the environment
     })
   )
   t.same(parseGatewayArgs(['--config', good, '--task-after-ms', '50'], { SECRET: 's3' }).served, [
-    { name: 'local', prefix: '/local', spec: { command: 'node', args: ['s.js'], env: { TOKEN: 's3', PLAIN: 'x' }, cwd: '/tmp' }, required: true, tuning: { taskAfterMs: 50 } },
-    { name: 'plain', prefix: '/plain', spec: { command: 'node', args: [], env: {} }, required: true, tuning: { taskAfterMs: 100, maxOpenRounds: 3, requestTimeoutMs: 7000 } },
+    { name: 'local', prefix: '/local', spec: { command: 'node', args: ['s.js'], env: { TOKEN: 's3', PLAIN: 'x' }, cwd: '/tmp' }, required: true, tuning: { taskAfterMs: 50 }, mounted: true },
+    { name: 'plain', prefix: '/plain', spec: { command: 'node', args: [], env: {} }, required: true, tuning: { taskAfterMs: 100, maxOpenRounds: 3, requestTimeoutMs: 7000 }, mounted: true },
     {
       name: 'remote',
       prefix: '/remote',
       spec: { url: 'https://example.com/mcp', headers: { Authorization: 'Bearer s3' }, forwardAuthorization: true },
       required: false,
-      tuning: { taskAfterMs: 50 }
+      tuning: { taskAfterMs: 50 },
+      mounted: true
     }
   ])
   t.throws(() => parseGatewayArgs(['--config', good], {}), /local\.env\.TOKEN: \$\{SECRET\} is not set/)
@@ -66,4 +67,47 @@ t.test('--config: the mcpServers file, checked, with ${VAR} from the environment
   t.throws(() => parseGatewayArgs(['--config', file('root.json', '[]')]), /root\.json: \/: /)
   t.throws(() => parseGatewayArgs(['--url', 'ftp://x']), /not an http\(s\) URL/)
   t.throws(() => parseGatewayArgs(['--config', file('timeout.json', '{"mcpServers":{"a":{"command":"x","timeoutMs":-5}}}')]), /timeout\.json: \/mcpServers\/a/)
+})
+
+t.test('--config: virtualServers, checked against mcpServers', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-virtual-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const config = (body: Record<string, unknown>) => {
+    const path = join(dir, `${Math.random().toString(36).slice(2)}.json`)
+    writeFileSync(path, JSON.stringify({ mcpServers: { a: { command: 'x' }, b: { command: 'y', mount: false } }, ...body }))
+    return ['--config', path]
+  }
+  const team = {
+    include: ['a/*', 'b/read_*'],
+    exclude: ['a/danger'],
+    rename: { 'a/echo': 'say' },
+    names: '{server}-{name}',
+    descriptions: { 'b/read_file': 'Read a file' },
+    scopes: { 'b/*': ['files:read'] }
+  }
+  const parsed = parseGatewayArgs(config({ virtualServers: { team } }))
+  t.same(parsed.virtual, [{ name: 'team', prefix: '/team', ...team }])
+  t.same(parsed.served.map((s) => [s.name, s.mounted]), [['a', true], ['b', false]], '"mount": false')
+  t.same(parseGatewayArgs(config({ virtualServers: { all: { include: ['*/*'] } } })).virtual[0], {
+    name: 'all',
+    prefix: '/all',
+    include: ['*/*'],
+    exclude: [],
+    rename: {},
+    names: undefined,
+    descriptions: {},
+    scopes: {}
+  }, 'defaults; `*` as the server includes every server')
+  for (const [body, message] of [
+    [{ virtualServers: { a: { include: ['a/*'] } } }, /virtualServers\.a: the name of an mcpServers entry/],
+    [{ virtualServers: { v: { include: ['c/*'] } } }, /virtualServers\.v: c\/\* names no server of mcpServers/],
+    [{ virtualServers: { v: { include: ['a/*'], rename: { 'a/e*': 'x' } } } }, /a\/e\*: rename and descriptions take one entry's key/],
+    [{ virtualServers: { v: { include: ['a/*'], names: '{server}' } } }, /names must contain \{name\}/],
+    [{ virtualServers: { v: { include: ['a/*'] } } }, /mcpServers\.b has "mount": false and no virtual server includes it/],
+    [{ virtualServers: { v: { include: ['nokey'] } } }, /\/virtualServers\/v\/include\/0/],
+    [{ virtualServers: { v: { include: ['a/*'], rename: { 'a/x': 'bad name' } } } }, /\/virtualServers\/v\/rename/],
+    [{ virtualServers: { v: { include: ['a/*'], extra: 1 } } }, /\/virtualServers\/v/]
+  ] as const) {
+    t.throws(() => parseGatewayArgs(config(body)), message)
+  }
 })
