@@ -8,7 +8,7 @@ import type { ServerMessage } from '../store/types.js'
 import { boundToUs } from './child.js'
 import type { Sdk } from './sdk.js'
 
-/** One MCP server behind the gateway: a command to run (stdio) or a Streamable HTTP URL. */
+/** One MCP server behind the gateway: a command to run (stdio) or a Streamable HTTP (or HTTP+SSE) URL. */
 export type UpstreamSpec =
   | { command: string; args?: string[]; env?: Record<string, string>; cwd?: string }
   | {
@@ -16,6 +16,8 @@ export type UpstreamSpec =
     headers?: Record<string, string>
     /** Send the calling client's `Authorization` upstream in place of `headers`' (default false). */
     forwardAuthorization?: boolean
+    /** The 2024-11-05 HTTP+SSE transport (an event stream by GET, messages by POST) in place of Streamable HTTP. */
+    sse?: boolean
   }
 
 export interface Progress {
@@ -88,6 +90,7 @@ export function newConnection(sdk: Sdk, spec: UpstreamSpec, name: string, log: L
 function transportOf(sdk: Sdk, spec: UpstreamSpec, name: string, log: Logger, stderr: (line: string) => void): unknown {
   if ('url' in spec) {
     const options = { requestInit: { headers: spec.headers ?? {} } }
+    if (spec.sse === true) return sseTransport(sdk, new URL(spec.url), spec.forwardAuthorization === true ? { ...options, fetch: forwarding } : options)
     if (spec.forwardAuthorization !== true) return new sdk.StreamableHTTPClientTransport(new URL(spec.url), options)
     return new sdk.StreamableHTTPClientTransport(new URL(spec.url), { ...options, fetch: forwarding })
   }
@@ -103,6 +106,22 @@ function transportOf(sdk: Sdk, spec: UpstreamSpec, name: string, log: Logger, st
     log.warn({ upstream: name, stderr: line }, 'upstream stderr')
     stderr(line)
   })
+  return transport
+}
+
+/**
+ * The 2024-11-05 transport. The SDK sends `requestInit`'s headers, and uses `fetch`, for both the
+ * event stream and the POSTs. A lost stream is a lost session: left alone, its EventSource would
+ * reconnect to a new session that was never initialized (a server answers each GET with a new
+ * endpoint) and say nothing of it. So any error of the stream closes the transport, and the upstream
+ * is connected again as after any lost connection. Closed a microtask later: EventSource arms its
+ * reconnect timer after the error handler returns, and close() must find it to clear it.
+ */
+function sseTransport(sdk: Sdk, url: URL, options: ConstructorParameters<Sdk['SSEClientTransport']>[1]): unknown {
+  const transport = new sdk.SSEClientTransport(url, options)
+  transport.onerror = (err) => {
+    if (err instanceof sdk.SseError) queueMicrotask(() => void transport.close())
+  }
   return transport
 }
 

@@ -25,8 +25,9 @@ export interface ModernTarget {
   timeoutMs: number
 }
 
+/** Where to probe: a Streamable HTTP upstream only (an HTTP+SSE server has no endpoint that takes a POST out of session). */
 export function modernTarget(spec: UpstreamSpec, name: string, timeoutMs: number): ModernTarget | undefined {
-  if (!('url' in spec)) return undefined
+  if (!('url' in spec) || spec.sse === true) return undefined
   return { url: spec.url, headers: spec.headers ?? {}, forwardAuthorization: spec.forwardAuthorization === true, name, timeoutMs }
 }
 

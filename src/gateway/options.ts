@@ -57,8 +57,9 @@ export const USAGE = `Usage:
   mcp-pure-http demo                                  the demo server (what npm start runs)
   mcp-pure-http dev [server-file]                     restarted on change, readable logs (npm run dev)
   mcp-pure-http gateway -- <command> [args...]        serve a stdio MCP server
-  mcp-pure-http gateway --url <http(s)://host/mcp> [--header 'Name: value']... [--forward-authorization]
-                                                      serve a Streamable HTTP MCP server
+  mcp-pure-http gateway --url <http(s)://host/mcp> [--header 'Name: value']... [--forward-authorization] [--sse]
+                                                      serve a Streamable HTTP MCP server (--sse: one that
+                                                      speaks the older HTTP+SSE transport, at its /sse URL)
   mcp-pure-http gateway --config <file.json>          serve each of { "mcpServers": { name: ... } } under /name,
                                                       and each of "virtualServers" (entries of several) under its name
 Gateway options: --task-after-ms <ms> (a call still running then becomes a task; default 5000),
@@ -90,7 +91,7 @@ const Entry = Type.Union([
     url: Type.String({ pattern: '^https?://' }),
     headers: Type.Optional(Env),
     forwardAuthorization: Type.Optional(Type.Boolean()),
-    type: Type.Optional(Type.Union([Type.Literal('http'), Type.Literal('streamable-http')])),
+    type: Type.Optional(Type.Union([Type.Literal('http'), Type.Literal('streamable-http'), Type.Literal('sse')])),
     ...common
   })
 ])
@@ -135,12 +136,17 @@ function parseServed(argv: readonly string[], env: NodeJS.ProcessEnv, apiKeys: A
   let url: string | undefined
   let config: string | undefined
   let forward = false
+  let sse = false
   const tuning: Tuning = {}
   const headers: Record<string, string> = {}
   for (let i = 0; i < flags.length; i++) {
     const flag = flags[i]!
     if (flag === '--forward-authorization') {
       forward = true
+      continue
+    }
+    if (flag === '--sse') {
+      sse = true
       continue
     }
     const value = flags[++i] ?? fail(`${flag} needs a value`)
@@ -159,10 +165,11 @@ function parseServed(argv: readonly string[], env: NodeJS.ProcessEnv, apiKeys: A
   const given = [command.length > 0, url !== undefined, config !== undefined].filter(Boolean).length
   if (given !== 1) fail('Give exactly one of: -- <command> [args...], --url <url>, --config <file>')
   if (forward && url === undefined) fail('--forward-authorization applies to --url only (in a config file: "forwardAuthorization": true)')
+  if (sse && url === undefined) fail('--sse applies to --url only (in a config file: "type": "sse")')
   if (config !== undefined) return fromConfig(config, env, tuning, virtual)
   if (url !== undefined) {
     if (!/^https?:\/\//.test(url)) fail(`--url ${url} is not an http(s) URL`)
-    const spec = forward ? { url, headers, forwardAuthorization: true } : { url, headers }
+    const spec = { url, headers, ...(forward ? { forwardAuthorization: true } : {}), ...(sse ? { sse: true } : {}) }
     return [{ name: new URL(url).host, prefix: undefined, spec, required: true, tuning, mounted: true }]
   }
   return [{ name: command[0]!, prefix: undefined, spec: { command: command[0]!, args: command.slice(1) }, required: true, tuning, mounted: true }]
@@ -203,7 +210,8 @@ function fromConfig(path: string, env: NodeJS.ProcessEnv, flags: Tuning, virtual
         ? {
             url: entry.url,
             headers: expand(entry.headers as Record<string, string> | undefined, env, `${name}.headers`),
-            forwardAuthorization: entry.forwardAuthorization === true
+            forwardAuthorization: entry.forwardAuthorization === true,
+            ...(entry.type === 'sse' ? { sse: true } : {})
           }
         : {
             command: entry.command as string,

@@ -8,6 +8,8 @@ export interface Sdk {
   StdioClientTransport: typeof import('@modelcontextprotocol/sdk/client/stdio.js').StdioClientTransport
   getDefaultEnvironment: typeof import('@modelcontextprotocol/sdk/client/stdio.js').getDefaultEnvironment
   StreamableHTTPClientTransport: typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js').StreamableHTTPClientTransport
+  SSEClientTransport: typeof import('@modelcontextprotocol/sdk/client/sse.js').SSEClientTransport
+  SseError: typeof import('@modelcontextprotocol/sdk/client/sse.js').SseError
   types: typeof import('@modelcontextprotocol/sdk/types.js')
 }
 
@@ -19,10 +21,11 @@ let loading: Promise<Sdk> | undefined
  */
 export function loadSdk(): Promise<Sdk> {
   loading ??= (async () => {
-    const [client, stdio, http, types] = await Promise.all([
+    const [client, stdio, http, sse, types] = await Promise.all([
       import('@modelcontextprotocol/sdk/client/index.js'),
       import('@modelcontextprotocol/sdk/client/stdio.js'),
       import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+      import('@modelcontextprotocol/sdk/client/sse.js'),
       import('@modelcontextprotocol/sdk/types.js')
     ])
     return {
@@ -30,6 +33,8 @@ export function loadSdk(): Promise<Sdk> {
       StdioClientTransport: stdio.StdioClientTransport,
       getDefaultEnvironment: stdio.getDefaultEnvironment,
       StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+      SSEClientTransport: sse.SSEClientTransport,
+      SseError: sse.SseError,
       types
     }
   })()

@@ -22,6 +22,9 @@ t.test('command, url and header arguments', async (t) => {
     { name: 'a', prefix: undefined, spec: { url: 'http://a/mcp', headers: {}, forwardAuthorization: true }, required: true, tuning: { taskAfterMs: 0, maxOpenRounds: 2 }, mounted: true }
   ])
   t.throws(() => parseGatewayArgs(['--forward-authorization', '--', 'x']), /applies to --url only/)
+  t.same(parseGatewayArgs(['--url', 'http://a/sse', '--sse', '--header', 'X-Key: k']).served[0]!.spec, { url: 'http://a/sse', headers: { 'X-Key': 'k' }, sse: true }, 'the HTTP+SSE transport')
+  t.same(parseGatewayArgs(['--sse', '--forward-authorization', '--url', 'http://a/sse']).served[0]!.spec, { url: 'http://a/sse', headers: {}, forwardAuthorization: true, sse: true })
+  t.throws(() => parseGatewayArgs(['--sse', '--', 'x']), /--sse applies to --url only \(in a config file: "type": "sse"\)/)
   t.throws(() => parseGatewayArgs(['--max-open-rounds', '0', '--', 'x']), /--max-open-rounds 0 is not an integer of at least 1/)
   t.throws(() => parseGatewayArgs(['--task-after-ms', '1.5', '--', 'x']), /--task-after-ms 1.5 is not an integer of at least 0/)
   t.same(parseGatewayArgs(['--timeout-ms', '0', '--', 'x']).served[0]!.tuning, { requestTimeoutMs: 0 }, '0: no deadline')
@@ -43,7 +46,8 @@ t.test('--config: the mcpServers file, checked, with ${VAR} from the environment
       mcpServers: {
         local: { command: 'node', args: ['s.js'], env: { TOKEN: '${SECRET}', PLAIN: 'x' }, cwd: '/tmp' },
         plain: { command: 'node', taskAfterMs: 100, maxOpenRounds: 3, timeoutMs: 7000 },
-        remote: { url: 'https://example.com/mcp', headers: { Authorization: 'Bearer ${SECRET}' }, type: 'http', required: false, forwardAuthorization: true }
+        remote: { url: 'https://example.com/mcp', headers: { Authorization: 'Bearer ${SECRET}' }, type: 'http', required: false, forwardAuthorization: true },
+        old: { type: 'sse', url: 'https://example.com/sse', headers: { 'X-Key': '${SECRET}' } }
       }
     })
   )
@@ -57,6 +61,14 @@ t.test('--config: the mcpServers file, checked, with ${VAR} from the environment
       required: false,
       tuning: { taskAfterMs: 50 },
       mounted: true
+    },
+    {
+      name: 'old',
+      prefix: '/old',
+      spec: { url: 'https://example.com/sse', headers: { 'X-Key': 's3' }, forwardAuthorization: false, sse: true },
+      required: true,
+      tuning: { taskAfterMs: 50 },
+      mounted: true
     }
   ])
   t.throws(() => parseGatewayArgs(['--config', good], {}), /local\.env\.TOKEN: \$\{SECRET\} is not set/)
@@ -66,6 +78,8 @@ t.test('--config: the mcpServers file, checked, with ${VAR} from the environment
   t.throws(() => parseGatewayArgs(['--config', file('shape.json', '{"servers":{}}')]), /shape\.json: \//)
   t.throws(() => parseGatewayArgs(['--config', file('root.json', '[]')]), /root\.json: \/: /)
   t.throws(() => parseGatewayArgs(['--url', 'ftp://x']), /not an http\(s\) URL/)
+  t.throws(() => parseGatewayArgs(['--config', file('sse.json', '{"mcpServers":{"a":{"type":"sse","command":"x"}}}')]), /sse\.json: \/mcpServers\/a/, 'an SSE server has a url')
+  t.throws(() => parseGatewayArgs(['--config', file('type.json', '{"mcpServers":{"a":{"type":"websocket","url":"http://a/"}}}')]), /type\.json: \/mcpServers\/a/)
   t.throws(() => parseGatewayArgs(['--config', file('timeout.json', '{"mcpServers":{"a":{"command":"x","timeoutMs":-5}}}')]), /timeout\.json: \/mcpServers\/a/)
 })
 

@@ -71,6 +71,28 @@ export async function everythingHttp(t: Test): Promise<{ url: string; process: C
   return { url: `http://127.0.0.1:${port}/mcp`, process: child }
 }
 
+/**
+ * server-everything in its HTTP+SSE mode (the 2024-11-05 transport: GET /sse, POST /message) on a
+ * free port, or on `port` to start it again where it was; stopped when the test ends.
+ */
+export async function everythingSse(t: Test, port?: number): Promise<{ url: string; port: number; process: ChildProcess }> {
+  port ??= await freePort()
+  const child = spawn(process.execPath, [EVERYTHING, 'sse'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] })
+  t.teardown(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM')
+      await once(child, 'exit')
+    }
+  })
+  let out = ''
+  child.stderr!.on('data', (d: Buffer) => (out += String(d)))
+  while (!out.includes('Server is running on port')) {
+    if (child.exitCode !== null) throw new Error(`server-everything exited: ${out}`)
+    await Promise.race([once(child.stderr!, 'data'), once(child, 'exit')])
+  }
+  return { url: `http://127.0.0.1:${port}/sse`, port, process: child }
+}
+
 /** A 2026-07-28 request's `_meta` declaring client capabilities. */
 export const caps = (c: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
   'io.modelcontextprotocol/clientCapabilities': c,
