@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { parseApiKeys, type ApiKey } from '../auth/api-keys.js'
 import { ConfigurationError } from '../errors.js'
+import { tokenUrlProblem, type TokenExchangeSpec } from './token-exchange.js'
 import type { UpstreamSpec } from './upstream.js'
 
 /** One upstream to serve: where it is mounted (`''`: the root) and how to reach it. */
@@ -52,6 +53,11 @@ const common = {
   maxOpenRounds: Type.Optional(Type.Integer({ minimum: 1 })),
   timeoutMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_000_000_000 }))
 }
+const Text = Type.String({ minLength: 1 })
+const TokenExchange = Type.Object(
+  { tokenUrl: Text, clientId: Text, clientSecret: Text, audience: Type.Optional(Text), resource: Type.Optional(Text), scope: Type.Optional(Text) },
+  { additionalProperties: false }
+)
 const Entry = Type.Union([
   Type.Object({
     command: Type.String({ minLength: 1 }),
@@ -65,6 +71,7 @@ const Entry = Type.Union([
     url: Type.String({ pattern: '^https?://' }),
     headers: Type.Optional(Env),
     forwardAuthorization: Type.Optional(Type.Boolean()),
+    tokenExchange: Type.Optional(TokenExchange),
     type: Type.Optional(Type.Union([Type.Literal('http'), Type.Literal('streamable-http')])),
     ...common
   })
@@ -156,7 +163,8 @@ function fromConfig(path: string, env: NodeJS.ProcessEnv, flags: Tuning): Served
         ? {
             url: entry.url,
             headers: expand(entry.headers as Record<string, string> | undefined, env, `${name}.headers`),
-            forwardAuthorization: entry.forwardAuthorization === true
+            forwardAuthorization: entry.forwardAuthorization === true,
+            ...exchangeOf(entry, env, `${name}.tokenExchange`)
           }
         : {
             command: entry.command as string,
@@ -166,6 +174,15 @@ function fromConfig(path: string, env: NodeJS.ProcessEnv, flags: Tuning): Served
           }
     return { name, prefix: `/${name}`, spec, required, tuning }
   })
+}
+
+/** An entry's `tokenExchange`, its values expanded as `headers`' are; never with `forwardAuthorization`. */
+function exchangeOf(entry: Record<string, unknown>, env: NodeJS.ProcessEnv, where: string): { tokenExchange?: TokenExchangeSpec } {
+  if (entry.tokenExchange === undefined) return {}
+  if (entry.forwardAuthorization === true) fail(`${where}: give forwardAuthorization or tokenExchange, not both (one sends the caller's own token upstream, the other one made for the upstream)`)
+  const spec = expand(entry.tokenExchange as Record<string, string>, env, where) as unknown as TokenExchangeSpec
+  const problem = tokenUrlProblem(spec.tokenUrl)
+  return problem === undefined ? { tokenExchange: spec } : fail(`${where}.tokenUrl ${problem}`)
 }
 
 function expand(values: Record<string, string> | undefined, env: NodeJS.ProcessEnv, where: string): Record<string, string> {
