@@ -118,6 +118,9 @@ export class TokenExchanger {
     return this.#cache.size
   }
 
+  /** How many requests wait for an exchange in flight (each exchange counts its first). */
+  waiting = 0
+
   /** The upstream's access token for the caller whose access token is `subject`. */
   async accessTokenFor(subject: string): Promise<string> {
     const key = createHash('sha256').update(subject).digest('base64url')
@@ -130,7 +133,9 @@ export class TokenExchanger {
       }
     }
     let pending = this.#pending.get(key)
-    if (pending === undefined) {
+    this.waiting++
+    try {
+      if (pending !== undefined) return (await pending).token
       pending = this.#exchange(subject).finally(() => this.#pending.delete(key))
       this.#pending.set(key, pending)
       const entry = await pending
@@ -140,8 +145,9 @@ export class TokenExchanger {
         this.#cache.delete(oldest)
       }
       return entry.token
+    } finally {
+      this.waiting--
     }
-    return (await pending).token
   }
 
   async #exchange(subject: string): Promise<Entry> {
@@ -234,6 +240,11 @@ function expiryOf(token: string): number {
 }
 
 const exchangers = new WeakMap<TokenExchangeSpec, TokenExchanger>()
+
+/** The exchanger serving `spec`, once an upstream with it has connected. */
+export function exchangerOf(spec: TokenExchangeSpec): TokenExchanger | undefined {
+  return exchangers.get(spec)
+}
 
 /**
  * A fetch for an upstream with `spec`: a request made for a caller carries the upstream's token for

@@ -14,6 +14,8 @@ export type Mode =
   | { kind: 'answer'; status: number; body: unknown }
   /** Take the request and never answer it. */
   | { kind: 'hang' }
+  /** Exchange, but answer only once `until` resolves. */
+  | { kind: 'hold'; until: Promise<void> }
 
 export interface AuthorizationServer {
   issuer: string
@@ -64,6 +66,7 @@ export async function authorizationServer(
     as.requests.push({ form, authorization: req.headers.authorization })
     const mode = as.mode
     if (mode.kind === 'hang') return void held.add(res)
+    if (mode.kind === 'hold') await mode.until
     if (mode.kind === 'answer') {
       res.writeHead(mode.status, { 'content-type': typeof mode.body === 'string' ? 'text/html' : 'application/json' })
       return void res.end(typeof mode.body === 'string' ? mode.body : JSON.stringify(mode.body))
