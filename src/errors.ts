@@ -39,6 +39,8 @@ export const catalogue = {
   MCP_ERR_UNAUTHORIZED: { rpc: C.invalidRequest, status: 401, headers: ['www-authenticate'] },
   MCP_ERR_INSUFFICIENT_SCOPE: { rpc: C.invalidRequest, status: 403, headers: ['www-authenticate'] },
   MCP_ERR_FORBIDDEN: { rpc: C.invalidRequest, status: 403 },
+  MCP_ERR_USER_TOKEN_REQUIRED: { rpc: C.invalidRequest, status: 403 },
+  MCP_ERR_TOKEN_EXCHANGE_REFUSED: { rpc: C.invalidRequest, status: 403 },
   MCP_ERR_METHOD_NOT_FOUND: { rpc: C.methodNotFound, status: 404, message: 'Method not found' },
   MCP_ERR_NOT_FOUND: { rpc: C.invalidParams, status: 404 },
   MCP_ERR_UNKNOWN_TOOL: { rpc: C.invalidParams, status: 404 },
@@ -81,6 +83,7 @@ export const catalogue = {
   MCP_ERR_UPSTREAM_FAILED: { rpc: C.internalError, status: 502 },
   MCP_ERR_UPSTREAM_CLOSED: { rpc: C.internalError, status: 502 },
   MCP_ERR_UPSTREAM_BAD_ANSWER: { rpc: C.internalError, status: 502 },
+  MCP_ERR_TOKEN_EXCHANGE_FAILED: { rpc: C.internalError, status: 502 },
   MCP_ERR_UPSTREAM_TIMEOUT: { rpc: C.internalError, status: 504 },
   MCP_ERR_UPSTREAM_DOWN: { rpc: C.internalError, status: 503, headers: ['retry-after'] },
   MCP_ERR_UNAVAILABLE: { rpc: C.internalError, status: 503, headers: ['retry-after'] },
@@ -254,6 +257,19 @@ export const errors = {
   /** An upstream answer the gateway cannot read (not JSON, no result, too large, a stream without an answer). */
   upstreamBadAnswer: (message: string) => fixed('MCP_ERR_UPSTREAM_BAD_ANSWER', message),
   upstreamDown: (message: string, retryAfterSec: number) => fixed('MCP_ERR_UPSTREAM_DOWN', message, undefined, retryAfter(retryAfterSec)),
+  /** 403: an upstream that acts for each user (token exchange), called by a caller without a user's OAuth token. */
+  userTokenRequired: (upstream: string) =>
+    fixed(
+      'MCP_ERR_USER_TOKEN_REQUIRED',
+      `The upstream server ${upstream} acts for each user: call it with an OAuth access token (an API key, or no token, names no user)`,
+      { upstream }
+    ),
+  /** 403: the authorization server refused to exchange the caller's token for one of the upstream's; `error` is its OAuth error code. */
+  tokenExchangeRefused: (upstream: string, error: string) =>
+    fixed('MCP_ERR_TOKEN_EXCHANGE_REFUSED', `The authorization server refused a token for the upstream server ${upstream} (${error})`, { upstream, error }),
+  /** 502: no token for the upstream could be had (the authorization server unreachable, failing, or refusing the gateway's own client). */
+  tokenExchangeFailed: (upstream: string, why: string) =>
+    fixed('MCP_ERR_TOKEN_EXCHANGE_FAILED', `Cannot get a token for the upstream server ${upstream}: the authorization server ${why}`),
   /** The gateway's answer to a request an upstream server sent (no caller to ask, or the call ended): it goes upstream. */
   upstreamRequestRefused: (message: string) => fixed('MCP_ERR_UPSTREAM_REQUEST_REFUSED', message),
   /** An error that crossed instances as its parts (the gateway's round relay), under the name it had. */

@@ -3,10 +3,12 @@ import type { IncomingMessage, Server } from 'node:http'
 import { createInterface } from 'node:readline'
 import type { Readable } from 'node:stream'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import type { KeyLookup } from '../auth/api-keys.js'
 import type { Logger } from '../core/request-context.js'
 import type { ServerMessage } from '../store/types.js'
 import { boundToUs } from './child.js'
 import type { Sdk } from './sdk.js'
+import { exchanging, type Caller, type TokenExchangeSpec, type UpstreamFetch } from './token-exchange.js'
 
 /** One MCP server behind the gateway: a command to run (stdio) or a Streamable HTTP (or HTTP+SSE) URL. */
 export type UpstreamSpec =
@@ -18,6 +20,8 @@ export type UpstreamSpec =
     forwardAuthorization?: boolean
     /** The 2024-11-05 HTTP+SSE transport (an event stream by GET, messages by POST) in place of Streamable HTTP. */
     sse?: boolean
+    /** Exchange the calling client's access token for the upstream's (RFC 8693); not with `forwardAuthorization`. */
+    tokenExchange?: TokenExchangeSpec
   }
 
 export interface Progress {
@@ -38,18 +42,19 @@ export interface Handlers {
 
 /**
  * The calling client's `Authorization` while the gateway works for it, read by the fetch of an
- * upstream that forwards it (see {@link watchCallers}).
+ * upstream that forwards or exchanges it (see {@link watchCallers}); none in the gateway's own work.
  */
-const caller = new AsyncLocalStorage<string | undefined>()
+const caller = new AsyncLocalStorage<Caller>()
 
 /**
  * Keep each HTTP request's `Authorization` for the work it starts. Set on the Node server before
  * Fastify's own listener runs (in the same synchronous emit), so that the whole request, and the
  * upstream request it makes, runs in its context; Fastify's hooks cannot wrap routes already
  * registered. A request without the header clears what a previous one on the connection set.
+ * `keys`: the gateway's API keys, which a token exchange never sends.
  */
-export function watchCallers(server: Server): void {
-  server.prependListener('request', (req: IncomingMessage) => caller.enterWith(req.headers.authorization))
+export function watchCallers(server: Server, keys?: KeyLookup): void {
+  server.prependListener('request', (req: IncomingMessage) => caller.enterWith({ authorization: req.headers.authorization, keys }))
 }
 
 const NOTIFICATIONS = [
@@ -89,10 +94,9 @@ export function newConnection(sdk: Sdk, spec: UpstreamSpec, name: string, log: L
 
 function transportOf(sdk: Sdk, spec: UpstreamSpec, name: string, log: Logger, stderr: (line: string) => void): unknown {
   if ('url' in spec) {
-    const options = { requestInit: { headers: spec.headers ?? {} } }
-    if (spec.sse === true) return sseTransport(sdk, new URL(spec.url), spec.forwardAuthorization === true ? { ...options, fetch: forwarding } : options)
-    if (spec.forwardAuthorization !== true) return new sdk.StreamableHTTPClientTransport(new URL(spec.url), options)
-    return new sdk.StreamableHTTPClientTransport(new URL(spec.url), { ...options, fetch: forwarding })
+    const options = { requestInit: { headers: spec.headers ?? {} }, fetch: fetchFor(spec, name, log) }
+    if (spec.sse === true) return sseTransport(sdk, new URL(spec.url), options)
+    return new sdk.StreamableHTTPClientTransport(new URL(spec.url), options)
   }
   const env = { ...sdk.getDefaultEnvironment(), ...spec.env }
   const transport = new sdk.StdioClientTransport({
@@ -125,9 +129,15 @@ function sseTransport(sdk: Sdk, url: URL, options: ConstructorParameters<Sdk['SS
   return transport
 }
 
+/** The fetch of a URL upstream: as it is, forwarding the caller's `Authorization`, or exchanging its token. */
+export function fetchFor(spec: Extract<UpstreamSpec, { url: string }>, name: string, log: Logger): UpstreamFetch {
+  if (spec.tokenExchange !== undefined) return exchanging(spec.tokenExchange, name, log, () => caller.getStore())
+  return spec.forwardAuthorization === true ? forwarding : fetch
+}
+
 /** fetch, with the calling client's `Authorization` when there is one. */
 export function forwarding(url: string | URL, init?: RequestInit): Promise<Response> {
-  const authorization = caller.getStore()
+  const authorization = caller.getStore()?.authorization
   if (authorization === undefined) return fetch(url, init)
   // The SDK always passes its init (method, headers, body).
   const headers = new Headers(init!.headers)

@@ -105,7 +105,7 @@ export class Gateway implements Forwarder {
 
   /** Ask a Streamable HTTP upstream whether it serves 2026-07-28 (at each connection: it may have been upgraded). */
   async #probe(): Promise<void> {
-    const target = modernTarget(this.#opts.spec, this.#opts.name, this.#opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS)
+    const target = modernTarget(this.#opts.spec, this.#opts.name, this.#opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, this.#opts.log)
     this.#modern = target !== undefined && (await speaksModern(target)) ? target : undefined
   }
 

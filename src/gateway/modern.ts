@@ -3,10 +3,12 @@ import type { RequestContext } from '../core/request-context.js'
 import { McpError, errors, messageOf } from '../errors.js'
 import { isPlainObject } from '../headers.js'
 import { MetaKey } from '../protocol.js'
-import { forwarding, type UpstreamSpec } from './connection.js'
+import { fetchFor, type UpstreamSpec } from './connection.js'
 import { Deadline } from './deadline.js'
+import type { UpstreamFetch } from './token-exchange.js'
 import { upstreamError } from './errors.js'
 import { copyOf } from '../core/results.js'
+import type { Logger } from '../core/request-context.js'
 
 /** The era whose calls answer `input_required` (SEP-2322) instead of asking on a stream. */
 export const MODERN = '2026-07-28'
@@ -18,7 +20,8 @@ const MAX_ANSWER_BYTES = 32 * 1024 * 1024
 export interface ModernTarget {
   url: string
   headers: Record<string, string>
-  forwardAuthorization: boolean
+  /** fetch, or the one that forwards or exchanges the caller's token (see `fetchFor`). */
+  fetch: UpstreamFetch
   /** For messages: the upstream's name. */
   name: string
   /** How long one request may take. */
@@ -26,9 +29,9 @@ export interface ModernTarget {
 }
 
 /** Where to probe: a Streamable HTTP upstream only (an HTTP+SSE server has no endpoint that takes a POST out of session). */
-export function modernTarget(spec: UpstreamSpec, name: string, timeoutMs: number): ModernTarget | undefined {
+export function modernTarget(spec: UpstreamSpec, name: string, timeoutMs: number, log: Logger): ModernTarget | undefined {
   if (!('url' in spec) || spec.sse === true) return undefined
-  return { url: spec.url, headers: spec.headers ?? {}, forwardAuthorization: spec.forwardAuthorization === true, name, timeoutMs }
+  return { url: spec.url, headers: spec.headers ?? {}, fetch: fetchFor(spec, name, log), name, timeoutMs }
 }
 
 /**
@@ -104,8 +107,7 @@ async function post(
   headers['mcp-method'] = method
   const named = method === 'resources/read' ? params.uri : method === 'server/discover' ? undefined : params.name
   if (typeof named === 'string') headers['mcp-name'] = headerText(named)
-  const send = target.forwardAuthorization ? forwarding : fetch
-  const res = await send(target.url, { method: 'POST', headers, body, signal })
+  const res = await target.fetch(target.url, { method: 'POST', headers, body, signal })
   let answer: unknown
   if (String(res.headers.get('content-type')).startsWith('text/event-stream')) {
     answer = await fromStream(res, id, (m) => {

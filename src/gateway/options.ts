@@ -3,6 +3,7 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { parseApiKeys, type ApiKey } from '../auth/api-keys.js'
 import { ConfigurationError } from '../errors.js'
+import { tokenUrlProblem, type TokenExchangeSpec } from './token-exchange.js'
 import type { UpstreamSpec } from './upstream.js'
 
 /** One upstream to serve: where it is mounted (`''`: the root) and how to reach it. */
@@ -78,6 +79,11 @@ const common = {
   timeoutMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_000_000_000 })),
   mount: Type.Optional(Type.Boolean())
 }
+const Text = Type.String({ minLength: 1 })
+const TokenExchange = Type.Object(
+  { tokenUrl: Text, clientId: Text, clientSecret: Text, audience: Type.Optional(Text), resource: Type.Optional(Text), scope: Type.Optional(Text) },
+  { additionalProperties: false }
+)
 const Entry = Type.Union([
   Type.Object({
     command: Type.String({ minLength: 1 }),
@@ -91,6 +97,7 @@ const Entry = Type.Union([
     url: Type.String({ pattern: '^https?://' }),
     headers: Type.Optional(Env),
     forwardAuthorization: Type.Optional(Type.Boolean()),
+    tokenExchange: Type.Optional(TokenExchange),
     type: Type.Optional(Type.Union([Type.Literal('http'), Type.Literal('streamable-http'), Type.Literal('sse')])),
     ...common
   })
@@ -211,7 +218,8 @@ function fromConfig(path: string, env: NodeJS.ProcessEnv, flags: Tuning, virtual
             url: entry.url,
             headers: expand(entry.headers as Record<string, string> | undefined, env, `${name}.headers`),
             forwardAuthorization: entry.forwardAuthorization === true,
-            ...(entry.type === 'sse' ? { sse: true } : {})
+            ...(entry.type === 'sse' ? { sse: true } : {}),
+            ...exchangeOf(entry, env, `${name}.tokenExchange`)
           }
         : {
             command: entry.command as string,
@@ -246,6 +254,15 @@ function virtualServers(file: Static<typeof ConfigFile>, where: string): Virtual
       scopes: v.scopes ?? {}
     }
   })
+}
+
+/** An entry's `tokenExchange`, its values expanded as `headers`' are; never with `forwardAuthorization`. */
+function exchangeOf(entry: Record<string, unknown>, env: NodeJS.ProcessEnv, where: string): { tokenExchange?: TokenExchangeSpec } {
+  if (entry.tokenExchange === undefined) return {}
+  if (entry.forwardAuthorization === true) fail(`${where}: give forwardAuthorization or tokenExchange, not both (one sends the caller's own token upstream, the other one made for the upstream)`)
+  const spec = expand(entry.tokenExchange as Record<string, string>, env, where) as unknown as TokenExchangeSpec
+  const problem = tokenUrlProblem(spec.tokenUrl)
+  return problem === undefined ? { tokenExchange: spec } : fail(`${where}.tokenUrl ${problem}`)
 }
 
 function expand(values: Record<string, string> | undefined, env: NodeJS.ProcessEnv, where: string): Record<string, string> {

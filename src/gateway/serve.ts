@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import type { ApiKey } from '../auth/api-keys.js'
+import { apiKeyRing, type ApiKey } from '../auth/api-keys.js'
 import { authSetup } from '../auth/oauth.js'
 import { hostOriginPolicy } from '../auth/origin.js'
 import { corsFromConfig, hostOriginFromConfig } from '../config-options.js'
@@ -69,6 +69,11 @@ export async function serveGateway(served: readonly Served[], apiKeys: readonly 
     if (apiKeysFromConfig(config, apiKeys) !== undefined && served.some((s) => 'url' in s.spec && s.spec.forwardAuthorization === true)) {
       throw new ConfigurationError('gateway: forwardAuthorization (--forward-authorization) would send the API keys clients give this gateway upstream: use one or the other')
     }
+    // The token exchanged is one this gateway verified: without OAuth of its own, anything a caller sends would go to the authorization server.
+    const exchange = served.find((s) => 'url' in s.spec && s.spec.tokenExchange !== undefined)
+    if (exchange !== undefined && oauthFromConfig(config) === undefined) {
+      throw new ConfigurationError(`gateway: ${exchange.name} has tokenExchange, which exchanges the OAuth access tokens this gateway verifies: set MCP_OAUTH_AUDIENCE, MCP_OAUTH_ISSUER and MCP_OAUTH_JWKS_URL`)
+    }
     const mounts: Mount[] = []
     const prefix = config.MCP_REDIS_PREFIX ?? 'mcp:'
     for (const s of served) {
@@ -103,7 +108,10 @@ export async function serveGateway(served: readonly Served[], apiKeys: readonly 
   }
   return serve(make, async (app, config) => {
     log.target = app.log
-    if (served.some((s) => 'url' in s.spec && s.spec.forwardAuthorization === true)) watchCallers(app.server)
+    if (served.some((s) => 'url' in s.spec && (s.spec.forwardAuthorization === true || s.spec.tokenExchange !== undefined))) {
+      const keys = apiKeysFromConfig(config, apiKeys)
+      watchCallers(app.server, keys === undefined ? undefined : apiKeyRing(keys))
+    }
     app.addHook('onClose', async () => {
       await Promise.all(gateways.map((g) => g.close()))
       await relay?.close?.()

@@ -59,6 +59,9 @@ const samples: { [K in keyof typeof errors]: () => McpError } = {
   upstreamBadAnswer: () => errors.upstreamBadAnswer('m'),
   upstreamDown: () => errors.upstreamDown('m', 5),
   upstreamRequestRefused: () => errors.upstreamRequestRefused('m'),
+  userTokenRequired: () => errors.userTokenRequired('u'),
+  tokenExchangeRefused: () => errors.tokenExchangeRefused('u', 'invalid_grant'),
+  tokenExchangeFailed: () => errors.tokenExchangeFailed('u', 'answered 503'),
   relayed: () => errors.relayed({ name: 'MCP_ERR_UNKNOWN_TOOL', code: -32602, message: 'Unknown tool: x', status: 404 })
 }
 

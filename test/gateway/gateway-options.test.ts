@@ -125,3 +125,37 @@ t.test('--config: virtualServers, checked against mcpServers', async (t) => {
     t.throws(() => parseGatewayArgs(config(body)), message)
   }
 })
+
+t.test('--config tokenExchange: checked, ${VAR} expanded, never with forwardAuthorization', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-exchange-opts-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const config = (name: string, tokenExchange: unknown, extra: Record<string, unknown> = {}) => {
+    writeFileSync(join(dir, name), JSON.stringify({ mcpServers: { tickets: { url: 'https://tickets.example.com/mcp', tokenExchange, ...extra } } }))
+    return join(dir, name)
+  }
+  const exchange = { tokenUrl: 'https://as.example.com/token', clientId: 'gw', clientSecret: '${TX_SECRET}', audience: 'https://tickets.example.com', scope: 'read' }
+  t.same(parseGatewayArgs(['--config', config('good.json', exchange)], { TX_SECRET: 's3' }).served[0]!.spec, {
+    url: 'https://tickets.example.com/mcp',
+    headers: {},
+    forwardAuthorization: false,
+    tokenExchange: { tokenUrl: 'https://as.example.com/token', clientId: 'gw', clientSecret: 's3', audience: 'https://tickets.example.com', scope: 'read' }
+  })
+  t.same(parseGatewayArgs(['--config', config('loopback.json', { ...exchange, tokenUrl: 'http://127.0.0.1:9000/token' })], { TX_SECRET: 's3' }).served[0]!.spec, {
+    url: 'https://tickets.example.com/mcp',
+    headers: {},
+    forwardAuthorization: false,
+    tokenExchange: { ...exchange, tokenUrl: 'http://127.0.0.1:9000/token', clientSecret: 's3' }
+  }, 'http on a loopback host (tests, a sidecar)')
+  t.throws(() => parseGatewayArgs(['--config', config('unset.json', exchange)], {}), /tickets\.tokenExchange\.clientSecret: \$\{TX_SECRET\} is not set/)
+  t.throws(
+    () => parseGatewayArgs(['--config', config('plain.json', { ...exchange, tokenUrl: 'http://as.example.com/token' })], { TX_SECRET: 's3' }),
+    /tickets\.tokenExchange\.tokenUrl must use https \(http only on a loopback host\)/
+  )
+  t.throws(() => parseGatewayArgs(['--config', config('nourl.json', { ...exchange, tokenUrl: 'token' })], { TX_SECRET: 's3' }), /tickets\.tokenExchange\.tokenUrl is not a URL/)
+  t.throws(() => parseGatewayArgs(['--config', config('missing.json', { tokenUrl: 'https://as.example.com/token', clientId: 'gw' })]), /missing\.json: \/mcpServers\/tickets/)
+  t.throws(() => parseGatewayArgs(['--config', config('extra.json', { ...exchange, clientSecretFile: 'x' })], { TX_SECRET: 's3' }), /extra\.json: \/mcpServers\/tickets/)
+  t.throws(
+    () => parseGatewayArgs(['--config', config('both.json', exchange, { forwardAuthorization: true })], { TX_SECRET: 's3' }),
+    /tickets\.tokenExchange: give forwardAuthorization or tokenExchange, not both/
+  )
+})
