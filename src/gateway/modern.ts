@@ -62,14 +62,13 @@ export async function modernRound(
   relay: { progress(p: { progress: number; total?: number; message?: string }): void; log(params: Record<string, unknown>): void }
 ): Promise<Record<string, unknown>> {
   // The same deadline as a stdio or legacy upstream's request: silence, counted again at each message the answer streams.
-  const deadline = new Deadline(target.timeoutMs)
+  const deadline = new Deadline(target.timeoutMs, ctx.signal)
   deadline.start()
-  const signal = AbortSignal.any([ctx.signal, deadline.signal])
   try {
-    return await post(target, method, params, extraHeaders, signal, ctx, relay, deadline).finally(() => deadline.pause())
+    return await post(target, method, params, extraHeaders, deadline.signal, ctx, relay, deadline).finally(() => deadline.end())
   } catch (err) {
     if (err instanceof McpError) throw err
-    if (deadline.signal.aborted && !ctx.signal.aborted) throw errors.upstreamTimeout(target.name, target.timeoutMs)
+    if (deadline.passed) throw errors.upstreamTimeout(target.name, target.timeoutMs)
     throw upstreamError(err, target.name, ctx.signal)
   }
 }

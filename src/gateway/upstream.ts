@@ -227,7 +227,7 @@ export class Upstream {
     }
     const sdk = await loadSdk()
     const { onprogress, signal } = options
-    const deadline = new Deadline(this.#opts.requestTimeoutMs)
+    const deadline = new Deadline(this.#opts.requestTimeoutMs, signal)
     this.#deadlines.add(deadline)
     if (this.#asking === 0) deadline.start()
     const token = onprogress === undefined ? undefined : `gw-${this.#tokens++}`
@@ -241,14 +241,14 @@ export class Upstream {
     }
     try {
       // The deadline is ours (it restarts on progress); the SDK's own timeout is set past any use.
-      const options = { timeout: NO_TIMEOUT, signal: signal === undefined ? deadline.signal : AbortSignal.any([signal, deadline.signal]) }
+      const options = { timeout: NO_TIMEOUT, signal: deadline.signal }
       return (await client.request({ method, params } as never, sdk.types.ResultSchema, options)) as Record<string, unknown>
     } catch (err) {
-      if (deadline.signal.aborted && signal?.aborted !== true) throw errors.upstreamTimeout(this.#opts.name, this.#opts.requestTimeoutMs)
+      if (deadline.passed) throw errors.upstreamTimeout(this.#opts.name, this.#opts.requestTimeoutMs)
       throw upstreamError(err, this.#opts.name, signal)
       /* c8 ignore next: no code runs after this catch, which always throws, but V8 counts the continuation (and maps it here) */
     } finally {
-      deadline.pause()
+      deadline.end()
       this.#deadlines.delete(deadline)
       if (token !== undefined) this.#progress.delete(token)
     }
