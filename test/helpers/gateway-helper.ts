@@ -120,11 +120,13 @@ export async function drain(app: FastifyInstance, headers: Record<string, string
  * An upstream called directly, as a client of it would without the gateway: the SDK's `Client` over
  * stdio (a child of its own); closed when the test ends. What it answers is what the gateway must.
  */
-export async function direct(t: Test, spec: { command: string; args?: string[] } = everythingStdio as { command: string; args: string[] }) {
+export async function direct(t: Test, spec: { command: string; args?: string[]; env?: Record<string, string> } = everythingStdio as { command: string; args: string[] }) {
   const { Client } = await import('@modelcontextprotocol/sdk/client/index.js')
-  const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js')
+  const { StdioClientTransport, getDefaultEnvironment } = await import('@modelcontextprotocol/sdk/client/stdio.js')
   const client = new Client({ name: 'direct', version: '1' }, { capabilities: { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} } })
-  await client.connect(new StdioClientTransport({ command: spec.command, args: spec.args ?? [], stderr: 'ignore' }))
+  // The environment a gateway gives its child: the SDK's default plus the spec's.
+  const env = { ...getDefaultEnvironment(), ...spec.env }
+  await client.connect(new StdioClientTransport({ command: spec.command, args: spec.args ?? [], env, stderr: 'ignore' }))
   t.teardown(() => client.close())
   /** A tools/call: its result, or the JSON-RPC error it answered ({ code, message } without the SDK's prefix). */
   const callTool = async (name: string, args: Record<string, unknown>): Promise<Record<string, unknown>> => {

@@ -7,3 +7,5 @@ const modules = (path: string): string => fileURLToPath(new URL(`node_modules/${
 export const EVERYTHING = modules('@modelcontextprotocol/server-everything/dist/index.js')
 export const FILESYSTEM = modules('@modelcontextprotocol/server-filesystem/dist/index.js')
 export const REDOCLY = modules('.bin/redocly')
+export const MEMORY = modules('@modelcontextprotocol/server-memory/dist/index.js')
+export const SEQUENTIAL_THINKING = modules('@modelcontextprotocol/server-sequential-thinking/dist/index.js')
