@@ -1,7 +1,9 @@
 /**
  * The gateway phase: `tools/call echo` through `mcp-pure-http gateway` (server-everything over
- * stdio behind it) against the same server-everything's own Streamable HTTP transport, in one run,
- * with the CPU per call each side spends and what the gateway adds.
+ * stdio behind it: its REST route and its `/mcp`) against the same server-everything called
+ * directly (the official SDK's client over stdio, in this process), against its own Streamable
+ * HTTP transport, and against supergateway 4 (`--stateful`, Streamable HTTP in front of the same
+ * stdio server), in one run, with the CPU per call each side spends and what the gateway adds.
  *
  *   node dist/bench/lib/gateway.js [--seconds 5] [--reps 3]   (after `npm run build`)
  *
@@ -9,17 +11,19 @@
  *
  * server-everything's Streamable HTTP mode is stateful: one session, and the SDK's transport maps a
  * response to its stream by JSON-RPC id, so concurrent calls with h2load's one fixed body would
- * cross. Both targets are therefore driven by one client in series (the cost of a call, not the
- * ceiling); the gateway, which numbers its own upstream requests, is also driven by 32.
+ * cross (supergateway's stateful mode likewise). Those targets are therefore driven by one client
+ * in series (the cost of a call, not the ceiling); the gateway, which numbers its own upstream
+ * requests, and the direct client are also driven by 32.
  */
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { h2load, type LoadResult, type RequestSpec } from './h2load.js'
 import { cpuSeconds, settle, startServer, type Running } from './procs.js'
+import { directBench } from './direct.js'
 
 export interface GatewayRow {
   target: string
@@ -48,7 +52,8 @@ const echo = { message: 'hello' }
 
 export async function gatewayBench(dist: string, settings: Settings): Promise<GatewayBench> {
   const root = resolve(dist, '..')
-  const everything = join(root, 'test/node_modules/@modelcontextprotocol/server-everything/dist/index.js')
+  const tools = join(root, 'test/tools/node_modules')
+  const everything = join(tools, '@modelcontextprotocol/server-everything/dist/index.js')
   const scratch = mkdtempSync(join(tmpdir(), 'gw-bench-'))
   const servers: Running[] = []
   try {
@@ -63,6 +68,16 @@ export async function gatewayBench(dist: string, settings: Settings): Promise<Ga
     const direct = await startServer({ id: 'everything-http', args: [everything, 'streamableHttp'], readyPath: '/mcp' })
     servers.push(direct)
     const session = await openSession(direct.base)
+    const superGateway = await startServer({
+      id: 'supergateway',
+      args: [supergateway(root), '--stdio', `${process.execPath} ${everything} stdio`, '--outputTransport', 'streamableHttp', '--stateful', '--logLevel', 'none'],
+      portFlag: '--port',
+      readyPath: '/mcp'
+    })
+    servers.push(superGateway)
+    // Its stateful mode starts the stdio server for the session, so after it.
+    const superSession = await openSession(superGateway.base)
+    const superChild = descendants(superGateway.pid)
 
     const pureBody = join(scratch, 'pure.json')
     writeFileSync(pureBody, JSON.stringify({ arguments: echo }))
@@ -81,7 +96,20 @@ export async function gatewayBench(dist: string, settings: Settings): Promise<Ga
           headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' }
         }
       },
-      { target: 'gateway (Pure HTTP -> stdio)', connections: 32, run: gateway, pids: [gateway.pid, child], spec: { path: '/tools/echo/calls', bodyFile: pureBody, headers: { 'content-type': 'application/json' } } }
+      {
+        target: 'supergateway --stateful (Streamable HTTP -> stdio)',
+        connections: 1,
+        run: superGateway,
+        pids: [superGateway.pid, ...superChild],
+        spec: {
+          path: '/mcp',
+          bodyFile: rpcBody,
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': superSession, 'mcp-protocol-version': '2025-06-18' }
+        }
+      },
+      { target: 'gateway (/mcp -> stdio)', connections: 1, run: gateway, pids: [gateway.pid, child], spec: { path: '/mcp', bodyFile: rpcBody, headers: RPC_HEADERS } },
+      { target: 'gateway (Pure HTTP -> stdio)', connections: 32, run: gateway, pids: [gateway.pid, child], spec: { path: '/tools/echo/calls', bodyFile: pureBody, headers: { 'content-type': 'application/json' } } },
+      { target: 'gateway (/mcp -> stdio)', connections: 32, run: gateway, pids: [gateway.pid, child], spec: { path: '/mcp', bodyFile: rpcBody, headers: RPC_HEADERS } }
     ]
     const rows: GatewayRow[] = []
     // Warm up each target, then alternate: the best run of each counts (as bench/run does).
@@ -93,16 +121,45 @@ export async function gatewayBench(dist: string, settings: Settings): Promise<Ga
         const before = t.pids.map(cpuSeconds)
         const load: LoadResult = await h2load(t.run.base, t.spec, { connections: t.connections, seconds: settings.seconds, logFile: join(scratch, 'log') })
         const used = t.pids.map((pid, j) => ((cpuSeconds(pid) - before[j]!) * 1e6) / load.requests)
-        const row = { target: t.target, connections: t.connections, rps: load.rps, p50Ms: load.p50Ms, p99Ms: load.p99Ms, frontCpuUs: used[0]!, upstreamCpuUs: used[1] ?? 0 }
+        const row = { target: t.target, connections: t.connections, rps: load.rps, p50Ms: load.p50Ms, p99Ms: load.p99Ms, frontCpuUs: used[0]!, upstreamCpuUs: used.slice(1).reduce((n, u) => n + u, 0) }
         if ((best.get(i)?.rps ?? -1) < row.rps) best.set(i, row)
       }
     }
     for (let i = 0; i < targets.length; i++) rows.push(best.get(i)!)
+    // The upstream called directly, as its own clients do: no HTTP, one process less.
+    for (const connections of [1, 32]) rows.push(await directBench(everything, connections, settings))
     return { rows, addedCpuUs: rows[0]!.frontCpuUs }
   } finally {
     for (const s of servers) await s.stop()
     rmSync(scratch, { recursive: true, force: true })
   }
+}
+
+// The peer issue #41 compares with; the bench's alone, so not a test tool every `npm test` installs.
+const SUPERGATEWAY = 'supergateway@4.0.0'
+
+/** supergateway's program, installed under bench/.tools (not tracked) the first time it is needed. */
+function supergateway(root: string): string {
+  const prefix = join(root, 'bench/.tools')
+  const program = join(prefix, 'node_modules/supergateway/dist/index.js')
+  if (!existsSync(program)) {
+    console.error(`installing ${SUPERGATEWAY} into bench/.tools for the comparison...`)
+    execFileSync('npm', ['install', '--no-save', '--no-audit', '--no-fund', '--prefix', prefix, SUPERGATEWAY], { stdio: ['ignore', 'ignore', 'inherit'] })
+  }
+  return program
+}
+
+const RPC_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' }
+
+/** Every process below `pid` (supergateway runs its stdio server through a shell). */
+function descendants(pid: number): number[] {
+  let children: number[] = []
+  try {
+    children = execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).trim().split('\n').map(Number)
+  } catch {
+    return []
+  }
+  return children.flatMap((c) => [c, ...descendants(c)])
 }
 
 /** initialize and notifications/initialized on the stateful upstream: its session id. */
@@ -127,7 +184,7 @@ async function openSession(base: string): Promise<string> {
 
 export function gatewayTable(b: GatewayBench): string {
   const lines = [
-    '| target | connections | req/s | p50 ms | p99 ms | CPU µs/call (HTTP side) | CPU µs/call (stdio child) |',
+    '| target | connections | req/s | p50 ms | p99 ms | CPU µs/call (HTTP side, or the direct client) | CPU µs/call (stdio child) |',
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...b.rows.map((r) => `| ${r.target} | ${r.connections} | ${Math.round(r.rps)} | ${r.p50Ms.toFixed(2)} | ${r.p99Ms.toFixed(2)} | ${r.frontCpuUs.toFixed(1)} | ${r.upstreamCpuUs.toFixed(1)} |`)
   ]

@@ -23,6 +23,8 @@ export interface ServerSpec {
   env?: Record<string, string>
   /** A path answered once the server is up (any status). */
   readyPath: string
+  /** For a server that takes its port as a flag (`--port`), not from `PORT`. */
+  portFlag?: string
 }
 
 export interface Running {
@@ -54,7 +56,7 @@ export function freePort(): Promise<number> {
 /** Start a server pinned to {@link SERVER_CORE} on a fresh loopback port; resolves once it answers. */
 export async function startServer(spec: ServerSpec): Promise<Running> {
   const port = await freePort()
-  const [command, args] = pinned(SERVER_CORE, process.execPath, spec.args)
+  const [command, args] = pinned(SERVER_CORE, process.execPath, spec.portFlag === undefined ? spec.args : [...spec.args, spec.portFlag, String(port)])
   const child = spawn(command, args, {
     env: { ...process.env, ...spec.env, HOST: '127.0.0.1', PORT: String(port) },
     stdio: ['ignore', 'ignore', 'pipe']
