@@ -42,8 +42,8 @@ export class VirtualServer {
   readonly #exclude: RegExp[]
   readonly #scopes: [RegExp, string[]][]
   readonly #registered = new Map<ListKind, Registration[]>()
-  /** Which upstream serves each resource URI and template here. */
-  readonly #owners = new Map<string, Gateway>()
+  /** Which upstream serves each resource URI and template here, by list (replaced with it). */
+  readonly #owners = new Map<ListKind, Map<string, Gateway>>()
 
   constructor(spec: VirtualSpec, gateways: readonly Gateway[], server: Omit<McpServerOptions, 'name' | 'version'>, log: Logger) {
     this.#spec = spec
@@ -64,9 +64,9 @@ export class VirtualServer {
 
   /** The upstream that serves `uri` here (a resource's, or a matching template's), for subscriptions. */
   upstreamOf(uri: string): Gateway | undefined {
-    const own = this.#owners.get(uri)
+    const own = this.#owners.get('resources')!.get(uri)
     if (own !== undefined) return own
-    for (const [template, entry] of this.mcp.templates) if (entry.template.match(uri) !== undefined) return this.#owners.get(template)
+    for (const [template, entry] of this.mcp.templates) if (entry.template.match(uri) !== undefined) return this.#owners.get('templates')!.get(template)
     return undefined
   }
 
@@ -83,6 +83,7 @@ export class VirtualServer {
     const named = kind === 'tools' || kind === 'prompts'
     const names = named ? this.#names(picked) : picked.map((p) => p.id)
     const regs: Registration[] = []
+    const owners = new Map<string, Gateway>()
     this.mcp.batch(() => {
       for (const r of this.#registered.get(kind) ?? []) r.remove()
       for (const [i, p] of picked.entries()) {
@@ -93,7 +94,7 @@ export class VirtualServer {
         if (scopes.length > 0) item.scopes = scopes
         try {
           regs.push(register(this.mcp, kind, item, this.#forwarder(p.gw, p.id)))
-          if (!named) this.#owners.set(p.id, p.gw)
+          if (!named) owners.set(p.id, p.gw)
         } catch (err) {
           // A name or URI another upstream's entry holds here already: the first one stays.
           this.#log.warn({ virtual: this.#spec.name, key: p.key, reason: messageOf(err) }, 'virtual server entry left out')
@@ -101,6 +102,7 @@ export class VirtualServer {
       }
     })
     this.#registered.set(kind, regs)
+    if (!named) this.#owners.set(kind, owners)
     this.#offer()
   }
 
