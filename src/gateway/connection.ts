@@ -135,6 +135,15 @@ export function fetchFor(spec: Extract<UpstreamSpec, { url: string }>, name: str
   return spec.forwardAuthorization === true ? forwarding : fetch
 }
 
+/**
+ * Run `fn` as the gateway itself, outside any client's request: what it asks upstream then carries
+ * the configured headers, never the credentials of the client whose request happened to bring the
+ * news (a `list_changed` on the answer stream of that client's call).
+ */
+export function asGateway<T>(fn: () => T): T {
+  return caller.exit(fn)
+}
+
 /** fetch, with the calling client's `Authorization` when there is one. */
 export function forwarding(url: string | URL, init?: RequestInit): Promise<Response> {
   const authorization = caller.getStore()?.authorization

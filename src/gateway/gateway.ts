@@ -13,6 +13,7 @@ import { UpstreamLists } from './lists.js'
 import type { RoundRelay } from './relay.js'
 import { Rounds } from './rounds.js'
 import { gatewayStore } from './store.js'
+import { asGateway } from './connection.js'
 import { headerText, modernRound, modernTarget, speaksModern, type ModernTarget } from './modern.js'
 import { paramHeadersFor } from '../jsonrpc/standard-headers.js'
 import { inputRequired } from '../mrtr/rounds.js'
@@ -122,7 +123,8 @@ export class Gateway implements Forwarder {
   #notified(m: ServerMessage): void {
     const kinds = CHANGED[m.method]
     if (kinds !== undefined) {
-      if (this.upstream.client !== undefined) void this.lists!.sync(this.upstream.client, [], kinds)
+      const client = this.upstream.client
+      if (client !== undefined) asGateway(() => void this.lists!.sync(client, [], kinds))
     } else if (m.method === 'notifications/resources/updated') {
       const uri = String(m.params!.uri)
       for (const mcp of [this.mcp, ...this.mirrors]) {

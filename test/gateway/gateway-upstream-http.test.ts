@@ -83,3 +83,42 @@ t.test('a Streamable HTTP upstream that stops answering: calls fail at once, not
   t.equal(echo.body.content[0].text, 'Echo: back')
   t.equal((await app.inject({ url: '/ready' })).statusCode, 200)
 })
+
+t.test("a list_changed on a caller's answer stream: the lists are fetched again as the gateway, not as that caller", async (t) => {
+  // A stateless upstream whose `announce` says list_changed on the answer stream of the call, and
+  // which records the Authorization of every tools/list.
+  const listedBy: string[] = []
+  const server = createServer((req, res) => {
+    void (async () => {
+      const chunks: Buffer[] = []
+      for await (const chunk of req) chunks.push(chunk as Buffer)
+      const body = chunks.length === 0 ? undefined : (JSON.parse(Buffer.concat(chunks).toString()) as { method?: string })
+      if (body?.method === 'tools/list') listedBy.push(String(req.headers.authorization ?? 'none'))
+      const mcp = new McpServer({ name: 'announcer', version: '1' }, { capabilities: { tools: { listChanged: true } } })
+      mcp.registerTool('announce', { description: 'says list_changed during the call' }, async (extra) => {
+        await extra.sendNotification({ method: 'notifications/tools/list_changed' })
+        return { content: [{ type: 'text', text: 'announced' }] }
+      })
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined })
+      await mcp.connect(transport)
+      await transport.handleRequest(req, res, body)
+    })()
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => new Promise((resolve) => server.close(resolve)))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`
+  const { app } = await serveUpstream(t, { url, headers: { authorization: 'Bearer own' }, forwardAuthorization: true })
+  watchCallers(app.server)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  t.same(listedBy, ['Bearer own'], 'listed at start with its own header')
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+  const answer = await fetch(`${base}/tools/announce/calls`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer mine' },
+    body: JSON.stringify({ arguments: {} })
+  }).then(async (r) => (await r.json()) as { content: { text: string }[] })
+  t.equal(answer.content[0]!.text, 'announced')
+  await until(() => listedBy.length > 1, 'the lists fetched again')
+  t.same(listedBy, ['Bearer own', 'Bearer own'], "the second time too: the caller's token is for its own calls")
+})
