@@ -1,7 +1,7 @@
 import type { Static } from '@sinclair/typebox'
-import type { OutgoingHttpHeaders } from 'node:http'
 import type { ListKind } from '../core/registry.js'
 import type { ListenParamsSchema } from '../schema/subscriptions.js'
+import { openEventStream } from './event-stream.js'
 import { STREAMED, type RequestId } from './message.js'
 import type { Call } from './rpc-methods.js'
 
@@ -40,17 +40,7 @@ export class ListenStreams {
     const watched = new Set(filter.resourceSubscriptions?.filter((uri) => mcp.isKnownResource(uri)))
     if (filter.resourceSubscriptions !== undefined) agreed.resourceSubscriptions = [...watched]
     const meta = { [SUBSCRIPTION_ID]: id }
-    call.request.server.mcpStreams.take(call.request, reply)
-    reply.hijack()
-    const res = reply.raw
-    res.writeHead(200, {
-      ...(reply.getHeaders() as OutgoingHttpHeaders),
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache',
-      // Tell nginx and friends not to hold the events back.
-      'x-accel-buffering': 'no'
-    })
-    const send = (message: object) => res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', ...message })}\n\n`)
+    const { res, send, stopKeepAlive } = openEventStream(call.request, reply, this.keepAliveMs)
     send({ method: 'notifications/subscriptions/acknowledged', params: { _meta: meta, notifications: agreed } })
     const stopChanges = mcp.onChange((kind) => {
       const [flag, method] = CHANGE[kind]
@@ -62,11 +52,9 @@ export class ListenStreams {
       stopChanges()
       stopUpdates?.()
     }
-    // A comment line now and then keeps proxies and idle timeouts from closing a quiet stream.
-    const timer = setInterval(() => res.write(':\n\n'), this.keepAliveMs).unref()
     const cleanup = () => {
       stop()
-      clearInterval(timer)
+      stopKeepAlive()
       this.#open.delete(close)
     }
     const close = () => {

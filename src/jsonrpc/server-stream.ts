@@ -1,6 +1,6 @@
-import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 
+import { openEventStream } from './event-stream.js'
 /**
  * The legacy era's server stream (2025-06-18, 2025-11-25: `GET /mcp` with `Accept: text/event-stream`):
  * what the connection's queue holds, the queue `GET /notifications` hands out. That is every
@@ -23,18 +23,9 @@ export class ServerStreams {
   open(request: FastifyRequest, reply: FastifyReply): void {
     const mcp = request.server.mcp
     const owner = request.mcpState.principal.id
-    request.server.mcpStreams.take(request, reply)
+    const { res, send, stopKeepAlive } = openEventStream(request, reply, this.keepAliveMs)
+    // Opened (a client past its stream slots is refused first, its older stream left alone): the older ends.
     this.#open.get(owner)?.()
-    reply.hijack()
-    const res = reply.raw
-    res.writeHead(200, {
-      ...(reply.getHeaders() as OutgoingHttpHeaders),
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache',
-      // Tell nginx and friends not to hold the events back.
-      'x-accel-buffering': 'no'
-    })
-    res.flushHeaders()
     let closed = false
     let wake: (() => void) | undefined
     const rest = () =>
@@ -46,12 +37,10 @@ export class ServerStreams {
         }
       })
     const stopChanges = mcp.onChange(() => wake?.())
-    const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), this.keepAliveMs)
-    keepAlive.unref()
     const close = () => {
       if (closed) return
       closed = true
-      clearInterval(keepAlive)
+      stopKeepAlive()
       stopChanges()
       wake?.()
       if (this.#open.get(owner) === close) this.#open.delete(owner)
@@ -66,7 +55,7 @@ export class ServerStreams {
           await rest()
           continue
         }
-        for (const n of group.notifications) res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', ...n })}\n\n`)
+        for (const n of group.notifications) send(n)
         // Written, or the stream closed meanwhile: then the group stays for the next reader.
         // Not the current group any more (a poller of the same connection acknowledged it): no matter.
         if (!closed) await mcp.messages.acknowledge(owner, group.id).catch(() => undefined)
