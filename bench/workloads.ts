@@ -39,8 +39,8 @@ function servers(tools: number, ours: 'demo' | 'catalogue', sdks: boolean, dist:
   const env = { TOOLS: String(tools), NOTIFICATIONS: String(notifications), CONNECTIONS: String(connections) }
   const list: ServerSpec[] = [
     ours === 'demo'
-      ? { id: 'ours', args: [join(dist, 'src/main.js')], env: { LOG_LEVEL: 'silent', MCP_STATE_KEYS: STATE_KEYS }, readyPath: '/ping' }
-      : { id: 'ours', args: [join(dist, 'bench/servers/ours.js')], env, readyPath: '/ping' },
+      ? { id: 'ours', args: [join(dist, 'src/main.js')], env: { LOG_LEVEL: 'silent', MCP_STATE_KEYS: STATE_KEYS }, readyPath: '/health' }
+      : { id: 'ours', args: [join(dist, 'bench/servers/ours.js')], env, readyPath: '/health' },
     { id: 'bare', args: [join(dist, 'bench/servers/bare.js')], env: { ...env, MCP_STATE_KEYS: STATE_KEYS }, readyPath: '/tools' }
   ]
   if (sdks) {

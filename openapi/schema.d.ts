@@ -15,7 +15,8 @@ export interface paths {
         put?: never;
         /**
          * initialize
-         * @description Answers with the requested protocol version when supported, else the newest legacy one.
+         * @deprecated
+         * @description Answers with the requested protocol version when supported, else the newest legacy one. Only for clients of 2025-11-25 and 2025-06-18 (Mcp-Protocol-Version): MCP 2026-07-28 removed initialize (404 -32601); there is no handshake: each request carries its own _meta, and GET /discover says what the server offers.
          */
         post: operations["initialize"];
         delete?: never;
@@ -48,7 +49,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** ping */
+        /**
+         * ping
+         * @deprecated
+         * @description Only for clients of 2025-11-25 and 2025-06-18 (Mcp-Protocol-Version): MCP 2026-07-28 removed ping (404 -32601); any request shows the server is there (GET /discover; GET /health without MCP headers).
+         */
         get: operations["ping"];
         put?: never;
         post?: never;
@@ -67,7 +72,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** logging/setLevel */
+        /**
+         * logging/setLevel
+         * @deprecated
+         * @description Only for clients of 2025-11-25 and 2025-06-18 (Mcp-Protocol-Version): MCP 2026-07-28 removed logging/setLevel (404 -32601); a request names its log level in _meta["io.modelcontextprotocol/logLevel"].
+         */
         post: operations["setLogLevel"];
         delete?: never;
         options?: never;
@@ -234,7 +243,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** resources/subscribe */
+        /**
+         * resources/subscribe
+         * @deprecated
+         * @description Only for clients of 2025-11-25 and 2025-06-18 (Mcp-Protocol-Version): MCP 2026-07-28 removed resources/subscribe (404 -32601); subscriptions/listen with notifications.resourceSubscriptions.
+         */
         post: operations["subscribeResource"];
         delete?: never;
         options?: never;
@@ -251,7 +264,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** resources/unsubscribe */
+        /**
+         * resources/unsubscribe
+         * @deprecated
+         * @description Only for clients of 2025-11-25 and 2025-06-18 (Mcp-Protocol-Version): MCP 2026-07-28 removed resources/unsubscribe (404 -32601); subscriptions/listen: end the stream.
+         */
         post: operations["unsubscribeResource"];
         delete?: never;
         options?: never;
@@ -274,6 +291,26 @@ export interface paths {
         put?: never;
         /** acknowledge a group, and/or notifications to the server */
         post: operations["postNotifications"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/subscriptions/listen": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * subscriptions/listen
+         * @description A stream of Server-Sent Events that stays open: first a `notification` event `notifications/subscriptions/acknowledged` naming what is honoured, then the list changes and `notifications/resources/updated` asked for, each tagged with `_meta["io.modelcontextprotocol/subscriptionId"]` (the request's `Mcp-Request-Id`). When the server stops, a `result` event, then the end.
+         */
+        post: operations["listenSubscriptions"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2681,6 +2718,91 @@ export interface operations {
             };
             /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Internal error -32603; the body never carries details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+        };
+    };
+    listenSubscriptions: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Protocol version of the request (default: the server default, 2026-07-28). */
+                "mcp-protocol-version"?: string;
+                /** @description Unique id of this request; echoed, logged, and named by cancellation. */
+                "mcp-request-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    notifications: {
+                        toolsListChanged?: boolean;
+                        promptsListChanged?: boolean;
+                        resourcesListChanged?: boolean;
+                        resourceSubscriptions?: string[];
+                    };
+                    /** @description Free-form request or result metadata (`_meta`). */
+                    _meta?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The event stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
+            400: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -82,7 +82,7 @@ echo "nginx: $LB    redis: $MCP_REDIS_URL    logs: $DIR"
 
 upstream() { grep -i '^x-upstream:' | tr -d '\r' | cut -d' ' -f2; }
 echo "== round-robin: three requests, three instances"
-for _ in 1 2 3; do curl -si "$LB/ping" | upstream; done
+for _ in 1 2 3; do curl -si "$LB/discover" | upstream; done
 
 echo "== MRTR: update_work_item, round 1 and round 2 on different instances"
 ARGS='{"workItemId":4522,"fields":{"System.State":"Resolved"}}'

@@ -24,6 +24,7 @@ import completionsRoutes from '../routes/completions.js'
 import discoverRoutes from '../routes/discover.js'
 import initializeRoutes from '../routes/initialize.js'
 import logLevelRoutes from '../routes/log-level.js'
+import subscriptionsRoutes from '../routes/subscriptions.js'
 import openapiRoutes from '../routes/openapi.js'
 import pingRoutes from '../routes/ping.js'
 import promptsRoutes from '../routes/prompts.js'
@@ -169,6 +170,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   await fastify.register(promptsRoutes)
   await fastify.register(resourcesRoutes)
   await fastify.register(notificationsRoutes)
+  await fastify.register(subscriptionsRoutes, { keepAliveMs: opts.jsonRpc === false ? undefined : opts.jsonRpc?.keepAliveMs })
   await fastify.register(requestsRoutes)
   await fastify.register(tasksRoutes)
   if (opts.webhooks !== undefined && opts.webhooks !== false) await fastify.register(webhooks, opts.webhooks === true ? {} : opts.webhooks)

@@ -71,6 +71,8 @@ export interface MethodEntry<B extends TObject = TObject, T extends TProperties 
   readonly core: C
   /** Where the core hands back the result's JSON text (cached lists, discover, a task): that text. */
   readonly json?: (answer: never) => string
+  /** A method 2026-07-28 removed: what a client of that revision does instead (said in the REST face's 404). */
+  readonly instead?: string
 }
 
 const LEGACY: readonly Era[] = ['legacy']
@@ -99,6 +101,7 @@ interface Spec<B extends TObject, T extends TProperties, C> {
   readonly rest?: readonly RestRoute[]
   readonly core: C
   readonly json?: (answer: C extends (...args: never[]) => infer R ? Awaited<R> : never) => string
+  readonly instead?: string
 }
 
 /** An entry, its JSON-RPC params composed from target and body; `core` keeps its own type. */
@@ -162,6 +165,7 @@ export const METHODS = {
     body: InitializeBodySchema,
     result: InitializeResultSchema,
     rest: [{ method: 'POST', url: '/initialize', operationId: 'initialize' }],
+    instead: 'there is no handshake: each request carries its own _meta, and GET /discover says what the server offers',
     core: (mcp, p, at) => withContext(at, (ctx) => mcp.initialize(p, ctx, at.handshake))
   }),
   ping: method({
@@ -169,6 +173,7 @@ export const METHODS = {
     body: Empty,
     result: EmptyResult,
     rest: [{ method: 'GET', url: '/ping', operationId: 'ping' }],
+    instead: 'any request shows the server is there (GET /discover; GET /health without MCP headers)',
     core: (_mcp, _p, _at) => ({})
   }),
   'logging/setLevel': method({
@@ -177,6 +182,7 @@ export const METHODS = {
     body: SetLevelBodySchema,
     result: EmptyResult,
     rest: [{ method: 'POST', url: '/logLevel', operationId: 'setLogLevel' }],
+    instead: 'a request names its log level in _meta["io.modelcontextprotocol/logLevel"]',
     core: (mcp, p, at) => withContext(at, (ctx) => mcp.setLogLevel(ctx, p.level).then(() => ({})))
   }),
   'server/discover': method({
@@ -234,6 +240,7 @@ export const METHODS = {
     body: SubscribeBodySchema,
     result: EmptyResult,
     rest: [{ method: 'POST', url: '/resources/subscribe', operationId: 'subscribeResource' }],
+    instead: 'subscriptions/listen with notifications.resourceSubscriptions',
     core: (mcp, p, at) => withContext(at, (ctx) => mcp.subscribe(ctx, p.uri).then(() => ({})))
   }),
   'resources/unsubscribe': method({
@@ -242,6 +249,7 @@ export const METHODS = {
     body: SubscribeBodySchema,
     result: EmptyResult,
     rest: [{ method: 'POST', url: '/resources/unsubscribe', operationId: 'unsubscribeResource' }],
+    instead: 'subscriptions/listen: end the stream',
     core: (mcp, p, at) => withContext(at, (ctx) => mcp.unsubscribe(ctx, p.uri).then(() => ({})))
   }),
   'completion/complete': method({
@@ -256,6 +264,7 @@ export const METHODS = {
     eras: MODERN,
     body: ListenParamsSchema,
     result: EmptyResult,
+    rest: [{ method: 'POST', url: '/subscriptions/listen', operationId: 'listenSubscriptions' }],
     core: undefined
   }),
   'tasks/get': method({

@@ -63,7 +63,7 @@ export async function telemetryBench(dist: string, files: Files, options: { seco
   await once(receiver, 'listening')
   const otlp = { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as { port: number }).port}`, OTEL_SERVICE_NAME: 'bench' }
   const spec = { path: '/tools/echo/calls', bodyFile: files.body({ arguments: { text: TEXT } }), headers: { 'content-type': 'application/json' } }
-  const demo = { args: [join(dist, 'src/main.js')], readyPath: '/ping' }
+  const demo = { args: [join(dist, 'src/main.js')], readyPath: '/health' }
   const floor = { args: [join(dist, 'bench/servers/bare-telemetry.js')], readyPath: '/ping' }
   const base = { LOG_LEVEL: 'silent', MCP_STATE_KEYS: STATE_KEYS }
   const variants: Record<string, ServerSpec> = {

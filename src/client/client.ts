@@ -54,13 +54,17 @@ export class PureHttpClient extends AnsweringClient {
     return (await this.get('/discover', options)).body
   }
 
+  /** `ping` (legacy era); 2026-07-28 has none, and any request does: there it is `GET /discover`, which a cache answers cheaply. */
   async ping(options: CallOptions = {}): Promise<void> {
-    await this.get('/ping', options)
+    await this.get(this.legacy ? '/ping' : '/discover', options)
   }
 
-  /** `logging/setLevel`: `POST /logLevel` for the connection; in 2026-07-28 also the `_meta` level of every later request. */
+  /**
+   * The level of the log messages this client wants: `POST /logLevel` for the connection (legacy
+   * era); in 2026-07-28, which removed `logging/setLevel`, the `_meta` level of every later request.
+   */
   async setLogLevel(level: string, options: CallOptions = {}): Promise<void> {
-    await this.post('/logLevel', { level }, options)
+    if (this.legacy) await this.post('/logLevel', { level }, options)
     this.logLevel = level
   }
 

@@ -2,6 +2,8 @@ import swagger from '@fastify/swagger'
 import type { TSchema } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { McpServer } from '../core/mcp-server.js'
+import { METHODS, REST_ROUTES } from '../methods.js'
+import { LATEST_VERSION, SUPPORTED_VERSIONS, era } from '../protocol.js'
 import { ErrorSchema } from '../schema/common.js'
 import { CompleteResultSchema } from '../schema/completions.js'
 import {
@@ -120,6 +122,22 @@ export async function registerOpenApi(fastify: FastifyInstance, { mcp, metadataU
           })
     },
     // Shared schemas are named by their $id (the default names them def-0, def-1, ...).
-    refResolver: { buildLocalReference: (json) => json.$id as string }
+    refResolver: { buildLocalReference: (json) => json.$id as string },
+    transform: ({ schema, url }) => ({ schema: removedInLatest(schema), url })
   })
+}
+
+const LEGACY_VERSIONS = SUPPORTED_VERSIONS.filter((v) => era(v) === 'legacy').join(' and ')
+
+/**
+ * The operation of a method the newest revision removed is `deprecated`, and says which clients it
+ * serves and what the others use (the table's `instead`): a 2026-07-28 request gets 404 there.
+ */
+function removedInLatest<S extends { operationId?: unknown; description?: unknown } | undefined>(schema: S): S {
+  const route = typeof schema?.operationId === 'string' ? REST_ROUTES.get(schema.operationId) : undefined
+  if (route === undefined) return schema
+  const { eras, instead } = METHODS[route.name]
+  if (eras.includes('modern')) return schema
+  const note = `Only for clients of ${LEGACY_VERSIONS} (Mcp-Protocol-Version): MCP ${LATEST_VERSION} removed ${route.name} (404 -32601); ${instead ?? ''}.`
+  return { ...schema, deprecated: true, description: typeof schema?.description === 'string' ? `${schema.description} ${note}` : note }
 }

@@ -8,7 +8,7 @@ import { cancellable, createContext, type RetryParams } from '../http/request.js
 import { cancelKey, explainAsk, narrowCapabilities, rpcOutlet } from './rpc-outlet.js'
 import { byHeader, settleVersion } from './era.js'
 import { checkStandardHeaders, headerValue } from './standard-headers.js'
-import { ListenStreams } from './listen.js'
+import { ListenStreams } from '../messaging/listen.js'
 import { ServerStreams } from './server-stream.js'
 import { STREAMED, errorText, idOf, parseMessage, resultText, type RequestId } from './message.js'
 import { methodFor, run, type Call } from './rpc-methods.js'

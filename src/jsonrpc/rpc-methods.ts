@@ -8,8 +8,9 @@ import { Header } from '../headers.js'
 import { METHODS, notOffered, type At, type Core, type MethodEntry, type MethodName } from '../methods.js'
 import type { Era } from '../protocol.js'
 import { checkParamHeaders } from './standard-headers.js'
-import type { ListenStreams } from './listen.js'
-import type { RequestId, STREAMED } from './message.js'
+import type { ListenStreams } from '../messaging/listen.js'
+import { jsonRpcFraming, openEventStream } from '../http/event-stream.js'
+import { STREAMED, type RequestId } from './message.js'
 
 /** What a method gets from the face besides its params. */
 export interface Call extends At {
@@ -49,7 +50,11 @@ const FACE: { readonly [K in MethodName]?: Method['run'] } = {
     if (tool !== undefined && call.era === 'modern') checkParamHeaders(tool.definition.inputSchema, p.arguments, call.request.headers)
     return METHODS['tools/call'].core(call.request.server.mcp, p, call)
   },
-  'subscriptions/listen': async (p: Static<typeof METHODS['subscriptions/listen']['params']>, call) => call.streams.open(call, p.notifications)
+  'subscriptions/listen': async (p: Static<typeof METHODS['subscriptions/listen']['params']>, call) => {
+    const { request, reply, id, streams } = call
+    streams.open(request.server.mcp, id, p.notifications, openEventStream(request, reply, streams.keepAliveMs, jsonRpcFraming(id)))
+    return STREAMED
+  }
 }
 const LEGACY_ONLY = { legacyOnly: true }
 

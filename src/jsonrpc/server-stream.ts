@@ -1,6 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { jsonRpcFraming, openEventStream } from '../http/event-stream.js'
 
-import { openEventStream } from './event-stream.js'
+// The GET stream answers no request: it never sends a result.
+const NO_RESULT = jsonRpcFraming(null)
+
 /**
  * The legacy era's server stream (2025-06-18, 2025-11-25: `GET /mcp` with `Accept: text/event-stream`):
  * what the connection's queue holds, the queue `GET /notifications` hands out. That is every
@@ -23,7 +26,7 @@ export class ServerStreams {
   open(request: FastifyRequest, reply: FastifyReply): void {
     const mcp = request.server.mcp
     const owner = request.mcpState.principal.id
-    const { res, send, stopKeepAlive } = openEventStream(request, reply, this.keepAliveMs)
+    const { res, send, stopKeepAlive } = openEventStream(request, reply, this.keepAliveMs, NO_RESULT)
     // Opened (a client past its stream slots is refused first, its older stream left alone): the older ends.
     this.#open.get(owner)?.()
     let closed = false

@@ -4,8 +4,9 @@ import { hostOriginPolicy, type HostOriginOptions } from '../auth/origin.js'
 import { ANONYMOUS, type Principal } from '../core/request-context.js'
 import type { McpServer } from '../core/mcp-server.js'
 import { errors } from '../errors.js'
-import { Header, REQUEST_ID, newRequestId } from '../headers.js'
-import { era, negotiateVersion, type Era, type ProtocolVersion } from '../protocol.js'
+import { Header, REQUEST_ID, decodeJsonHeader, newRequestId } from '../headers.js'
+import { LATEST_VERSION, MetaKey, era, isSupportedVersion, negotiateVersion, type Era, type ProtocolVersion } from '../protocol.js'
+import { METHODS, REST_ROUTES } from '../methods.js'
 import { authFailureLimit, type RateLimitOptions } from './rate-limit.js'
 import { rootEchoes } from '../http/root-errors.js'
 import mcpCors, { type CorsOptions } from './cors.js'
@@ -94,6 +95,11 @@ const admission: FastifyPluginAsync<AdmissionOptions> = async (fastify, opts) =>
     }
     admit(request, reply, done)
   })
+  // A method 2026-07-28 removed is not there for a request of that revision, on this face as on /mcp.
+  fastify.addHook('onRoute', (route) => {
+    const gate = removedGate(route.schema?.operationId)
+    if (gate !== undefined) route.preValidation = ([] as preValidationHookHandler[]).concat(route.preValidation ?? [], gate)
+  })
   // Between the Origin check and authentication: a preflight carries no token, and only an allowed origin gets here.
   if (opts.cors !== false) await fastify.register(mcpCors, { ...opts.cors, policy })
 
@@ -151,6 +157,48 @@ const admission: FastifyPluginAsync<AdmissionOptions> = async (fastify, opts) =>
         'MCP: requestState is sealed with an ephemeral key; several instances cannot read each other\'s state and a restart invalidates it. Set MCP_STATE_KEYS.'
       )
     })
+  }
+}
+
+/**
+ * The hook of a REST route whose method the modern era does not define: 404 -32601 for a 2026-07-28
+ * request, naming what that revision does instead. Only on those routes, so the others pay nothing.
+ * Before the params are judged (as a method not offered), after the body is read: its `_meta` may
+ * name the version (see `claimedVersion`).
+ */
+function removedGate(operationId: unknown): preValidationHookHandler | undefined {
+  const route = typeof operationId === 'string' ? REST_ROUTES.get(operationId) : undefined
+  if (route === undefined) return undefined
+  const { eras, instead } = METHODS[route.name]
+  if (eras.includes('modern')) return undefined
+  const message = `Method not found: ${route.name} is not part of MCP ${LATEST_VERSION}${instead === undefined ? '' : `: ${instead}`}`
+  // The handshake names its version in its body, and a 2025 client sends no header with it: only a
+  // request that says 2026-07-28 makes it one of that revision.
+  const handshake = route.name === 'initialize'
+  return (request, _reply, done) => {
+    const claimed = claimedVersion(request)
+    const version = claimed ?? (handshake ? undefined : request.mcpState.version)
+    done(version !== undefined && era(version) === 'modern' ? errors.methodNotFound(message) : undefined)
+  }
+}
+
+/**
+ * The version a request states: its header, else its `_meta` envelope's (body, or `Mcp-Meta`), as
+ * the context will settle it. Undefined when it states none, or one the route will refuse anyway.
+ */
+function claimedVersion(request: FastifyRequest): ProtocolVersion | undefined {
+  const state = request.mcpState
+  if (state.versionFromHeader) return state.version
+  const stated = (meta: unknown) => {
+    const v = (meta as Record<string, unknown> | null | undefined)?.[MetaKey.protocolVersion]
+    return typeof v === 'string' && isSupportedVersion(v) ? v : undefined
+  }
+  const body = stated((request.body as { _meta?: unknown } | null | undefined)?._meta)
+  if (body !== undefined || request.headers[Header.meta] === undefined) return body
+  try {
+    return stated(decodeJsonHeader(Header.meta, request.headers[Header.meta], 'object'))
+  } catch {
+    return undefined
   }
 }
 

@@ -99,7 +99,8 @@ t.test('watch prints notifications until interrupted', async (t) => {
   let stdout = ''
   child.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
-  const client = new PureHttpClient({ url: live.url })
+  // The demo's one anonymous connection, subscribed by a 2025-11-25 client (2026-07-28 has no subscribe).
+  const client = new PureHttpClient({ url: live.url, protocolVersion: '2025-11-25' })
   await client.subscribe('demo://items/3')
   await live.mcp.resourceUpdated('demo://items/3')
   for (let i = 0; i < 200 && stdout === ''; i++) await sleep(25)

@@ -29,12 +29,24 @@ t.test('lists follow cursors and revalidate by ETag; discover, ping, log level, 
   t.same((await client.listResourceTemplates()).map((r) => r.uriTemplate), ['demo://items/{id}'])
   const discovered = await client.discover()
   t.equal(discovered.serverInfo.name, 'mcp-pure-http-demo')
+  const before = live.seen.length
   await client.ping()
   await client.setLogLevel('warning')
+  t.same(live.seen.slice(before).map((s) => s.url), ['/discover'], '2026-07-28 has no ping (any request does) and no logging/setLevel (the level goes in _meta)')
+  t.equal(client.logLevel, 'warning')
   const done = await client.complete({ type: 'ref/prompt', name: 'greeting' }, { name: 'name', value: 'a' })
   t.same(done.completion.values, ['Ada', 'Alan'])
-  await client.subscribe('demo://items/2')
-  await client.unsubscribe('demo://items/2')
+  // Nor resources/subscribe: the server says so, naming subscriptions/listen.
+  await t.rejects(client.subscribe('demo://items/2'), { status: 404, code: -32601, message: /subscriptions\/listen/ })
+  await t.rejects(client.unsubscribe('demo://items/2'), { status: 404, code: -32601 })
+  const legacy = new PureHttpClient({ url: live.url, protocolVersion: '2025-11-25' })
+  await legacy.initialize()
+  const mark = live.seen.length
+  await legacy.ping()
+  await legacy.setLogLevel('warning')
+  await legacy.subscribe('demo://items/2')
+  await legacy.unsubscribe('demo://items/2')
+  t.same(live.seen.slice(mark).map((s) => [s.url, s.status]), [['/ping', 202], ['/logLevel', 202], ['/resources/subscribe', 202], ['/resources/unsubscribe', 202]], 'a 2025-11-25 client has them all')
   t.same(client.clientCapabilities, { extensions: { 'io.modelcontextprotocol/tasks': {} } })
   t.equal(client.legacy, false)
 })
@@ -154,7 +166,7 @@ t.test('retries: 503 and 429 with the same Mcp-Request-Id, network errors, beare
         else reply.code(429).header('retry-after', '0').send({ code: -32603, message: 'slow down' })
         return true
       }
-      if (request.url === '/ping' && request.headers.authorization !== 'Bearer s3cret') {
+      if (request.url === '/discover' && request.headers.authorization !== 'Bearer s3cret') {
         reply.code(502).header('content-type', 'text/plain').send('bad gateway')
         return true
       }

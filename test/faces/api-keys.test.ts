@@ -127,7 +127,7 @@ t.test('each key is its own principal: one never sees the other\'s task or notif
   const other = await send(task, { headers: { ...bearer(BOT), ...TASKS_HEADER } })
   t.same([other.status, other.body.code], [404, -32602], 'the other key does not')
 
-  t.equal((await send(`${base}/resources/subscribe`, { body: { uri: 'x:r' }, headers: bearer(CI) })).status, 202)
+  t.equal((await send(`${base}/resources/subscribe`, { body: { uri: 'x:r' }, headers: { ...bearer(CI), 'mcp-protocol-version': '2025-11-25' } })).status, 202)
   await mcp.resourceUpdated('x:r')
   const forCi = await send(`${base}/notifications`, { headers: bearer(CI) })
   t.same(forCi.body, [{ method: 'notifications/resources/updated', params: { uri: 'x:r' } }])

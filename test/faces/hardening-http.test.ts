@@ -140,21 +140,21 @@ t.test('bodies: invalid UTF-8 is refused, __proto__ is named, 1e309 is refused, 
 
 t.test('Host: loopback names on its port by default, and only well-formed ones', async (t) => {
   const { app, port } = await listening(t)
-  t.equal((await app.inject({ url: '/ping', headers: { host: 'evil.example' } })).statusCode, 202, 'inject() is in-process: not checked')
-  const ping = (host: string) => raw(port, `GET /ping HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
+  t.equal((await app.inject({ url: '/ping', headers: { 'mcp-protocol-version': '2025-11-25', host: 'evil.example' } })).statusCode, 202, 'inject() is in-process: not checked')
+  const ping = (host: string) => raw(port, `GET /ping HTTP/1.1\r\nMcp-Protocol-Version: 2025-11-25\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
   t.equal((await ping(`127.0.0.1:${port}`)).status, 202, 'its loopback address')
   t.equal((await ping(`localhost:${port}`)).status, 202, 'localhost')
   ours(t, await ping('evil.example'), 403, -32600, 'another name (DNS rebinding)')
   ours(t, await ping(`localhost:${port + 1}`), 403, -32600, 'another port')
   ours(t, await ping(`127.0.0.1:${port}:${port}`), 403, -32600, 'a port twice')
-  const origin = await raw(port, `GET /ping HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nOrigin: http://evil.example\r\nConnection: close\r\n\r\n`)
+  const origin = await raw(port, `GET /ping HTTP/1.1\r\nMcp-Protocol-Version: 2025-11-25\r\nHost: 127.0.0.1:${port}\r\nOrigin: http://evil.example\r\nConnection: close\r\n\r\n`)
   ours(t, origin, 403, -32600, 'a foreign Origin')
   t.equal((await raw(port, 'GET /health HTTP/1.1\r\nHost: anything\r\nConnection: close\r\n\r\n')).status, 200, 'probes are not checked')
 })
 
 t.test('Host: a list given is used; an explicit port twice is refused even there', async (t) => {
   const { port } = await listening(t, { allowedHosts: ['127.0.0.1'] })
-  const ping = (host: string) => raw(port, `GET /ping HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
+  const ping = (host: string) => raw(port, `GET /ping HTTP/1.1\r\nMcp-Protocol-Version: 2025-11-25\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
   t.equal((await ping(`127.0.0.1:${port}`)).status, 202, 'a name without port allows any port')
   t.equal((await ping(`127.0.0.1:${port}:${port}`)).status, 403, 'but not a malformed Host')
   t.equal((await ping(`localhost:${port}`)).status, 403, 'the list replaces the default')
@@ -168,7 +168,7 @@ t.test('Host: off the loopback address, any Host, and a warning at start', async
   t.teardown(() => app.close())
   const port = (app.server.address() as AddressInfo).port
   t.match(lines.join(''), /non-loopback address with no allowedHosts/, 'warned')
-  t.equal((await raw(port, 'GET /ping HTTP/1.1\r\nHost: mcp.example\r\nConnection: close\r\n\r\n')).status, 202, 'any Host')
+  t.equal((await raw(port, 'GET /ping HTTP/1.1\r\nMcp-Protocol-Version: 2025-11-25\r\nHost: mcp.example\r\nConnection: close\r\n\r\n')).status, 202, 'any Host')
 })
 
 t.test('a client that sends half a body is cut off after requestTimeoutMs', async (t) => {
@@ -199,7 +199,7 @@ t.test('shutdown: a request on a kept-alive connection gets our 503 and Connecti
   const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()))
   const other = connect(port, '127.0.0.1')
   other.write(`GET /hold HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`)
-  socket.write(`GET /ping HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`)
+  socket.write(`GET /ping HTTP/1.1\r\nMcp-Protocol-Version: 2025-11-25\r\nHost: 127.0.0.1:${port}\r\n\r\n`)
   while (!text.includes('202 Accepted')) await new Promise((resolve) => setTimeout(resolve, 10))
   const closing = app.close()
   // The idle connection is closed cleanly by close(); a busy one answers its next request with 503.
@@ -210,7 +210,7 @@ t.test('shutdown: a request on a kept-alive connection gets our 503 and Connecti
     other.on('data', (c) => (s += c.toString()))
     other.on('close', () => resolve(s))
   })
-  other.write(`GET /ping HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`)
+  other.write(`GET /ping HTTP/1.1\r\nMcp-Protocol-Version: 2025-11-25\r\nHost: 127.0.0.1:${port}\r\n\r\n`)
   await new Promise((resolve) => setTimeout(resolve, 50))
   release()
   await closing
@@ -235,5 +235,5 @@ t.test('requestTimeoutMs: 30 s by default, headers within it; 0 turns it off', a
 
 t.test('loopbackByDefault: false keeps any Host on loopback', async (t) => {
   const { port } = await listening(t, { loopbackByDefault: false })
-  t.equal((await raw(port, 'GET /ping HTTP/1.1\r\nHost: mcp.example\r\nConnection: close\r\n\r\n')).status, 202)
+  t.equal((await raw(port, 'GET /ping HTTP/1.1\r\nMcp-Protocol-Version: 2025-11-25\r\nHost: mcp.example\r\nConnection: close\r\n\r\n')).status, 202)
 })

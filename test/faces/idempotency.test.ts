@@ -76,7 +76,7 @@ t.test('a retried call with the same Mcp-Request-Id runs once and replays the fi
     (await app.inject({ ...post('count', 'stream-1', { arguments: { n: 9 } }), headers: { 'mcp-request-id': 'stream-1', accept: 'text/event-stream' } })).payload
   t.match(await streamed(), /event: result\ndata: .*run 6 of n=9/)
   t.match(await streamed(), /run 7 of n=9/, 'a stream is not replayed: it runs again')
-  const ping = await app.inject({ url: '/ping', headers: { 'mcp-request-id': 'call-1' } })
+  const ping = await app.inject({ url: '/ping', headers: { 'mcp-protocol-version': '2025-11-25', 'mcp-request-id': 'call-1' } })
   t.equal(ping.statusCode, 202, 'only tool calls are deduplicated')
 })
 

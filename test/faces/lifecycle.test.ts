@@ -48,21 +48,21 @@ t.test('GET /discover with ETag and cache hints', async (t) => {
 
 t.test('GET /ping answers 202 with no body', async (t) => {
   const { app } = await build(t)
-  const res = await app.inject({ url: '/ping' })
+  const res = await app.inject({ url: '/ping', headers: { 'mcp-protocol-version': '2025-11-25' } })
   t.equal(res.statusCode, 202)
   t.equal(res.payload, '')
-  const bad = await call(app, { url: '/ping', headers: { 'mcp-meta': 'nope' } })
+  const bad = await call(app, { url: '/ping', headers: { 'mcp-protocol-version': '2025-11-25', 'mcp-meta': 'nope' } })
   t.same([bad.status, bad.body.code], [400, -32602], 'a bad Mcp-Meta is never ignored')
 })
 
 t.test('POST /logLevel stores the level for the connection', async (t) => {
   const store = new MemoryStore()
   const { app } = await build(t, { store })
-  const res = await app.inject({ method: 'POST', url: '/logLevel', payload: { level: 'warning' } })
+  const res = await app.inject({ method: 'POST', url: '/logLevel', headers: { 'mcp-protocol-version': '2025-11-25' }, payload: { level: 'warning' } })
   t.equal(res.statusCode, 202)
   t.equal(res.payload, '')
   t.equal(await store.connections.getLogLevel('anonymous'), 'warning')
-  const bad = await call(app, { method: 'POST', url: '/logLevel', payload: { level: 'loud' } })
+  const bad = await call(app, { method: 'POST', url: '/logLevel', headers: { 'mcp-protocol-version': '2025-11-25' }, payload: { level: 'loud' } })
   t.same([bad.status, bad.body.code], [400, -32602])
   t.equal(await store.connections.getLogLevel('anonymous'), 'warning')
 })
@@ -121,7 +121,7 @@ t.test('a store that fails is a 500 with no details, and is logged', async (t) =
     throw new Error('ECONNREFUSED 10.0.0.7:6379')
   }
   const { app } = await build(t, { store })
-  const res = await call(app, { method: 'POST', url: '/logLevel', payload: { level: 'info' } })
+  const res = await call(app, { method: 'POST', url: '/logLevel', headers: { 'mcp-protocol-version': '2025-11-25' }, payload: { level: 'info' } })
   t.same([res.status, res.body], [500, { code: -32603, message: 'Internal error' }])
   t.notMatch(res.raw, /ECONNREFUSED/)
 })

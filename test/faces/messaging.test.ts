@@ -102,7 +102,7 @@ t.test('notifications: groups repeat until acknowledged; new ones wait', async (
 
 t.test('log notifications follow the client level: legacy /logLevel, modern per-request _meta', async (t) => {
   const { app } = await build(t, { mcp: server() })
-  await app.inject({ method: 'POST', url: '/logLevel', payload: { level: 'warning' } })
+  await app.inject({ method: 'POST', url: '/logLevel', headers: { 'mcp-protocol-version': '2025-11-25' }, payload: { level: 'warning' } })
   await call(app, { method: 'POST', url: '/tools/work/calls', payload: { arguments: { steps: 0 } }, headers: LEGACY })
   const legacy = (await app.inject({ url: '/notifications' })).json()
   t.same(legacy, [{ method: 'notifications/message', params: { level: 'error', data: 'an error line', logger: 'worker' } }], 'info is below warning')
@@ -116,7 +116,7 @@ t.test('an instance booting on a shared store announces no list change to the cl
   const running = new McpServer({ name: 'a', version: '1', store: shared })
   running.tool({ name: 'echo' }, () => 'a')
   const { app } = await build(t, { mcp: running })
-  await app.inject({ method: 'POST', url: '/logLevel', payload: { level: 'error' } }) // the connection exists
+  await app.inject({ method: 'POST', url: '/logLevel', headers: { 'mcp-protocol-version': '2025-11-25' }, payload: { level: 'error' } }) // the connection exists
   const booting = new McpServer({ name: 'b', version: '1', store: shared })
   booting.tool({ name: 'echo' }, () => 'b')
   booting.prompt({ name: 'hello' }, () => 'hi')
@@ -132,8 +132,8 @@ t.test('list_changed after a run-time registration; resources/updated only to su
   const { app } = await build(t, { mcp, authenticate: async (request: FastifyRequest): Promise<Principal> => ({ id: String(request.headers['x-user']), scopes: [], anonymous: false }) })
   const alice = { 'x-user': 'alice' }
   const bob = { 'x-user': 'bob' }
-  await app.inject({ method: 'POST', url: '/resources/subscribe', headers: alice, payload: { uri: 'x:watched' } })
-  await app.inject({ method: 'POST', url: '/logLevel', headers: bob, payload: { level: 'error' } })
+  await app.inject({ method: 'POST', url: '/resources/subscribe', headers: { ...alice, 'mcp-protocol-version': '2025-11-25' }, payload: { uri: 'x:watched' } })
+  await app.inject({ method: 'POST', url: '/logLevel', headers: { ...bob, 'mcp-protocol-version': '2025-11-25' }, payload: { level: 'error' } })
   mcp.tool({ name: 'late' }, () => 'late')
   await mcp.resourceUpdated('x:watched')
   await mcp.resourceUpdated('x:other')
@@ -283,7 +283,7 @@ t.test('sessions: /initialize issues Mcp-Session-Id and each session is its own 
   const s2 = (await initialize(app, {})).headers['mcp-session-id'] as string
   t.match(s1, /^[\w-]{24}$/)
   t.not(s1, s2)
-  await app.inject({ method: 'POST', url: '/logLevel', headers: { 'mcp-session-id': s1 }, payload: { level: 'debug' } })
+  await app.inject({ method: 'POST', url: '/logLevel', headers: { 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': s1 }, payload: { level: 'debug' } })
   await call(app, { method: 'POST', url: '/tools/work/calls', headers: { ...LEGACY, 'mcp-session-id': s1 }, payload: { arguments: { steps: 0 } } })
   t.equal((await app.inject({ url: '/notifications', headers: { 'mcp-session-id': s1 } })).json().length, 2)
   t.same((await app.inject({ url: '/notifications', headers: { 'mcp-session-id': s2 } })).json(), [])

@@ -40,18 +40,52 @@ t.test('/mcp: every method of the table is -32601 in an era that does not define
   t.equal((await rpc(app, 'toString')).body.error.code, -32601, 'an inherited property is not a method')
 })
 
-t.test('Pure HTTP: every REST route of the table is served in every era (docs/sep-1612.md)', async (t) => {
+t.test('Pure HTTP: every REST route is served in every era, except that a method 2026-07-28 removed is 404 -32601 there, saying what instead', async (t) => {
   const { app } = await build(t)
+  let removed = 0
   for (const [name, entry] of entries) {
     for (const route of entry.rest) {
       const url = route.url.replace(/:[a-zA-Z]+/g, 'x')
       for (const era of ERAS) {
         const res = await call(app, { method: route.method, url, headers: pureHeaders(era), ...(route.method === 'POST' ? { payload: '{}' } : {}) })
-        t.not(res.status === 404 && res.body?.code === -32601, true, `${route.method} ${url} (${name}, ${era}) is a route`)
         t.not(res.status, 405, `${route.method} ${url} (${name}, ${era})`)
+        if (era === 'modern' && !entry.eras.includes('modern')) {
+          removed++
+          t.equal(res.status, 404, `${route.method} ${url} (${name}) is not there in 2026-07-28`)
+          t.same(res.body, { code: -32601, message: `Method not found: ${name} is not part of MCP 2026-07-28: ${entry.instead}` }, `${name}: what instead`)
+          t.ok(entry.instead, `${name} says what a 2026-07-28 client does instead`)
+        } else {
+          t.not(res.status === 404 && res.body?.code === -32601, true, `${route.method} ${url} (${name}, ${era}) is a route`)
+        }
       }
     }
   }
+  t.equal(removed, 5, 'initialize, ping, logging/setLevel, resources/subscribe and resources/unsubscribe')
+})
+
+t.test('POST /initialize without Mcp-Protocol-Version is the 2025 handshake; with a 2026-07-28 header it is not there', async (t) => {
+  const { app } = await build(t)
+  const body = { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'c', version: '1' } }
+  const bare = await call(app, { method: 'POST', url: '/initialize', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) })
+  t.equal(bare.status, 200)
+  t.equal(bare.body.protocolVersion, '2025-11-25')
+  const modern = await call(app, { method: 'POST', url: '/initialize', headers: pureHeaders('modern'), payload: JSON.stringify(body) })
+  t.same([modern.status, modern.body.code], [404, -32601])
+  t.match(modern.body.message, /GET \/discover says what the server offers/)
+})
+
+t.test('the OpenAPI document marks the operations of removed methods deprecated, naming the versions they serve', async (t) => {
+  const { app } = await build(t)
+  const doc = (await call(app, { method: 'GET', url: '/openapi.json' })).body
+  const deprecated: string[] = []
+  for (const item of Object.values(doc.paths as Record<string, Record<string, { operationId: string; deprecated?: boolean; description?: string }>>)) {
+    for (const op of Object.values(item)) {
+      if (op.deprecated !== true) continue
+      deprecated.push(op.operationId)
+      t.match(op.description, /^(.+ )?Only for clients of 2025-11-25 and 2025-06-18 \(Mcp-Protocol-Version\): MCP 2026-07-28 removed /, op.operationId)
+    }
+  }
+  t.same(deprecated.sort(), ['initialize', 'ping', 'setLogLevel', 'subscribeResource', 'unsubscribeResource'])
 })
 
 t.test('the OpenAPI document has the operations of the table, and no MCP method the table lacks', async (t) => {

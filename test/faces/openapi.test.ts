@@ -25,6 +25,7 @@ const ROUTES: Record<string, string[]> = {
   '/resources/{uri}': ['get', 'post'],
   '/resources/subscribe': ['post'],
   '/resources/unsubscribe': ['post'],
+  '/subscriptions/listen': ['post'],
   '/notifications': ['get', 'post'],
   '/requests': ['post'],
   '/responses': ['post'],

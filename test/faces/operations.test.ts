@@ -59,7 +59,7 @@ t.test('under pressure: 503 with Retry-After, except /health', async (t) => {
   const rss = (await build(t, { loadShedding: { maxRssBytes: 1 } })).app
   let byRss
   for (let i = 0; i < 300; i++) {
-    byRss = await rss.inject({ url: '/ping' })
+    byRss = await rss.inject({ url: '/ping', headers: { 'mcp-protocol-version': '2025-11-25' } })
     if (byRss.statusCode === 503) break
     await sleep(10)
   }

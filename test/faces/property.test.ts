@@ -36,6 +36,11 @@ const origin = `http://127.0.0.1:${port}`
 
 async function send(method: string, path: string, headers: Record<string, string>, body?: string) {
   const res = await request(origin + path, { method: method as 'GET', headers, body, headersTimeout: 15_000, bodyTimeout: 15_000 })
+  // A stream that stays open (subscriptions/listen) is judged by its head; leaving it closes it.
+  if (String(res.headers['content-type']).startsWith('text/event-stream')) {
+    res.body.destroy()
+    return { status: res.statusCode, headers: res.headers, raw: '' }
+  }
   return { status: res.statusCode, headers: res.headers, raw: await res.body.text() }
 }
 

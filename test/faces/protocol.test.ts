@@ -29,14 +29,14 @@ t.test('every route answers with Mcp-Protocol-Version and Mcp-Request-Id', async
   const { app } = await build(t)
   const requests = [
     { url: '/discover' },
-    { url: '/ping' },
+    { url: '/ping', headers: { 'mcp-protocol-version': '2025-11-25' } },
     { url: '/tools' },
     { url: '/prompts' },
     { url: '/resources' },
     { url: '/resources/templates' },
     { url: '/openapi.json' },
     { url: '/nowhere' },
-    { method: 'POST' as const, url: '/logLevel', payload: { level: 'info' } },
+    { method: 'POST' as const, url: '/logLevel', headers: { 'mcp-protocol-version': '2025-11-25' }, payload: { level: 'info' } },
     { method: 'DELETE' as const, url: '/tools' }
   ]
   for (const r of requests) {
@@ -50,12 +50,12 @@ const GENERATED = /^[\w-]{12}\.[0-9a-z]+$/
 
 t.test('Mcp-Request-Id: generated when absent, refused when malformed', async (t) => {
   const { app } = await build(t)
-  const gen = await app.inject({ url: '/ping' })
+  const gen = await app.inject({ url: '/ping', headers: { 'mcp-protocol-version': '2025-11-25' } })
   t.match(gen.headers['mcp-request-id'], GENERATED, 'this process\'s random prefix and a sequence number')
-  const other = await app.inject({ url: '/ping' })
+  const other = await app.inject({ url: '/ping', headers: { 'mcp-protocol-version': '2025-11-25' } })
   t.not(other.headers['mcp-request-id'], gen.headers['mcp-request-id'])
   for (const bad of ['x'.repeat(129), 'has space']) {
-    const res = await call(app, { url: '/ping', headers: { 'mcp-request-id': bad } })
+    const res = await call(app, { url: '/ping', headers: { 'mcp-protocol-version': '2025-11-25', 'mcp-request-id': bad } })
     t.same([res.status, res.body.code], [400, -32600], JSON.stringify(bad))
     t.not(res.headers['mcp-request-id'], bad, 'a malformed id is never echoed')
     t.match(res.headers['mcp-request-id'], GENERATED)

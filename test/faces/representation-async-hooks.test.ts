@@ -33,7 +33,7 @@ t.test('every kind of route, under an async onSend hook of the app, is sent once
     for (const url of ['/tools', '/prompts', '/resources', '/resources/templates', '/discover', '/notifications', '/resources/demo%3A%2F%2Fitems%2F2']) {
       requests.push([{ url, headers }, 200])
     }
-    requests.push([{ url: '/ping', headers }, 202])
+    requests.push([{ url: '/ping', headers: { ...headers, 'mcp-protocol-version': '2025-11-25' } }, 202])
     requests.push([{ url: '/prompts/greeting', headers: { ...headers, 'mcp-arguments': '{"name":"Ada"}' } }, 200])
     requests.push([{ method: 'POST', url: '/tools/echo/calls', headers: { ...headers, ...json }, payload: { arguments: { text: 'hi' } } }, 200])
     requests.push([{ method: 'POST', url: '/tools/nope/calls', headers: { ...headers, ...json }, payload: {} }, 404])

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { call, json } from '../helpers/helper.js'
+import { call, json, legacyJson } from '../helpers/helper.js'
 import { rpc } from '../helpers/rpc.js'
 import { FILESYSTEM, direct, drain, everythingStdio, serveUpstream, until } from '../helpers/gateway-helper.js'
 
@@ -56,7 +56,7 @@ t.test('server-filesystem (tools only): its capabilities, and -32601 for the res
 
 t.test("the upstream's log messages outside a call reach the connections that set a level", async (t) => {
   const { app } = await serveUpstream(t, everythingStdio)
-  t.equal((await call(app, { method: 'POST', url: '/logLevel', ...json({ level: 'debug' }) })).status, 202)
+  t.equal((await call(app, { method: 'POST', url: '/logLevel', ...legacyJson({ level: 'debug' }) })).status, 202)
   // server-everything logs once during this call, then every 5 s outside any call.
   await call(app, { method: 'POST', url: '/tools/toggle-simulated-logging/calls', ...json({ arguments: {} }) })
   t.teardown(() => call(app, { method: 'POST', url: '/tools/toggle-simulated-logging/calls', ...json({ arguments: {} }) }))

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { call, json } from '../helpers/helper.js'
+import { call, json, legacyJson } from '../helpers/helper.js'
 import { rpc } from '../helpers/rpc.js'
 import { caps, drain, everythingSse, serveUpstream, until } from '../helpers/gateway-helper.js'
 import { post, start } from '../helpers/gateway-cli-helper.js'
@@ -87,7 +87,7 @@ t.test('server-everything in its HTTP+SSE mode, served over Pure HTTP', async (t
 
   // A subscription subscribes the upstream; its resources/updated come back on the stream.
   const uri = 'demo://resource/static/document/architecture.md'
-  t.equal((await app.inject({ method: 'POST', url: '/resources/subscribe', ...json({ uri }) })).statusCode, 202)
+  t.equal((await app.inject({ method: 'POST', url: '/resources/subscribe', ...legacyJson({ uri }) })).statusCode, 202)
   await drain(app)
   await call(app, { method: 'POST', url: '/tools/toggle-subscriber-updates/calls', ...json({ arguments: {} }) })
   let updated = false

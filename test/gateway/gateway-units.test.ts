@@ -201,10 +201,10 @@ t.test('an HTTP upstream closed after it answered initialize, before the connect
 
 t.test('a restarted upstream is subscribed again to what clients are subscribed to', async (t) => {
   const { serveUpstream, until } = await import('../helpers/gateway-helper.js')
-  const { call, json } = await import('../helpers/helper.js')
+  const { call, json, legacyJson } = await import('../helpers/helper.js')
   const { app, gw } = await serveUpstream(t, oddUpstream, { restartMinMs: 50 })
   const uri = 'odd://r/0-7'
-  t.equal((await app.inject({ method: 'POST', url: '/resources/subscribe', ...json({ uri }) })).statusCode, 202)
+  t.equal((await app.inject({ method: 'POST', url: '/resources/subscribe', ...legacyJson({ uri }) })).statusCode, 202)
   t.equal((await call(app, { method: 'POST', url: '/tools/subs/calls', ...json({ arguments: {} }) })).body.content[0].text, uri)
   const pid = gw.upstream.pid
   await call(app, { method: 'POST', url: '/tools/exit/calls', ...json({ arguments: {} }) })

@@ -83,7 +83,8 @@ t.test('virtualServers: picked, renamed, described, scoped entries of several up
 
   // A subscription through the virtual server subscribes the upstream that serves the URI, and its
   // updates reach the virtual server's subscribers.
-  t.equal((await post('/team/resources/subscribe', { uri })).status, 202)
+  const subscribed = await fetch(`${gw.base}/team/resources/subscribe`, { method: 'POST', headers: { ...as(ALICE), 'mcp-protocol-version': '2025-11-25' }, body: JSON.stringify({ uri }) })
+  t.equal(subscribed.status, 202, 'by a 2025-11-25 client: 2026-07-28 has subscriptions/listen instead')
   await post('/team/tools/toggle-subscriber-updates/calls', { arguments: {} })
   let heard: { method: string; params?: { uri?: string } }[] = []
   for (let i = 0; i < 1000 && !heard.some((n) => n.method === 'notifications/resources/updated'); i++) {
@@ -109,7 +110,7 @@ t.test('a virtual server in process: names from a template, templates and comple
   const { MemoryRelay } = await import('../../src/gateway/relay.js')
   const { MemoryStore } = await import('../../src/store/memory.js')
   const { buildServer } = await import('../../src/server.js')
-  const { call, json } = await import('../helpers/helper.js')
+  const { call, json, legacyJson } = await import('../helpers/helper.js')
   const { caps, everythingStdio, until } = await import('../helpers/gateway-helper.js')
   const warned: Record<string, unknown>[] = []
   const log = { debug() {}, info() {}, warn: (o: unknown) => void warned.push(o as Record<string, unknown>), error() {} }
@@ -152,7 +153,7 @@ t.test('a virtual server in process: names from a template, templates and comple
   const read = await call(app, { url: `/resources/${encodeURIComponent('demo://resource/dynamic/text/3')}` })
   t.match(read.body.contents[0].text, /Resource 3/)
   // Unsubscribing what nobody subscribed, and a URI no upstream serves: nothing to release.
-  t.equal((await call(app, { method: 'POST', url: '/resources/unsubscribe', ...json({ uri: 'demo://elsewhere' }) })).status, 202)
+  t.equal((await call(app, { method: 'POST', url: '/resources/unsubscribe', ...legacyJson({ uri: 'demo://elsewhere' }) })).status, 202)
 
   // An update of a URI the virtual server does not serve reaches the upstream's own mount alone.
   const updated: string[] = []

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
-import { call, json } from '../helpers/helper.js'
+import { call, json, legacyJson } from '../helpers/helper.js'
 import { MODERN, envelope } from '../helpers/rpc.js'
 import { caps, direct, drain, everythingStdio, serveUpstream, until } from '../helpers/gateway-helper.js'
 
@@ -225,7 +225,7 @@ t.test('server-everything over stdio, served over Pure HTTP', async (t) => {
 
   t.test('subscriptions: the upstream is subscribed, and its resources/updated reach the subscriber', async (t) => {
     const uri = (await call(app, { url: '/resources' })).body.resources[0].uri
-    const sub = await app.inject({ method: 'POST', url: '/resources/subscribe', ...json({ uri }) })
+    const sub = await app.inject({ method: 'POST', url: '/resources/subscribe', ...legacyJson({ uri }) })
     t.equal(sub.statusCode, 202)
     await drain(app)
     await call(app, { method: 'POST', url: '/tools/toggle-subscriber-updates/calls', ...json({ arguments: {} }) })
@@ -233,7 +233,7 @@ t.test('server-everything over stdio, served over Pure HTTP', async (t) => {
     await until(async () => (seen ||= (await drain(app)).some((n) => n.method === 'notifications/resources/updated' && n.params?.uri === uri)), 'resources/updated')
     t.ok(seen)
     await call(app, { method: 'POST', url: '/tools/toggle-subscriber-updates/calls', ...json({ arguments: {} }) })
-    const unsub = await app.inject({ method: 'POST', url: '/resources/unsubscribe', ...json({ uri }) })
+    const unsub = await app.inject({ method: 'POST', url: '/resources/unsubscribe', ...legacyJson({ uri }) })
     t.equal(unsub.statusCode, 202)
   })
 

@@ -51,6 +51,12 @@ export const json = (body: unknown) => ({
   headers: { 'content-type': 'application/json' }
 })
 
+/** {@link json} from a 2025-11-25 client: for the methods 2026-07-28 removed (`/logLevel`, `/resources/subscribe`). */
+export const legacyJson = (body: unknown) => ({
+  payload: JSON.stringify(body),
+  headers: { 'content-type': 'application/json', 'mcp-protocol-version': '2025-11-25' }
+})
+
 /** The demo catalogue's tools, in registration order (src/demo/). */
 export const DEMO_TOOLS = ['echo', 'add', 'get_weather', 'update_work_item', 'slow_compute', 'failing_job', 'needs_input_task', 'long_sum']
 

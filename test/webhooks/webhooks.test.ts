@@ -208,9 +208,9 @@ t.test('list_changed reaches a connection with a webhook by delivery, every othe
   const { app, mcp } = await setup(t, rx.port, { attempts: 2 })
   const { secret } = (await register(app, { url: rx.url, events: ['notifications/tools/list_changed', 'notifications/prompts/list_changed'] })).body
   t.equal((await register(app, { url: rx.url, events: ['notifications/progress'] }, 'carol')).status, 201, 'carol wants no list_changed')
-  t.equal((await call(app, { method: 'POST', url: '/logLevel', payload: { level: 'info' }, headers: { 'x-user': 'bob' } })).status, 202, 'bob: a connection, no webhook')
-  await call(app, { method: 'POST', url: '/logLevel', payload: { level: 'info' }, headers: { 'x-user': 'carol' } })
-  await call(app, { method: 'POST', url: '/logLevel', payload: { level: 'info' } })
+  t.equal((await call(app, { method: 'POST', url: '/logLevel', payload: { level: 'info' }, headers: { 'mcp-protocol-version': '2025-11-25', 'x-user': 'bob' } })).status, 202, 'bob: a connection, no webhook')
+  await call(app, { method: 'POST', url: '/logLevel', payload: { level: 'info' }, headers: { 'mcp-protocol-version': '2025-11-25', 'x-user': 'carol' } })
+  await call(app, { method: 'POST', url: '/logLevel', headers: { 'mcp-protocol-version': '2025-11-25' }, payload: { level: 'info' } })
 
   mcp.tool({ name: 'added' }, async () => 'added')
   const [first] = await rx.waitFor(1)

@@ -1,11 +1,10 @@
 import type { Static } from '@sinclair/typebox'
+import type { McpServer } from '../core/mcp-server.js'
 import type { ListKind } from '../core/registry.js'
+import type { EventStream } from '../http/event-stream.js'
 import type { ListenParamsSchema } from '../schema/subscriptions.js'
-import { openEventStream } from './event-stream.js'
-import { STREAMED, type RequestId } from './message.js'
-import type { Call } from './rpc-methods.js'
 
-type Filter = Static<typeof ListenParamsSchema>['notifications']
+export type ListenFilter = Static<typeof ListenParamsSchema>['notifications']
 type Flag = 'toolsListChanged' | 'promptsListChanged' | 'resourcesListChanged'
 
 const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId'
@@ -19,7 +18,7 @@ const CHANGE: Record<ListKind, readonly [Flag, string]> = {
 }
 
 /**
- * `subscriptions/listen` (2026-07-28): an SSE response that stays open and carries the change
+ * `subscriptions/listen` (2026-07-28), for both faces: on a stream the face opened, the change
  * notifications the client asked for, each tagged with the subscription id (the request's id). It
  * needs no shared state: the catalogue is this process's own, so any instance can serve a stream.
  * `resourceSubscriptions` (the URIs of resources or templates this server serves; the acknowledgement
@@ -29,18 +28,17 @@ const CHANGE: Record<ListKind, readonly [Flag, string]> = {
 export class ListenStreams {
   readonly #open = new Set<() => void>()
 
+  /** `keepAliveMs`: how often the face's stream sends a keep-alive comment while quiet. */
   constructor(readonly keepAliveMs: number) {}
 
-  async open(call: Call, filter: Filter): Promise<typeof STREAMED> {
-    const { reply, id } = call
-    const mcp = call.request.server.mcp
+  open(mcp: McpServer, id: string | number, filter: ListenFilter, stream: EventStream): void {
+    const { res, send, stopKeepAlive } = stream
     const agreed: Partial<Record<Flag, true>> & { resourceSubscriptions?: string[] } = {}
     for (const [flag] of Object.values(CHANGE)) if (filter[flag] === true) agreed[flag] = true
     // Only URIs this server serves are honoured; the acknowledgement tells the client which.
     const watched = new Set(filter.resourceSubscriptions?.filter((uri) => mcp.isKnownResource(uri)))
     if (filter.resourceSubscriptions !== undefined) agreed.resourceSubscriptions = [...watched]
     const meta = { [SUBSCRIPTION_ID]: id }
-    const { res, send, stopKeepAlive } = openEventStream(call.request, reply, this.keepAliveMs)
     send({ method: 'notifications/subscriptions/acknowledged', params: { _meta: meta, notifications: agreed } })
     const stopChanges = mcp.onChange((kind) => {
       const [flag, method] = CHANGE[kind]
@@ -48,18 +46,16 @@ export class ListenStreams {
     })
     const stopUpdates =
       watched.size === 0 ? undefined : mcp.watchResources(watched, (uri) => send({ method: 'notifications/resources/updated', params: { uri, _meta: meta } }))
-    const stop = () => {
+    const cleanup = () => {
       stopChanges()
       stopUpdates?.()
-    }
-    const cleanup = () => {
-      stop()
       stopKeepAlive()
       this.#open.delete(close)
     }
+    // The spec's ending by a server that stops: the listen request's result, then the end.
     const close = () => {
       cleanup()
-      send(graceful(id, meta))
+      stream.result({ resultType: 'complete', _meta: meta })
       res.end()
     }
     this.#open.add(close)
@@ -69,15 +65,10 @@ export class ListenStreams {
       cleanup()
       res.destroy()
     })
-    return STREAMED
   }
 
-  /** End every stream the way the spec asks of a server that stops: the listen request's result, then the end. */
+  /** End every stream the way the spec asks of a server that stops. */
   closeAll(): void {
     for (const close of [...this.#open]) close()
   }
-}
-
-function graceful(id: RequestId, meta: Record<string, RequestId>): object {
-  return { id, result: { resultType: 'complete', _meta: meta } }
 }
