@@ -12,7 +12,8 @@ export const SERVER_CARD_SCHEMA_URL = 'https://static.modelcontextprotocol.io/sc
 export const SERVER_CARD_MEDIA_TYPE = 'application/mcp-server-card+json'
 export const AI_CATALOG_MEDIA_TYPE = 'application/ai-catalog+json'
 /** Reverse-DNS namespace, one slash, server name. */
-export const SERVER_CARD_NAME = /^[a-zA-Z0-9.-]+\/[a-zA-Z0-9._-]+$/
+const NAME_PATTERN = '^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$'
+export const SERVER_CARD_NAME = new RegExp(NAME_PATTERN)
 
 const uri = (description: string) => Type.String({ format: 'uri', description })
 
@@ -49,7 +50,7 @@ export const ServerCardRepositorySchema = Type.Object({
 export const ServerCardSchema = Type.Object(
   {
     $schema: Type.String({ format: 'uri', pattern: `^${SERVER_CARD_SCHEMA_URL.replaceAll('.', '\\.')}$` }),
-    name: Type.String({ minLength: 3, maxLength: 200, pattern: SERVER_CARD_NAME.source, description: 'Reverse-DNS namespace / name.' }),
+    name: Type.String({ minLength: 3, maxLength: 200, pattern: NAME_PATTERN, description: 'Reverse-DNS namespace / name.' }),
     version: Type.String({ maxLength: 255 }),
     description: Type.String({ minLength: 1, maxLength: 100 }),
     title: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
