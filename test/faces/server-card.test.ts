@@ -106,6 +106,13 @@ t.test('any origin may read it; preflights are answered; the Host check stays', 
   t.equal((await fetch(`${base}/mcp/server-card`, { method: 'POST' })).status, 405)
 })
 
+t.test('rate limits count the card, per address', async (t) => {
+  const { base } = await listen(t, { serverCard: true, rateLimit: { max: 2, timeWindowMs: 60_000 } })
+  const statuses = []
+  for (let i = 0; i < 3; i++) statuses.push((await fetch(`${base}/mcp/server-card`)).status)
+  t.same(statuses, [200, 200, 429])
+})
+
 t.test('without a public URL: the endpoint is a variable, the catalogue carries the card inline', async (t) => {
   const mcp = new McpServer({ name: 'mcp-pure-http-demo', version: '0.1.0' })
   const { base } = await listen(t, { mcp, serverCard: true })
