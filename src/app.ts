@@ -191,7 +191,8 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
     const jsonRpcPath = opts.jsonRpc === false ? undefined : (opts.jsonRpc?.path ?? '/mcp')
     // Without a Streamable HTTP endpoint to append to, at the REST face's root.
     const path = `${jsonRpcPath ?? ''}/server-card`
-    const card = buildServerCard(mcp, options, { prefix: fastify.prefix, jsonRpcPath })
+    const apiKeyRequired = opts.apiKeys !== undefined && opts.oauth === undefined
+    const card = buildServerCard(mcp, options, { prefix: fastify.prefix, jsonRpcPath, apiKeyRequired })
     fastify.mcpServerCards?.push({ card, path: `${fastify.prefix}${path}`, prefix: fastify.prefix, publicUrl: options.publicUrl })
     await fastify.register(serverCardRoutes, { card, path })
   }

@@ -41,6 +41,18 @@ export interface ServerCardOptions {
 export interface CardSite {
   prefix: string
   jsonRpcPath: string | undefined
+  /** Static API keys are the only way in: the card says to send one (OAuth clients learn from the 401). */
+  apiKeyRequired?: boolean
+}
+
+// The card schema's way to ask the user for a secret header: a template, its variable secret.
+const API_KEY_HEADER = {
+  name: 'Authorization',
+  description: 'An API key of this server, as a bearer token.',
+  isRequired: true,
+  isSecret: true,
+  value: 'Bearer {api_key}',
+  variables: { api_key: { description: 'Your API key for this server.', isRequired: true, isSecret: true } }
 }
 
 /** Our own `_meta` key: the Pure HTTP face is no transport type the card schema knows. */
@@ -73,6 +85,7 @@ export function buildServerCard(mcp: McpServer, options: ServerCardOptions, site
       type: 'streamable-http',
       url: `${root}${site.prefix}${site.jsonRpcPath}`,
       ...(base === undefined ? { variables: { origin: { description: 'Scheme, host and port this server is reached at, e.g. https://mcp.example.com', isRequired: true } } } : {}),
+      ...(site.apiKeyRequired === true ? { headers: [API_KEY_HEADER] } : {}),
       supportedProtocolVersions: versions
     })
   }

@@ -60,7 +60,23 @@ t.test("the card: the catalogue's identity, the endpoints under the public URL, 
     version: '2.3.4',
     description: 'Keeps notes for a team.',
     title: 'Notes',
-    remotes: [{ type: 'streamable-http', url: `${PUBLIC}/mcp`, supportedProtocolVersions: [...SUPPORTED_VERSIONS] }],
+    remotes: [
+      {
+        type: 'streamable-http',
+        url: `${PUBLIC}/mcp`,
+        headers: [
+          {
+            name: 'Authorization',
+            description: 'An API key of this server, as a bearer token.',
+            isRequired: true,
+            isSecret: true,
+            value: 'Bearer {api_key}',
+            variables: { api_key: { description: 'Your API key for this server.', isRequired: true, isSecret: true } }
+          }
+        ],
+        supportedProtocolVersions: [...SUPPORTED_VERSIONS]
+      }
+    ],
     _meta: { [PURE_HTTP_META]: { url: PUBLIC, openapi: `${PUBLIC}/openapi.json`, supportedProtocolVersions: [...SUPPORTED_VERSIONS] } }
   })
   t.ok(validCard(card), 'valid by the card schema')
@@ -81,7 +97,8 @@ t.test('public with OAuth on: no token needed', async (t) => {
   const refused = await fetch(`${base}/discover`)
   t.equal(refused.status, 401)
   t.match(refused.headers.get('www-authenticate'), /^Bearer /)
-  t.equal((await fetch(`${base}/mcp/server-card`)).status, 200)
+  const card = (await (await fetch(`${base}/mcp/server-card`)).json()) as any
+  t.notOk('headers' in card.remotes[0], 'no header to ask for: an OAuth client learns from the challenge')
   t.equal((await fetch(`${base}/.well-known/ai-catalog.json`)).status, 200)
 })
 
