@@ -90,17 +90,15 @@ export function buildServerCard(mcp: McpServer, options: ServerCardOptions, site
     })
   }
   const title = options.title ?? info.title
-  const websiteUrl = options.websiteUrl ?? info.websiteUrl
-  const icons = options.icons ?? info.icons
   const card: ServerCard = {
     $schema: SERVER_CARD_SCHEMA_URL,
     name,
     version: info.version,
     description: options.description ?? fit(info.description ?? info.title ?? info.name),
     ...(title === undefined ? {} : { title: options.title ?? fit(title) }),
-    ...(websiteUrl === undefined ? {} : { websiteUrl }),
+    ...(options.websiteUrl === undefined ? {} : { websiteUrl: options.websiteUrl }),
     ...(options.repository === undefined ? {} : { repository: options.repository }),
-    ...(icons === undefined ? {} : { icons }),
+    ...(options.icons === undefined ? {} : { icons: options.icons }),
     remotes,
     _meta: {
       ...options._meta,
