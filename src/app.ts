@@ -34,6 +34,8 @@ import notificationsRoutes from '../routes/notifications.js'
 import requestsRoutes from '../routes/requests.js'
 import tasksRoutes from '../routes/tasks.js'
 import wellKnownRoutes from '../routes/well-known.js'
+import serverCardRoutes from '../routes/server-card.js'
+import { buildServerCard, type CatalogedCard, type ServerCardOptions } from './http/server-card.js'
 import webhooks from './webhooks/plugin.js'
 import type { WebhookOptions } from './webhooks/options.js'
 import type { Observer } from './telemetry/index.js'
@@ -44,6 +46,8 @@ declare module 'fastify' {
     mcp: McpServer
     /** Where the MCP routes are mounted ('' at the root), for links such as Location. */
     mcpPrefix: string
+    /** The Server Cards of the app's mounts, for its AI Catalog (decorated by buildServer when cards are on). */
+    mcpServerCards?: CatalogedCard[]
   }
 }
 
@@ -116,6 +120,14 @@ export interface McpPluginOptions extends HostOriginOptions {
    * document, and `GET /console`, a page that runs every flow of the protocol against this server.
    */
   docs?: boolean
+  /**
+   * Experimental (SEP-2127 is a draft): serve this catalogue's MCP Server Card at
+   * `<streamable-http-url>/server-card` (`/mcp/server-card` under the prefix), public, with fields
+   * of its own or a `publicUrl` (docs/server-card.md). Default false.
+   * @example
+   * const options: Pick<McpPluginOptions, 'serverCard'> = { serverCard: { name: 'com.example/notes', publicUrl: 'https://mcp.example.com' } }
+   */
+  serverCard?: ServerCardOptions | boolean
   /** Telemetry of these routes (spans, metrics): what `startTelemetry` made; `buildServer` passes its own. */
   observer?: Observer
 }
@@ -176,6 +188,16 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   if (opts.webhooks !== undefined && opts.webhooks !== false) await fastify.register(webhooks, opts.webhooks === true ? {} : opts.webhooks)
   if (opts.jsonRpc !== false) await fastify.register(mcpEndpoint, { ...opts.jsonRpc, defaultVersion, metadataUrl, calls })
   await fastify.register(openapiRoutes)
+  if (opts.serverCard !== undefined && opts.serverCard !== false) {
+    const options = opts.serverCard === true ? {} : opts.serverCard
+    const jsonRpcPath = opts.jsonRpc === false ? undefined : (opts.jsonRpc?.path ?? '/mcp')
+    // Without a Streamable HTTP endpoint to append to, at the REST face's root.
+    const path = `${jsonRpcPath ?? ''}/server-card`
+    const apiKeyRequired = opts.apiKeys !== undefined && opts.oauth === undefined
+    const card = buildServerCard(mcp, options, { prefix: fastify.prefix, jsonRpcPath, apiKeyRequired })
+    fastify.mcpServerCards?.push({ card, path: `${fastify.prefix}${path}`, prefix: fastify.prefix, publicUrl: options.publicUrl })
+    await fastify.register(serverCardRoutes, { card, path })
+  }
   if (oauth !== undefined) {
     // RFC 9728's path-inserted URL, when it falls under this plugin's prefix (buildServer serves the rest).
     const inserted = oauth.insertedPath !== undefined && oauth.insertedPath.startsWith(`${fastify.prefix}/`) ? oauth.insertedPath.slice(fastify.prefix.length) : undefined

@@ -5,6 +5,7 @@ import { ConfigurationError } from './errors.js'
 import { isLoopbackHost, loopbackOnly, type HostOriginOptions } from './auth/origin.js'
 import type { Config } from './config.js'
 import type { CorsOptions } from './plugins/cors.js'
+import type { ServerCardOptions } from './http/server-card.js'
 
 /*
  * The options of the server and the plugin that the configuration gives (see loadConfig in
@@ -112,4 +113,10 @@ export function trustProxyFromConfig(c: Config): boolean | string[] {
  */
 export function loggerFromConfig(c: Config): false | { level: string } {
   return c.LOG_LEVEL === 'silent' ? false : { level: c.LOG_LEVEL }
+}
+
+/** The plugin's `serverCard` from `MCP_SERVER_CARD` and `MCP_PUBLIC_URL` (off unless asked). */
+export function serverCardFromConfig(c: Config): ServerCardOptions | false {
+  if (c.MCP_SERVER_CARD !== 'true') return false
+  return c.MCP_PUBLIC_URL === undefined ? {} : { publicUrl: c.MCP_PUBLIC_URL }
 }

@@ -91,6 +91,13 @@ export const ConfigSchema = Type.Object({
   MCP_TRUST_PROXY: Str('Trust X-Forwarded-For from: true (any), or addresses/CIDRs, comma-separated (default: none).'),
   MCP_METRICS: Type.Union([Type.Literal('true'), Type.Literal('false')], { default: 'false', description: 'Serve GET /metrics (Prometheus text format) outside the MCP routes.' }),
   MCP_METRICS_PORT: Int(0, 65535, 0, 'Serve /metrics on this port of its own instead (0: on PORT).'),
+  MCP_SERVER_CARD: Type.Union([Type.Literal('true'), Type.Literal('false')], {
+    default: 'false',
+    description: 'Experimental: serve the MCP Server Card (SEP-2127 draft) at /mcp/server-card of each mount, and /.well-known/ai-catalog.json.'
+  }),
+  MCP_PUBLIC_URL: Type.Optional(
+    Type.String({ pattern: '^https?://[^?#]+$', description: "Where clients reach this server's root (behind any proxy), e.g. https://mcp.example.com: the Server Card's URLs." })
+  ),
   MCP_DOCS: Type.Union([Type.Literal('true'), Type.Literal('false')], { default: 'true', description: 'Serve the interactive API reference at /docs and the console at /console.' }),
   ...StoreLimitsConfig,
   ...WebhookConfig
@@ -120,4 +127,4 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return config
 }
 
-export { apiKeysFromConfig, corsFromConfig, hostOriginFromConfig, loggerFromConfig, oauthFromConfig, trustProxyFromConfig } from './config-options.js'
+export { apiKeysFromConfig, corsFromConfig, serverCardFromConfig, hostOriginFromConfig, loggerFromConfig, oauthFromConfig, trustProxyFromConfig } from './config-options.js'

@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import { mcpPlugin } from './app.js'
 import type { ApiKey } from './auth/api-keys.js'
-import { apiKeysFromConfig, corsFromConfig, hostOriginFromConfig, loadConfig, loggerFromConfig, oauthFromConfig, trustProxyFromConfig, type Config } from './config.js'
+import { apiKeysFromConfig, corsFromConfig, hostOriginFromConfig, loadConfig, loggerFromConfig, oauthFromConfig, serverCardFromConfig, trustProxyFromConfig, type Config } from './config.js'
 import type { McpServer, McpServerOptions } from './core/mcp-server.js'
 import { createDemoServer } from './demo/catalogue.js'
 import { ConfigurationError } from './errors.js'
@@ -62,6 +62,7 @@ export async function serve(
     streams: { maxPerPrincipal: config.MCP_MAX_STREAMS_PER_PRINCIPAL, max: config.MCP_MAX_STREAMS },
     webhooks: webhooksFromConfig(config),
     docs: config.MCP_DOCS === 'true',
+    serverCard: serverCardFromConfig(config),
     cors: corsFromConfig(config),
     ...hostOriginFromConfig(config)
   }

@@ -6,6 +6,8 @@ import type { Socket } from 'node:net'
 import { isLoopbackHost } from './auth/origin.js'
 import { insertedPathOf, protectedResourceMetadata } from './auth/oauth.js'
 import wellKnownRoutes from '../routes/well-known.js'
+import { aiCatalogRoute } from '../routes/server-card.js'
+import { aiCatalog, type CatalogedCard } from './http/server-card.js'
 import { errors, type McpError } from './errors.js'
 import { LATEST_VERSION } from './protocol.js'
 import { mcpRequestId, newRequestId } from './headers.js'
@@ -93,6 +95,12 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   if (observer !== undefined) {
     observer.serveMetrics(app)
     if (plugin.observer === undefined) app.addHook('onClose', () => observer.shutdown())
+  }
+  if (plugin.serverCard !== undefined && plugin.serverCard !== false) {
+    // Every mount registered on this app (serve()'s others too) adds its card here.
+    const cards: CatalogedCard[] = []
+    app.decorate('mcpServerCards', cards)
+    await app.register(aiCatalogRoute, { cards: () => aiCatalog(cards) })
   }
   await app.register(mcpPlugin, { ...plugin, observer, ...(prefix === undefined ? {} : { prefix }) })
   // RFC 9728's path-inserted metadata URL outside the prefix (`/.well-known/oauth-protected-resource/mcp`).

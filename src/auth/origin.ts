@@ -84,7 +84,7 @@ export function hostOriginPolicy(options: HostOriginOptions, server?: Server): H
       }
     }
     const origin = request.headers.origin
-    if (origin === undefined) return done()
+    if (origin === undefined || request.routeOptions.config.mcpAnyOrigin === true) return done()
     const allowed = origins(request)
     if (allowed !== undefined && !allowed.has(origin.toLowerCase())) {
       request.log.warn({ origin: origin.slice(0, 256) }, 'request refused: Origin not allowed')

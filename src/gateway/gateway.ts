@@ -91,6 +91,7 @@ export class Gateway implements Forwarder {
       name: info?.name ?? opts.name,
       version: info?.version ?? '0.0.0',
       ...(info?.title === undefined ? {} : { title: info.title }),
+      ...(info?.description === undefined ? {} : { description: info.description }),
       ...(client?.getInstructions() === undefined ? {} : { instructions: client.getInstructions()! }),
       ...opts.server
     })

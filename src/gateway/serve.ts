@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { apiKeyRing, type ApiKey } from '../auth/api-keys.js'
 import { authSetup } from '../auth/oauth.js'
 import { hostOriginPolicy } from '../auth/origin.js'
-import { corsFromConfig, hostOriginFromConfig } from '../config-options.js'
+import { corsFromConfig, hostOriginFromConfig, serverCardFromConfig } from '../config-options.js'
 import mcpCors from '../plugins/cors.js'
 import { apiKeysFromConfig, oauthFromConfig, type Config } from '../config.js'
 import type { Logger } from '../core/request-context.js'
@@ -120,6 +120,8 @@ export async function serveGateway(served: readonly Served[], apiKeys: readonly 
     // With several mounts, the root lists them and their state: their catalogues' names, so with
     // OAuth or API keys on it needs a token or key like the mounts do. One audience serves them
     // all, so the first mount's challenge (its RFC 9728 metadata URL) is right here too.
+    // Experimental: each mount's Server Card, listed beside it (the AI Catalog lists them too).
+    const cards = serverCardFromConfig(config) !== false
     const { authenticate } = authSetup({ oauth: oauthFromConfig(config), apiKeys: apiKeysFromConfig(config, apiKeys) }, served[0]!.prefix)
     // What the mounts do, in their order: the Host and Origin check (DNS rebinding), CORS (a
     // preflight is answered there), then the token. In a context of its own, so that its hooks stay here.
@@ -136,7 +138,8 @@ export async function serveGateway(served: readonly Served[], apiKeys: readonly 
           state: gateways[i]!.upstream.state,
           ...(gateways[i]!.upstream.state === 'up' ? {} : { reason: gateways[i]!.upstream.lastError }),
           required: s.required,
-          serverInfo: gateways[i]!.mcp.serverInfo
+          serverInfo: gateways[i]!.mcp.serverInfo,
+          ...(cards && s.mounted ? { serverCard: `${s.prefix}/mcp/server-card` } : {})
         })),
         ...(virtuals.length === 0
           ? {}
@@ -146,6 +149,7 @@ export async function serveGateway(served: readonly Served[], apiKeys: readonly 
                 return {
                   name: virtual[i]!.name,
                   path: virtual[i]!.prefix,
+                  ...(cards ? { serverCard: `${virtual[i]!.prefix}/mcp/server-card` } : {}),
                   servers: vs.sources.map((g) => g.name),
                   state: down.length === 0 ? 'up' : 'degraded',
                   ...(down.length === 0 ? {} : { reason: down.map((g) => `${g.name} is ${g.upstream.state}: ${g.upstream.lastError}`).join('; ') })

@@ -32,6 +32,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The route answers without authentication (the RFC 9728 metadata). */
     mcpPublic?: boolean
+    /** A public, read-only document any page may read (the Server Card): no Origin check; the Host check stays. */
+    mcpAnyOrigin?: boolean
     /** The JSON-RPC endpoint: it reads the protocol version from the message, not before it. */
     mcpJsonRpc?: boolean
   }
