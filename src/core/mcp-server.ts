@@ -28,6 +28,7 @@ import { readResource, resourceNotFound } from './resources.js'
 import type { CacheHints } from './results.js'
 import { ALL_OFFERED, capabilitiesOf, discoverResult, offersOf, type Offers, initialize, type InitializeOptions, type Initialized } from './lifecycle.js'
 import { callTool } from './tools.js'
+import { UI_EXTENSION, UI_MIME_TYPE } from './apps.js'
 import type { MaybePromise } from './maybe-promise.js'
 
 export type { Initialized, McpServerOptions, Representation }
@@ -85,6 +86,8 @@ export class McpServer extends Registry {
     this.#lists = new ListCache(this.pageSize, this.cacheHints)
     this.onChange((kind) => {
       this.#lists.drop(kind)
+      // The capabilities name the Apps extension while a view is registered (see capabilities()).
+      if (kind === 'resources') this.#lists.dropDiscover()
       // Every connection hears that a list changed; a failing store must not fail the registration.
       // Not before serving: an instance booting on a shared store would tell every client of the
       // others that their lists changed each time it starts.
@@ -109,7 +112,13 @@ export class McpServer extends Registry {
 
   /** What this server offers; the same for every client. */
   capabilities(): Record<string, unknown> {
-    return capabilitiesOf(this.offers)
+    const caps = capabilitiesOf(this.offers)
+    // SEP-1865 defines the extension's settings for clients only (`mimeTypes`); a server with views
+    // declares the same, so that a host knows before reading any tool that there is a view to show.
+    if ([...this.resources.values()].some((r) => r.definition.mimeType === UI_MIME_TYPE)) {
+      ;(caps.extensions as Record<string, unknown>)[UI_EXTENSION] = { mimeTypes: [UI_MIME_TYPE] }
+    }
+    return caps
   }
 
   /**
@@ -182,7 +191,7 @@ export class McpServer extends Registry {
 
   /** Whether `uri` names a resource or matches a template (what may be subscribed to). */
   isKnownResource(uri: string): boolean {
-    return this.resources.has(uri) || [...this.templates.values()].some((t) => t.template.match(uri) !== undefined)
+    return this.servesResource(uri)
   }
 
   /** `resources/subscribe`: 404 for a resource this server does not have. */
