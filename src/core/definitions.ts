@@ -101,8 +101,8 @@ export interface ToolDefinition<I extends AnySchema, O extends AnySchema | undef
   _meta?: Meta
   /**
    * The MCP App view (SEP-1865) that renders this tool's results: set as `_meta.ui`, beside the rest
-   * of `_meta`. The `ui://` resource must be registered first ({@link Registry.uiResource}).
-   * @example ui: { resourceUri: 'ui://demo/echo-view' }
+   * of `_meta`, e.g. `ui: { resourceUri: 'ui://demo/echo-view' }`. The `ui://` resource must be
+   * registered first (`mcp.uiResource`): the registration fails otherwise.
    */
   ui?: UiToolMeta
   /**

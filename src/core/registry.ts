@@ -222,7 +222,7 @@ export class Registry {
    * (a string, or whole contents, sent as they are). Link a tool to it with the tool's `ui`.
    * @example
    * mcp.uiResource({ uri: 'ui://demo/echo-view', name: 'echo-view', ui: { prefersBorder: true } }, '<!doctype html>...')
-   * mcp.tool({ name: 'echo', ui: { resourceUri: 'ui://demo/echo-view' } }, ({ text }) => text)
+   * mcp.tool({ name: 'show', input: Type.Object({ text: Type.String() }), ui: { resourceUri: 'ui://demo/echo-view' } }, ({ text }) => text)
    */
   uiResource<S extends AnySchema | undefined = undefined, const R extends ResolverMap = {}>(
     def: UiResourceDefinition<S, R>,
