@@ -395,6 +395,10 @@ t.test('the console\'s files: the policy, nothing of the server in the shell, un
   )
   const broken = await call(app, { url: '/console/view?csp=%7Bnot' })
   t.same([broken.status, broken.body.code, broken.body.message], [400, -32602, 'csp: not JSON'])
+  const huge = await call(app, { url: `/console/view?csp=${'x'.repeat(16_385)}` })
+  t.same([huge.status, huge.body.message], [400, 'csp: longer than 16384 characters'])
+  const odd = await app.inject({ url: `/console/view?csp=${encodeURIComponent('["https://a.example"]')}` })
+  t.match(odd.headers['content-security-policy'], /connect-src 'none'/, 'not an object: nothing declared')
   t.notOk(Object.keys((await call(app, { url: '/openapi.json' })).body.paths).some((p: string) => p.includes('console')), 'not in the document')
   const { app: prefixed } = await build(t, { docs: true, prefix: '/m' })
   const page = (await prefixed.inject({ url: '/m/console' })).payload
