@@ -61,6 +61,8 @@ export class McpServer extends Registry {
   readonly tasks: Tasks
   /** The parts of the protocol offered: all, unless {@link offer} narrowed them (read by the method table). */
   offers: Offers = ALL_OFFERED
+  // Whether the capabilities passed to offer() declare the MCP Apps extension.
+  #appsOffered = false
   readonly #lists: ListCache
   // Changes made before serving (the catalogue being registered at boot) are not news to anyone.
   #serving = false
@@ -114,8 +116,9 @@ export class McpServer extends Registry {
   capabilities(): Record<string, unknown> {
     const caps = capabilitiesOf(this.offers)
     // SEP-1865 defines the extension's settings for clients only (`mimeTypes`); a server with views
-    // declares the same, so that a host knows before reading any tool that there is a view to show.
-    if ([...this.resources.values()].some((r) => r.definition.mimeType === UI_MIME_TYPE)) {
+    // (or a gateway whose upstream declares it) declares the same, so that a host knows before
+    // reading any tool that there is a view to show.
+    if (this.#appsOffered || [...this.resources.values()].some((r) => r.definition.mimeType === UI_MIME_TYPE)) {
       ;(caps.extensions as Record<string, unknown>)[UI_EXTENSION] = { mimeTypes: [UI_MIME_TYPE] }
     }
     return caps
@@ -128,6 +131,8 @@ export class McpServer extends Registry {
    */
   offer(capabilities: Record<string, unknown> | undefined): void {
     this.offers = capabilities === undefined ? ALL_OFFERED : offersOf(capabilities)
+    // An upstream that declares MCP Apps may serve views it does not list (SEP-1865 allows it).
+    this.#appsOffered = (capabilities?.extensions as Record<string, unknown> | undefined)?.[UI_EXTENSION] !== undefined
     this.#lists.dropDiscover()
   }
 

@@ -92,6 +92,13 @@ t.test('the capability names the extension while a view is registered', async (t
   t.same(ext()['io.modelcontextprotocol/ui'], { mimeTypes: [MIME] })
   view.remove()
   t.notOk('io.modelcontextprotocol/ui' in ext())
+  // A gateway offers what its upstream declares: the extension too, views listed or not.
+  mcp.offer({ tools: {}, extensions: { 'io.modelcontextprotocol/ui': { mimeTypes: [MIME] } } })
+  t.same(ext()['io.modelcontextprotocol/ui'], { mimeTypes: [MIME] })
+  mcp.offer({ tools: {} })
+  t.notOk('io.modelcontextprotocol/ui' in ext())
+  mcp.offer(undefined)
+  t.notOk('io.modelcontextprotocol/ui' in ext(), 'everything offered again, but no view')
 })
 
 t.test('REST on a real socket, in both eras: tools list the link, the view reads as mcp-app HTML', async (t) => {
