@@ -118,7 +118,9 @@ export class McpServer extends Registry {
     // SEP-1865 defines the extension's settings for clients only (`mimeTypes`); a server with views
     // (or a gateway whose upstream declares it) declares the same, so that a host knows before
     // reading any tool that there is a view to show.
-    if (this.#appsOffered || [...this.resources.values()].some((r) => r.definition.mimeType === UI_MIME_TYPE)) {
+    // Views are resources: without resources/read there is none to show.
+    const views = this.#appsOffered || [...this.resources.values()].some((r) => r.definition.mimeType === UI_MIME_TYPE)
+    if (views && this.offers.resources) {
       ;(caps.extensions as Record<string, unknown>)[UI_EXTENSION] = { mimeTypes: [UI_MIME_TYPE] }
     }
     return caps

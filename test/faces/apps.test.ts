@@ -93,9 +93,11 @@ t.test('the capability names the extension while a view is registered', async (t
   view.remove()
   t.notOk('io.modelcontextprotocol/ui' in ext())
   // A gateway offers what its upstream declares: the extension too, views listed or not.
-  mcp.offer({ tools: {}, extensions: { 'io.modelcontextprotocol/ui': { mimeTypes: [MIME] } } })
+  mcp.offer({ tools: {}, resources: {}, extensions: { 'io.modelcontextprotocol/ui': { mimeTypes: [MIME] } } })
   t.same(ext()['io.modelcontextprotocol/ui'], { mimeTypes: [MIME] })
-  mcp.offer({ tools: {} })
+  mcp.offer({ tools: {}, extensions: { 'io.modelcontextprotocol/ui': { mimeTypes: [MIME] } } })
+  t.notOk('io.modelcontextprotocol/ui' in ext(), 'no resources offered: no view can be read')
+  mcp.offer({ tools: {}, resources: {} })
   t.notOk('io.modelcontextprotocol/ui' in ext())
   mcp.offer(undefined)
   t.notOk('io.modelcontextprotocol/ui' in ext(), 'everything offered again, but no view')
