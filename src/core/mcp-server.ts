@@ -63,6 +63,8 @@ export class McpServer extends Registry {
   offers: Offers = ALL_OFFERED
   // Whether the capabilities passed to offer() declare the MCP Apps extension.
   #appsOffered = false
+  // Whether a resource or template of the catalogue is a view (kept as the lists change).
+  #hasViews = false
   readonly #lists: ListCache
   // Changes made before serving (the catalogue being registered at boot) are not news to anyone.
   #serving = false
@@ -89,7 +91,11 @@ export class McpServer extends Registry {
     this.onChange((kind) => {
       this.#lists.drop(kind)
       // The capabilities name the Apps extension while a view is registered (see capabilities()).
-      if (kind === 'resources') this.#lists.dropDiscover()
+      if (kind === 'resources' || kind === 'templates') {
+        const isView = (e: { definition: { mimeType?: string } }) => e.definition.mimeType === UI_MIME_TYPE
+        this.#hasViews = [...this.resources.values()].some(isView) || [...this.templates.values()].some(isView)
+        this.#lists.dropDiscover()
+      }
       // Every connection hears that a list changed; a failing store must not fail the registration.
       // Not before serving: an instance booting on a shared store would tell every client of the
       // others that their lists changed each time it starts.
@@ -119,8 +125,7 @@ export class McpServer extends Registry {
     // (or a gateway whose upstream declares it) declares the same, so that a host knows before
     // reading any tool that there is a view to show.
     // Views are resources: without resources/read there is none to show.
-    const views = this.#appsOffered || [...this.resources.values()].some((r) => r.definition.mimeType === UI_MIME_TYPE)
-    if (views && this.offers.resources) {
+    if ((this.#appsOffered || this.#hasViews) && this.offers.resources) {
       ;(caps.extensions as Record<string, unknown>)[UI_EXTENSION] = { mimeTypes: [UI_MIME_TYPE] }
     }
     return caps

@@ -92,6 +92,10 @@ t.test('the capability names the extension while a view is registered', async (t
   t.same(ext()['io.modelcontextprotocol/ui'], { mimeTypes: [MIME] })
   view.remove()
   t.notOk('io.modelcontextprotocol/ui' in ext())
+  const template = mcp.resourceTemplate({ uriTemplate: 'ui://views/{id}', name: 'views', mimeType: MIME }, () => HTML)
+  t.same(ext()['io.modelcontextprotocol/ui'], { mimeTypes: [MIME] }, 'a template of views counts')
+  template.remove()
+  t.notOk('io.modelcontextprotocol/ui' in ext())
   // A gateway offers what its upstream declares: the extension too, views listed or not.
   mcp.offer({ tools: {}, resources: {}, extensions: { 'io.modelcontextprotocol/ui': { mimeTypes: [MIME] } } })
   t.same(ext()['io.modelcontextprotocol/ui'], { mimeTypes: [MIME] })
