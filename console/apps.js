@@ -134,9 +134,30 @@ function initializeResult(tool) {
 }
 
 /**
- * A `tools/call` from the view, sent to the server as the console's own (shown in the exchange):
- * only to a listed tool of this server whose visibility includes "app", and answered only when it
- * completes at once (no rounds of questions, no task: the view would have no way to see them).
+ * Ask the user whether the view may make a call: its tool and arguments shown as text, "Allow" or
+ * "Refuse". Resolves true or false; the question stays in the exchange with the answer given.
+ */
+function approve(x, name, args) {
+  const step = x.step(`The view asks to call ${name}`, args, 'round')
+  const allow = el('button', { type: 'button' }, 'Allow')
+  const refuse = el('button', { type: 'button' }, 'Refuse')
+  const row = el('div', { class: 'row' }, allow, refuse)
+  step.append(row)
+  return new Promise((resolve) => {
+    const answer = (allowed) => {
+      row.replaceChildren(el('p', {}, allowed ? 'Allowed.' : 'Refused.'))
+      resolve(allowed)
+    }
+    allow.addEventListener('click', () => answer(true), { once: true })
+    refuse.addEventListener('click', () => answer(false), { once: true })
+  })
+}
+
+/**
+ * A `tools/call` from the view, sent to the server as the console's own (with the token, shown in
+ * the exchange) once the user allows it: only to a listed tool of this server whose visibility
+ * includes "app", and answered only when it completes at once (no rounds of questions, no task:
+ * the view would have no way to see them).
  */
 async function callFromView(x, params, lookup) {
   const name = params?.name
@@ -145,9 +166,10 @@ async function callFromView(x, params, lookup) {
   if (!appMayCall(tool)) throw new BridgeError(-32602, `Tool ${name} is not for apps (its visibility leaves "app" out)`)
   const args = params.arguments ?? {}
   if (typeof args !== 'object' || args === null || Array.isArray(args)) throw new BridgeError(-32602, 'arguments must be an object')
+  if (!await approve(x, name, args)) throw new BridgeError(-32000, 'The user refused the call')
   const path = `tools/${encodeURIComponent(name)}/calls`
   const body = { arguments: args, _meta: { 'io.modelcontextprotocol/clientCapabilities': {} } }
-  x.folded(`The view asks: POST ${path}`, body, 'request')
+  x.folded(`Request from the view: POST ${path}`, body, 'request')
   const answer = await send('POST', path, { body })
   if (!answer.ok) {
     x.step(`The view's call: error (HTTP ${answer.status})`, answer.body, 'error')

@@ -111,6 +111,10 @@ t.test('the console of the demo runs every flow', async (t) => {
     t.strictSame(statuses.get(`/resources/${encodeURIComponent('ui://demo/echo')}`), [200], 'the view read with resources/read')
     // A tools/call from the view, through the console, to the server.
     await frame.locator('#again').click()
+    // The console asks before it calls anything for the view.
+    t.match(await page.locator('#exchanges > li:first-child ::-p-aria([name="Allow"][role="button"])').map((b) => b.closest('li')!.textContent).wait(), 'The view asks to call echo')
+    t.strictSame(statuses.get('/tools/echo/calls'), [200], 'nothing sent before the user allows it')
+    await page.locator('#exchanges > li:first-child ::-p-aria([name="Allow"][role="button"])').click()
     await frame.waitForFunction('document.getElementById(\'result\')?.textContent === \'SHOWN IN THE VIEW <B>NOT BOLD</B>\'')
     t.strictSame(statuses.get('/tools/echo/calls'), [200, 200], 'the echo subtest\'s call, then the view\'s')
     t.match(await newest(page), "The view's call: result of echo", 'shown in the exchange')
@@ -247,6 +251,7 @@ t.test('a hostile MCP App view cannot reach the console, its token, the network 
       fetch('/tools').then(() => 'fetch:REACHED', () => 'fetch:blocked'),
       fetch('https://example.com/').then(() => 'remote:REACHED', () => 'remote:blocked'),
       ask('tools/call', { name: 'model_only', arguments: {} }).then((r) => 'model_only:' + r),
+      ask('tools/call', { name: 'show_evil', arguments: { again: true } }).then((r) => 'show_evil:' + r),
       ask('tools/call', { name: 'nope', arguments: {} }).then((r) => 'nope:' + r),
       ask('ui/open-link', { url: 'https://example.com/' }).then((r) => 'open-link:' + r)
     ]).then((more) => { document.getElementById('verdict').textContent = out.concat(more).join(' ') })
@@ -269,12 +274,14 @@ t.test('a hostile MCP App view cannot reach the console, its token, the network 
   await open(w.page, 'show_evil')
   await w.page.locator('::-p-aria([name="Call"][role="button"])').click()
   const frame = (await (await w.page.waitForSelector('iframe.app-view'))!.contentFrame())!
+  await w.page.locator('#exchanges > li:first-child ::-p-aria([name="Refuse"][role="button"])').click()
   await frame.waitForFunction('document.getElementById(\'verdict\').textContent !== \'running\'')
   const verdict = await frame.$eval('#verdict', (e) => e.textContent)
-  t.match(verdict, /^parent:blocked storage:blocked cookie:blocked top:blocked fetch:blocked remote:blocked model_only:refused nope:refused open-link:refused$/, verdict)
+  t.match(verdict, /^parent:blocked storage:blocked cookie:blocked top:blocked fetch:blocked remote:blocked model_only:refused show_evil:refused nope:refused open-link:refused$/, verdict)
   t.equal(w.page.url(), `${origin}/console`, 'the console was not navigated')
   t.equal(await w.page.title(), 'hostile: MCP console')
   t.notOk(w.statuses.has('/tools/model_only/calls'), 'a tool hidden from apps is never called for the view')
+  t.strictSame(w.statuses.get('/tools/show_evil/calls'), [200], 'the user\'s call alone: the view\'s was refused')
   t.strictSame(w.statuses.get('/tools'), [200], 'the console\'s own listing alone: the view could not fetch the API')
   t.strictSame(w.foreign, [], 'nothing went to another host')
   t.strictSame(w.problems.filter((p) => !/^console error: /.test(p)), [], 'no script error in the console')
