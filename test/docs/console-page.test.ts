@@ -118,6 +118,8 @@ t.test('the console of the demo runs every flow', async (t) => {
     await frame.waitForFunction('document.getElementById(\'result\')?.textContent === \'SHOWN IN THE VIEW <B>NOT BOLD</B>\'')
     t.strictSame(statuses.get('/tools/echo/calls'), [200, 200], 'the echo subtest\'s call, then the view\'s')
     t.match(await newest(page), "The view's call: result of echo", 'shown in the exchange')
+    await handle!.scrollIntoView()
+    await shot(page, 'app')
   })
 
   await t.test('get_weather: one round', async (t) => {
