@@ -63,8 +63,10 @@ export class McpServer extends Registry {
   offers: Offers = ALL_OFFERED
   // Whether the capabilities passed to offer() declare the MCP Apps extension.
   #appsOffered = false
-  // Whether a resource or template of the catalogue is a view (kept as the lists change).
-  #hasViews = false
+  // Whether a resource or template of the catalogue is a view; undefined: to be found again (the
+  // lists changed). Found when asked, not at each change: a boot registering 10,000 resources one
+  // by one would scan them all 10,000 times.
+  #hasViews: boolean | undefined = false
   readonly #lists: ListCache
   // Changes made before serving (the catalogue being registered at boot) are not news to anyone.
   #serving = false
@@ -92,8 +94,7 @@ export class McpServer extends Registry {
       this.#lists.drop(kind)
       // The capabilities name the Apps extension while a view is registered (see capabilities()).
       if (kind === 'resources' || kind === 'templates') {
-        const isView = (e: { definition: { mimeType?: string } }) => e.definition.mimeType === UI_MIME_TYPE
-        this.#hasViews = [...this.resources.values()].some(isView) || [...this.templates.values()].some(isView)
+        this.#hasViews = undefined
         this.#lists.dropDiscover()
       }
       // Every connection hears that a list changed; a failing store must not fail the registration.
@@ -123,8 +124,9 @@ export class McpServer extends Registry {
     const caps = capabilitiesOf(this.offers)
     // SEP-1865 defines the extension's settings for clients only (`mimeTypes`); a server with views
     // (or a gateway whose upstream declares it) declares the same, so that a host knows before
-    // reading any tool that there is a view to show.
-    // Views are resources: without resources/read there is none to show.
+    // reading any tool that there is a view to show. Views are resources: none without resources/read.
+    const isView = (e: { definition: { mimeType?: string } }) => e.definition.mimeType === UI_MIME_TYPE
+    this.#hasViews ??= [...this.resources.values()].some(isView) || [...this.templates.values()].some(isView)
     if ((this.#appsOffered || this.#hasViews) && this.offers.resources) {
       ;(caps.extensions as Record<string, unknown>)[UI_EXTENSION] = { mimeTypes: [UI_MIME_TYPE] }
     }
