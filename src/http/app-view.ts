@@ -38,7 +38,10 @@ export function viewPolicy(csp: Required<UiCsp>): string {
     `base-uri ${or(csp.baseUriDomains, "'none'")}`,
     "object-src 'none'",
     "form-action 'none'",
-    "frame-ancestors 'self'"
+    "frame-ancestors 'self'",
+    // The frame's sandbox again, from the response itself: opened any other way (a link, a
+    // window, a frame without the attribute), the page still runs in an opaque origin.
+    'sandbox allow-scripts'
   ].join('; ')
 }
 

@@ -392,14 +392,14 @@ t.test('the console\'s files: the policy, nothing of the server in the shell, un
   t.equal(bare.statusCode, 200)
   t.equal(
     bare.headers['content-security-policy'],
-    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; font-src 'none'; media-src data:; connect-src 'none'; frame-src 'none'; base-uri 'none'; object-src 'none'; form-action 'none'; frame-ancestors 'self'"
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; font-src 'none'; media-src data:; connect-src 'none'; frame-src 'none'; base-uri 'none'; object-src 'none'; form-action 'none'; frame-ancestors 'self'; sandbox allow-scripts"
   )
   t.match(bare.payload, /sandbox-proxy-ready/)
   const csp = { connectDomains: ['https://api.example.com', '*', "'self'", 'https://a.example; script-src *'], resourceDomains: ['https://*.cdn.example.com'], frameDomains: ['https://player.example.com'] }
   const declared = await app.inject({ url: `/console/view?csp=${encodeURIComponent(JSON.stringify(csp))}` })
   t.equal(
     declared.headers['content-security-policy'],
-    "default-src 'none'; script-src 'unsafe-inline' https://*.cdn.example.com; style-src 'unsafe-inline' https://*.cdn.example.com; img-src data: https://*.cdn.example.com; font-src https://*.cdn.example.com; media-src data: https://*.cdn.example.com; connect-src https://api.example.com; frame-src https://player.example.com; base-uri 'none'; object-src 'none'; form-action 'none'; frame-ancestors 'self'",
+    "default-src 'none'; script-src 'unsafe-inline' https://*.cdn.example.com; style-src 'unsafe-inline' https://*.cdn.example.com; img-src data: https://*.cdn.example.com; font-src https://*.cdn.example.com; media-src data: https://*.cdn.example.com; connect-src https://api.example.com; frame-src https://player.example.com; base-uri 'none'; object-src 'none'; form-action 'none'; frame-ancestors 'self'; sandbox allow-scripts",
     'declared origins in, anything else dropped'
   )
   const broken = await call(app, { url: '/console/view?csp=%7Bnot' })
