@@ -4,6 +4,7 @@ import { el, json, uid } from './dom.js'
 import { capabilities, get, headerJson, refusals, send, streamedCall, token } from './http.js'
 import { roundForm } from './rounds.js'
 import { schemaFields } from './schema-form.js'
+import { showView, viewOf } from './apps.js'
 
 const $ = (id) => document.getElementById(id)
 const status = (text) => ($('status').textContent = text)
@@ -109,6 +110,7 @@ async function callTool(tool, args, asTask, resumeToken) {
   if (result === undefined) return
   if (result.resultType === 'task') return followTask(x, result)
   showResult(x, result, (next) => callTool(tool, args, asTask, next))
+  if (viewOf(tool) !== undefined) await showView(x, tool, args, result, (name) => listedTools.get(name))
 }
 
 /**
@@ -252,6 +254,9 @@ const stringsSchema = (names, required) => ({
 
 // ---- The catalogue ----
 
+/** The tools listed so far, by name: what a view may call (see apps.js). */
+const listedTools = new Map()
+
 const KINDS = {
   tools: {
     path: 'tools',
@@ -315,6 +320,10 @@ async function listPage(kind, cursor) {
     return answer.status === 401 ? undefined : 0
   }
   const items = Array.isArray(answer.body?.[key]) ? answer.body[key] : []
+  if (kind === 'tools') {
+    if (cursor === undefined) listedTools.clear()
+    for (const item of items) if (typeof item?.name === 'string') listedTools.set(item.name, item)
+  }
   list.append(...items.map((item) => {
     const name = String(item.name ?? item.uri ?? item.uriTemplate)
     const button = el('button', { type: 'button', title: name }, String(label(item)))

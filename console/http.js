@@ -7,6 +7,7 @@ const BASE = new URL('..', import.meta.url)
 export const VERSION = '2026-07-28'
 const TOKEN = 'mcp-console-token'
 const TASKS = 'io.modelcontextprotocol/tasks'
+const UI = 'io.modelcontextprotocol/ui'
 
 // The token stays in this tab's sessionStorage: it survives a reload, and is gone with the tab.
 export const token = {
@@ -15,13 +16,13 @@ export const token = {
 }
 
 /**
- * The `_meta` that declares what the console can answer: forms, sampling and roots by hand, and
- * the Tasks extension only when a call is to run as a task (a tool whose task support is
- * "optional" becomes a task for any client that declares it).
+ * The `_meta` that declares what the console can answer: forms, sampling and roots by hand, MCP
+ * App views (SEP-1865), and the Tasks extension only when a call is to run as a task (a tool
+ * whose task support is "optional" becomes a task for any client that declares it).
  */
 export function capabilities(tasks = false) {
-  const declared = { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} }
-  if (tasks) declared.extensions = { [TASKS]: {} }
+  const declared = { elicitation: { form: {}, url: {} }, sampling: {}, roots: {}, extensions: { [UI]: { mimeTypes: ['text/html;profile=mcp-app'] } } }
+  if (tasks) declared.extensions[TASKS] = {}
   return { 'io.modelcontextprotocol/clientCapabilities': declared }
 }
 

@@ -650,6 +650,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tools/echo_app/calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tools/call echo_app
+         * @description Returns the text it is given; hosts that support MCP Apps show it in a view.
+         */
+        post: operations["callTool_echo_app"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -4899,6 +4919,148 @@ export interface operations {
                             sum: number;
                         };
                     }) | components["schemas"]["InputRequiredResult"];
+                };
+            };
+            /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateTaskResult"];
+                };
+            };
+            /** @description Invalid request: parse error -32700, invalid params -32602, header mismatch -32020, missing client capability -32021, unsupported version -32022. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Not found (-32602, or -32002 for a resource in the legacy era). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description This `Mcp-Request-Id` was used for a different call (-32600), or its first attempt still runs (with `Retry-After`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Too many requests, or this client holds its whole share (open streams, queued messages, running tasks): retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Internal error -32603; the body never carries details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description The server cannot take it now (its store does not answer, it is full, or it is shutting down): retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+            /** @description Any other error, in the same shape: 401 or 403 (authorization, Host/Origin checks), 405, 409 (a retried call with another body), 413, 415, 429 and 503 (with Retry-After). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpError"];
+                };
+            };
+        };
+    };
+    callTool_echo_app: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Protocol version of the request (default: the server default, 2026-07-28). */
+                "mcp-protocol-version"?: string;
+                /** @description Unique id of this request; echoed, logged, and named by cancellation. */
+                "mcp-request-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description tools/call params; `name` comes from the path (ignored here when present). */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "arguments": {
+                 *         "text": "string"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    arguments: {
+                        /** @description The text to echo. */
+                        text: string;
+                    };
+                    /** @description Free-form request or result metadata (`_meta`). */
+                    _meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description The client answers, under the keys of `inputRequests`. */
+                    inputResponses?: {
+                        [key: string]: {
+                            [key: string]: unknown;
+                        };
+                    };
+                    /** @description Echoed verbatim from the previous `input_required` result. */
+                    requestState?: string;
+                    /** @description Task options, used when the server runs the call as a task. */
+                    task?: {
+                        /** @description Keep the task at most this long (ms). */
+                        ttl?: number;
+                        /** @description Queue notifications/tasks on /notifications at each status change. */
+                        notify?: boolean;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The tool result (`isError: true` when the tool failed), or input_required (2026-07-28). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallToolResult"] | components["schemas"]["InputRequiredResult"];
                 };
             };
             /** @description The call runs as a task: poll Location (GET /tasks/{taskId}). */

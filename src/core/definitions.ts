@@ -11,6 +11,7 @@ import type { Resource, ResourceTemplate } from '../schema/resources.js'
 import type { Tool, ToolAnnotations } from '../schema/tools.js'
 import type { RequestContext } from './request-context.js'
 import type { MaybePromise } from './maybe-promise.js'
+import type { UiResourceMeta, UiToolMeta } from './apps.js'
 
 /**
  * The context of a request that may be retried with input (tools/call, prompts/get, resources/read,
@@ -99,6 +100,12 @@ export interface ToolDefinition<I extends AnySchema, O extends AnySchema | undef
   icons?: Tool['icons']
   _meta?: Meta
   /**
+   * The MCP App view (SEP-1865) that renders this tool's results: set as `_meta.ui`, beside the rest
+   * of `_meta`, e.g. `ui: { resourceUri: 'ui://demo/echo-view' }`. The `ui://` resource must be
+   * registered first (`mcp.uiResource`): the registration fails otherwise.
+   */
+  ui?: UiToolMeta
+  /**
    * OAuth scopes a caller's token must all carry (else 403 `insufficient_scope`). Checked only for
    * authenticated principals: without authentication there are no tokens and so no scopes.
    */
@@ -181,6 +188,16 @@ export type ResourceReturn<S = unknown> =
 export interface ResourceDefinition<S extends AnySchema | undefined = undefined, R extends ResolverMap = {}>
   extends Resource,
   RetryableOptions<S, R> {}
+
+/**
+ * An MCP App view (SEP-1865): a `ui://` resource served as `text/html;profile=mcp-app`, with its
+ * `_meta.ui` (the origins its CSP may allow, the permissions it asks for, ...) in the listing and in
+ * every read's contents.
+ */
+export interface UiResourceDefinition<S extends AnySchema | undefined = undefined, R extends ResolverMap = {}>
+  extends Omit<ResourceDefinition<S, R>, 'mimeType'> {
+  ui?: UiResourceMeta
+}
 
 export type ResourceHandler<S extends AnySchema | undefined = undefined, R extends ResolverMap = {}> = (
   uri: string,

@@ -28,6 +28,7 @@ import { readResource, resourceNotFound } from './resources.js'
 import type { CacheHints } from './results.js'
 import { ALL_OFFERED, capabilitiesOf, discoverResult, offersOf, type Offers, initialize, type InitializeOptions, type Initialized } from './lifecycle.js'
 import { callTool } from './tools.js'
+import { UI_EXTENSION, UI_MIME_TYPE } from './apps.js'
 import type { MaybePromise } from './maybe-promise.js'
 
 export type { Initialized, McpServerOptions, Representation }
@@ -60,6 +61,12 @@ export class McpServer extends Registry {
   readonly tasks: Tasks
   /** The parts of the protocol offered: all, unless {@link offer} narrowed them (read by the method table). */
   offers: Offers = ALL_OFFERED
+  // Whether the capabilities passed to offer() declare the MCP Apps extension.
+  #appsOffered = false
+  // Whether a resource or template of the catalogue is a view; undefined: to be found again (the
+  // lists changed). Found when asked, not at each change: a boot registering 10,000 resources one
+  // by one would scan them all 10,000 times.
+  #hasViews: boolean | undefined = false
   readonly #lists: ListCache
   // Changes made before serving (the catalogue being registered at boot) are not news to anyone.
   #serving = false
@@ -85,6 +92,11 @@ export class McpServer extends Registry {
     this.#lists = new ListCache(this.pageSize, this.cacheHints)
     this.onChange((kind) => {
       this.#lists.drop(kind)
+      // The capabilities name the Apps extension while a view is registered (see capabilities()).
+      if (kind === 'resources' || kind === 'templates') {
+        this.#hasViews = undefined
+        this.#lists.dropDiscover()
+      }
       // Every connection hears that a list changed; a failing store must not fail the registration.
       // Not before serving: an instance booting on a shared store would tell every client of the
       // others that their lists changed each time it starts.
@@ -109,7 +121,16 @@ export class McpServer extends Registry {
 
   /** What this server offers; the same for every client. */
   capabilities(): Record<string, unknown> {
-    return capabilitiesOf(this.offers)
+    const caps = capabilitiesOf(this.offers)
+    // SEP-1865 defines the extension's settings for clients only (`mimeTypes`); a server with views
+    // (or a gateway whose upstream declares it) declares the same, so that a host knows before
+    // reading any tool that there is a view to show. Views are resources: none without resources/read.
+    const isView = (e: { definition: { mimeType?: string } }) => e.definition.mimeType === UI_MIME_TYPE
+    this.#hasViews ??= [...this.resources.values()].some(isView) || [...this.templates.values()].some(isView)
+    if ((this.#appsOffered || this.#hasViews) && this.offers.resources) {
+      ;(caps.extensions as Record<string, unknown>)[UI_EXTENSION] = { mimeTypes: [UI_MIME_TYPE] }
+    }
+    return caps
   }
 
   /**
@@ -119,6 +140,8 @@ export class McpServer extends Registry {
    */
   offer(capabilities: Record<string, unknown> | undefined): void {
     this.offers = capabilities === undefined ? ALL_OFFERED : offersOf(capabilities)
+    // An upstream that declares MCP Apps may serve views it does not list (SEP-1865 allows it).
+    this.#appsOffered = (capabilities?.extensions as Record<string, unknown> | undefined)?.[UI_EXTENSION] !== undefined
     this.#lists.dropDiscover()
   }
 
@@ -182,7 +205,7 @@ export class McpServer extends Registry {
 
   /** Whether `uri` names a resource or matches a template (what may be subscribed to). */
   isKnownResource(uri: string): boolean {
-    return this.resources.has(uri) || [...this.templates.values()].some((t) => t.template.match(uri) !== undefined)
+    return this.servesResource(uri)
   }
 
   /** `resources/subscribe`: 404 for a resource this server does not have. */

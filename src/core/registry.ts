@@ -18,8 +18,11 @@ import type {
   ResourceTemplateDefinition,
   ResourceTemplateHandler,
   ToolDefinition,
-  ToolHandler
+  ToolHandler,
+  UiResourceDefinition
 } from './definitions.js'
+import { UI_MIME_TYPE, assertUiUri, checkUiResourceMeta, linkToolUi } from './apps.js'
+import { isThenable } from './maybe-promise.js'
 import type { PromptEntry, ResourceEntry, TemplateEntry, ToolEntry } from './entries.js'
 import type { ResolverMap } from '../mrtr/resolvers.js'
 import { assertToolName, assertUri, mrtrSpec, promptArguments, stripUndefined, toolScopes } from './definition-checks.js'
@@ -98,7 +101,9 @@ export class Registry {
   >(def: ToolDefinition<I, O, S, R>, handler: ToolHandler<I, O, S, R>): Registration {
     assertToolName(def.name)
     if (this.tools.has(def.name)) throw new ConfigurationError(`Tool "${def.name}" is already registered`)
-    return this.#add(this.tools, def.name, this.toolEntry(def, handler), ListKind.tools)
+    // The view is checked here, not in toolEntry: a gateway's unlisted call has no catalogue to check against.
+    const linked = def.ui === undefined ? def : { ...def, _meta: linkToolUi(`Tool "${def.name}"`, def._meta, def.ui, (uri) => this.servesResource(uri)) }
+    return this.#add(this.tools, def.name, this.toolEntry(linked, handler), ListKind.tools)
   }
 
   /**
@@ -208,6 +213,46 @@ export class Registry {
     assertUri(def.uri)
     if (this.resources.has(def.uri)) throw new ConfigurationError(`Resource "${def.uri}" is already registered`)
     return this.#add(this.resources, def.uri, this.resourceEntry(def, handler), ListKind.resources)
+  }
+
+  /**
+   * Register an MCP App view (SEP-1865): a `ui://` resource of MIME type `text/html;profile=mcp-app`
+   * whose `_meta.ui` (checked here: CSP origins, permissions, domain, prefersBorder) is in its
+   * listing and in the contents of every read. `html` is the page, or a handler that returns it
+   * (a string, or whole contents, sent as they are). Link a tool to it with the tool's `ui`.
+   * @example
+   * mcp.uiResource({ uri: 'ui://demo/echo-view', name: 'echo-view', ui: { prefersBorder: true } }, '<!doctype html>...')
+   * mcp.tool({ name: 'show', input: Type.Object({ text: Type.String() }), ui: { resourceUri: 'ui://demo/echo-view' } }, ({ text }) => text)
+   */
+  uiResource<S extends AnySchema | undefined = undefined, const R extends ResolverMap = {}>(
+    def: UiResourceDefinition<S, R>,
+    html: string | ResourceHandler<S, R>
+  ): Registration {
+    const owner = `View "${def.uri}"`
+    assertUiUri(owner, def.uri)
+    if ('mimeType' in def) throw new ConfigurationError(`${owner}: a view's mimeType is always ${UI_MIME_TYPE}`)
+    const { ui: declared, ...rest } = def
+    const ui = checkUiResourceMeta(owner, declared ?? {})
+    const contentMeta = Object.keys(ui).length === 0 ? undefined : { ui }
+    const wrap = (uri: string, out: unknown): unknown => {
+      let content: Record<string, unknown>
+      if (typeof out === 'string') content = { uri, mimeType: UI_MIME_TYPE, text: out }
+      else if (out instanceof Uint8Array) content = { uri, mimeType: UI_MIME_TYPE, blob: Buffer.from(out).toString('base64') }
+      else return out
+      if (contentMeta !== undefined) content._meta = structuredClone(contentMeta)
+      return { contents: [content] }
+    }
+    const handler = (uri: string, ctx: Parameters<ResourceHandler<S, R>>[1]): unknown => {
+      const out = typeof html === 'string' ? html : html(uri, ctx)
+      return isThenable(out) ? Promise.resolve(out).then((o) => wrap(uri, o)) : wrap(uri, out)
+    }
+    const resource = { ...rest, mimeType: UI_MIME_TYPE, _meta: contentMeta === undefined ? rest._meta : { ...rest._meta, ...contentMeta } } as ResourceDefinition<S, R>
+    return this.resource(resource, handler as unknown as ResourceHandler<S, R>)
+  }
+
+  /** Whether `uri` names a registered resource or matches a template. */
+  servesResource(uri: string): boolean {
+    return this.resources.has(uri) || [...this.templates.values()].some((t) => t.template.match(uri) !== undefined)
   }
 
   /**

@@ -3,6 +3,7 @@ import { McpServer, type McpServerOptions } from '../core/mcp-server.js'
 import { registerAskingDemos } from './asking.js'
 import { registerTaskDemos } from './tasks.js'
 import { registerResumeDemos } from './resume.js'
+import { registerAppDemo } from './app.js'
 
 /**
  * The demo server's whole catalogue, in one place. Later features add their demo tools here.
@@ -51,8 +52,9 @@ export function createDemoServer(
     { uri: 'demo://readme', name: 'readme', title: 'Read me', description: 'What this demo offers.', mimeType: 'text/markdown' },
     () =>
       '# MCP Pure HTTP demo\n\nTools: echo, add, get_weather (asks for a missing location), update_work_item (asks in two rounds),\n' +
-      'slow_compute, failing_job and needs_input_task (tasks), long_sum (resumable).\n' +
-      'Resources: demo://readme, demo://roots (asks for your roots), demo://numbers (read in parts), demo://items/{id}.\n' +
+      'slow_compute, failing_job and needs_input_task (tasks), long_sum (resumable), echo_app (an MCP App).\n' +
+      'Resources: demo://readme, demo://roots (asks for your roots), demo://numbers (read in parts), demo://items/{id},\n' +
+      'ui://demo/echo (the view of echo_app).\n' +
       'Prompts: greeting, code_review (asks for a tone).\n'
   )
 
@@ -92,5 +94,6 @@ export function createDemoServer(
   registerAskingDemos(mcp)
   registerTaskDemos(mcp, { stepMs: taskStepMs })
   registerResumeDemos(mcp)
+  registerAppDemo(mcp)
   return mcp
 }

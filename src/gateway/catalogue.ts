@@ -26,7 +26,9 @@ type Item = Record<string, unknown> & { name?: string; uri?: string; uriTemplate
 export function register(mcp: McpServer, kind: ListKind, item: Item, fw: Forwarder): Registration {
   switch (kind) {
     case 'tools': {
-      const { name, inputSchema, outputSchema, execution: _execution, ...rest } = item as Item & { name: string }
+      // `ui` is not a wire field but our link to a view (checked against this catalogue): an upstream's
+      // view link travels in its `_meta.ui`, as it is.
+      const { name, inputSchema, outputSchema, execution: _execution, ui: _ui, ...rest } = item as Item & { name: string }
       // The upstream is the authority on its arguments and results: its schemas describe the tool
       // here (tools/list, OpenAPI) and the upstream judges the call, as it would called directly.
       return mcp.tool(

@@ -25,7 +25,14 @@ export const PAGE_CSP = [
 ].join('; ')
 
 /**
- * Send {@link PAGE_CSP} and its companions on every response of `fastify` (an encapsulated context
+ * The console's policy: {@link PAGE_CSP}, and frames of this server only: the MCP App views it shows
+ * (`/console/view`). Frame navigations are checked against this policy, whoever starts them, so a
+ * view cannot take its frame, and what it was given, to another site.
+ */
+export const CONSOLE_CSP = `${PAGE_CSP}; frame-src 'self'`
+
+/**
+ * Send {@link PAGE_CSP} (or `policy`) and its companions on every response of `fastify` (an encapsulated context
  * that serves a page and its assets): `nosniff`, so no asset is ever taken for a script or page of
  * another type; no Referer, so a page's URL never leaves with a request. Call it once in the plugin
  * of each page.
@@ -35,9 +42,9 @@ export const PAGE_CSP = [
  *   page.get('/console', (_request, reply) => reply.type('text/html').send(html))
  * })
  */
-export function securePage(fastify: FastifyInstance): void {
+export function securePage(fastify: FastifyInstance, policy = PAGE_CSP): void {
   fastify.addHook('onSend', (_request, reply, payload, done) => {
-    reply.header('content-security-policy', PAGE_CSP)
+    reply.header('content-security-policy', policy)
     reply.header('x-content-type-options', 'nosniff')
     reply.header('referrer-policy', 'no-referrer')
     done(null, payload)

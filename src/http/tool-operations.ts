@@ -44,6 +44,8 @@ export function openapiDocument(fastify: FastifyInstance, mcp: McpServer): () =>
       op.summary = `tools/call ${tool.name}`
       op.description = tool.description ?? tool.title ?? `Call the ${tool.name} tool.`
       op.tags = ['tool calls']
+      const view = viewOf(tool._meta)
+      if (view !== undefined) op['x-mcp-ui'] = { ...view, read: `${fastify.prefix}/resources/${encodeURIComponent(view.resourceUri)}` }
       op.parameters = (op.parameters as { in: string }[] | undefined)?.filter((p) => p.in !== 'path')
       const bodyAt = ['paths', path, 'post', 'requestBody', 'content', 'application/json', 'schema']
       const body = op.requestBody.content['application/json'].schema
@@ -63,6 +65,17 @@ export function openapiDocument(fastify: FastifyInstance, mcp: McpServer): () =>
     cached = base
     return base
   }
+}
+
+/**
+ * A tool's MCP App view (SEP-1865 `_meta.ui`): its `ui://` URI and, when given, who may call it; for
+ * the operation's `x-mcp-ui`, with where the view is read. Anything else (a gateway's upstream may
+ * send any `_meta`) is not a view.
+ */
+function viewOf(meta: Record<string, unknown> | undefined): { resourceUri: string; visibility?: unknown[] } | undefined {
+  const ui = meta?.ui as { resourceUri?: unknown; visibility?: unknown } | undefined
+  if (typeof ui?.resourceUri !== 'string' || !ui.resourceUri.startsWith('ui://')) return undefined
+  return Array.isArray(ui.visibility) ? { resourceUri: ui.resourceUri, visibility: ui.visibility } : { resourceUri: ui.resourceUri }
 }
 
 /**

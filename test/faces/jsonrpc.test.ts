@@ -23,7 +23,8 @@ const SAMPLES: Record<string, Record<string, unknown>> = {
   slow_compute: { n: 2 },
   failing_job: {},
   needs_input_task: {},
-  long_sum: { n: 1000 }
+  long_sum: { n: 1000 },
+  echo_app: { text: 'view' }
 }
 
 t.test('every demo tool answers the same through Pure HTTP and through /mcp, in both eras', async (t) => {

@@ -141,6 +141,20 @@ t.test('a client generated from the committed document calls the server over a r
     text: /^# MCP Pure HTTP demo/
   })
 
+  // An MCP App: the tool's operation names its view (x-mcp-ui), and the view reads through the generated route.
+  const doc = JSON.parse(await readFile(new URL('../../openapi/openapi.json', import.meta.url), 'utf8'))
+  const view = doc.paths['/tools/echo_app/calls'].post['x-mcp-ui']
+  t.same(view, { resourceUri: 'ui://demo/echo', read: '/resources/ui%3A%2F%2Fdemo%2Fecho' })
+  t.notOk('x-mcp-ui' in doc.paths['/tools/echo/calls'].post, 'a tool without a view has none')
+  const html = await client.GET('/resources/{uri}', { params: { path: { uri: view.resourceUri } } })
+  t.equal(sent.at(-1), view.read)
+  t.match(html.data !== undefined && 'contents' in html.data ? html.data.contents[0] : undefined, {
+    uri: 'ui://demo/echo',
+    mimeType: 'text/html;profile=mcp-app',
+    text: /^<!doctype html>/,
+    _meta: { ui: { prefersBorder: true } }
+  })
+
   const unknown = await client.POST('/tools/{name}/calls', { params: { path: { name: 'nope' } }, body: {} })
   t.equal(unknown.response.status, 404)
   t.equal(unknown.data, undefined)

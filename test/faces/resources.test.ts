@@ -9,7 +9,7 @@ t.test('lists: resources and templates', async (t) => {
   const { app } = await build(t)
   const list = await call(app, { url: '/resources' })
   t.equal(list.status, 200)
-  t.same(list.body.resources.map((r: { uri: string }) => r.uri), ['demo://readme', 'demo://roots', 'demo://numbers'])
+  t.same(list.body.resources.map((r: { uri: string }) => r.uri), ['demo://readme', 'demo://roots', 'demo://numbers', 'ui://demo/echo'])
   t.notOk('resolvers' in list.body.resources[1], 'resolvers are not on the wire')
   t.match(list.headers.etag, /^"/)
   const templates = await call(app, { url: '/resources/templates' })

@@ -88,6 +88,15 @@ t.test('prompt arguments without a completer; entries the registry refuses are r
   t.throws(() => register(mcp, 'tools', { name: 'bad name', inputSchema: { type: 'object' } }, fw), /must match/)
 })
 
+t.test("an upstream tool's stray top-level `ui` is not taken for our view link; its _meta.ui is passed as it is", async (t) => {
+  const mcp = new McpServer({ name: 'm', version: '1' })
+  const fw = { forward: async () => ({}), completer: () => undefined }
+  const _meta = { ui: { resourceUri: 'ui://not/listed', visibility: ['app'] } }
+  register(mcp, 'tools', { name: 'app', inputSchema: { type: 'object' }, ui: { resourceUri: 'ui://not/listed' }, _meta }, fw)
+  t.same(mcp.tools.get('app')!.definition._meta, _meta)
+  t.notOk('ui' in mcp.tools.get('app')!.definition)
+})
+
 t.test('the log before the app: JSON lines at LOG_LEVEL, then the app logger', async (t) => {
   const log = new LateLogger('warn')
   const written: string[] = []

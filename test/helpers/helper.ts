@@ -58,7 +58,7 @@ export const legacyJson = (body: unknown) => ({
 })
 
 /** The demo catalogue's tools, in registration order (src/demo/). */
-export const DEMO_TOOLS = ['echo', 'add', 'get_weather', 'update_work_item', 'slow_compute', 'failing_job', 'needs_input_task', 'long_sum']
+export const DEMO_TOOLS = ['echo', 'add', 'get_weather', 'update_work_item', 'slow_compute', 'failing_job', 'needs_input_task', 'long_sum', 'echo_app']
 
 /**
  * A sealed token (JWE compact: header..iv.ciphertext.tag) with one ciphertext byte changed. The change
