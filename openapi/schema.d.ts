@@ -16,7 +16,7 @@ export interface paths {
         /**
          * initialize
          * @deprecated
-         * @description Answers with the requested protocol version when supported, else the newest legacy one. Only for clients of 2025-11-25 and 2025-06-18 (Mcp-Protocol-Version): MCP 2026-07-28 removed initialize (404 -32601); there is no handshake: each request carries its own _meta, and GET /discover says what the server offers.
+         * @description Only for clients of 2025-11-25 and 2025-06-18 (Mcp-Protocol-Version): MCP 2026-07-28 removed initialize (404 -32601); there is no handshake: each request carries its own _meta, and GET /discover says what the server offers.
          */
         post: operations["initialize"];
         delete?: never;

@@ -98,7 +98,7 @@ interface Spec<B extends TObject, T extends TProperties, C> {
   readonly target?: T
   readonly body: B
   readonly result: TSchema
-  readonly rest?: readonly RestRoute[]
+  readonly rest: readonly RestRoute[]
   readonly core: C
   readonly json?: (answer: C extends (...args: never[]) => infer R ? Awaited<R> : never) => string
   readonly instead?: string
@@ -111,7 +111,7 @@ function method<B extends TObject, C extends ((mcp: McpServer, params: Params<B,
   const target = spec.target ?? ({} as T)
   const params = Type.Object({ ...target, ...spec.body.properties }) as unknown as TObject<T & B['properties']>
   const core = spec.capability === undefined || spec.core === undefined ? spec.core : offered(spec.capability, spec.core)
-  return { ...spec, core, target, params, rest: spec.rest ?? [] } as MethodEntry<B, T, C>
+  return { ...spec, core, target, params } as MethodEntry<B, T, C>
 }
 
 /** The core call, refused while the server does not offer `capability` (as {@link notOffered} says). */

@@ -133,11 +133,12 @@ const LEGACY_VERSIONS = SUPPORTED_VERSIONS.filter((v) => era(v) === 'legacy').jo
  * The operation of a method the newest revision removed is `deprecated`, and says which clients it
  * serves and what the others use (the table's `instead`): a 2026-07-28 request gets 404 there.
  */
-function removedInLatest<S extends { operationId?: unknown; description?: unknown } | undefined>(schema: S): S {
+function removedInLatest<S extends { operationId?: unknown } | undefined>(schema: S): S {
   const route = typeof schema?.operationId === 'string' ? REST_ROUTES.get(schema.operationId) : undefined
   if (route === undefined) return schema
   const { eras, instead } = METHODS[route.name]
   if (eras.includes('modern')) return schema
-  const note = `Only for clients of ${LEGACY_VERSIONS} (Mcp-Protocol-Version): MCP ${LATEST_VERSION} removed ${route.name} (404 -32601); ${instead ?? ''}.`
-  return { ...schema, deprecated: true, description: typeof schema?.description === 'string' ? `${schema.description} ${note}` : note }
+  // Every removed method says what instead (test/faces/method-table.test.ts holds the table to it).
+  const description = `Only for clients of ${LEGACY_VERSIONS} (Mcp-Protocol-Version): MCP ${LATEST_VERSION} removed ${route.name} (404 -32601); ${instead!}.`
+  return { ...schema, deprecated: true, description }
 }

@@ -74,6 +74,21 @@ t.test('POST /initialize without Mcp-Protocol-Version is the 2025 handshake; wit
   t.match(modern.body.message, /GET \/discover says what the server offers/)
 })
 
+t.test('the version a removed method is judged by: the header, else the _meta envelope (body, then Mcp-Meta), else the default', async (t) => {
+  const { app } = await build(t)
+  const ping = (headers: Record<string, string>) => call(app, { url: '/ping', headers })
+  const envelope = (v: string) => JSON.stringify({ 'io.modelcontextprotocol/protocolVersion': v })
+  t.equal((await ping({ 'mcp-meta': envelope('2025-11-25') })).status, 202, 'a 2025 version in Mcp-Meta')
+  t.equal((await ping({ 'mcp-meta': envelope('2026-07-28') })).status, 404)
+  t.equal((await ping({ 'mcp-meta': 'not json' })).status, 404, 'an unreadable Mcp-Meta states no version: the default')
+  t.equal((await ping({ 'mcp-meta': envelope('1999-01-01') })).status, 404, 'nor does an unknown one')
+  const level = (body: unknown, headers: Record<string, string> = {}) =>
+    call(app, { method: 'POST', url: '/logLevel', headers: { 'content-type': 'application/json', ...headers }, payload: JSON.stringify(body) })
+  t.equal((await level({ level: 'info', _meta: JSON.parse(envelope('2025-06-18')) })).status, 202, 'a 2025 version in the body')
+  t.equal((await level({ level: 'info', _meta: { trace: 1 } }, { 'mcp-meta': envelope('2025-06-18') })).status, 400, 'the header too: both, refused as always')
+  t.equal((await level({ level: 'info' }, { 'mcp-protocol-version': '2025-11-25', 'mcp-meta': envelope('2026-07-28') })).status, 400, 'a header that the envelope contradicts: -32020 as always')
+})
+
 t.test('the OpenAPI document marks the operations of removed methods deprecated, naming the versions they serve', async (t) => {
   const { app } = await build(t)
   const doc = (await call(app, { method: 'GET', url: '/openapi.json' })).body

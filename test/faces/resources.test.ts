@@ -106,7 +106,7 @@ t.test('subscribe and unsubscribe belong to the connection', async (t) => {
   t.equal(viaTemplate.statusCode, 202)
   t.same(await store.connections.subscriptions('anonymous'), ['demo://readme', 'demo://items/3'])
   const unknown = await call(app, { method: 'POST', url: '/resources/subscribe', headers: { 'mcp-protocol-version': '2025-11-25' }, payload: { uri: 'demo://nope' } })
-  t.same([unknown.status, unknown.body.code], [404, -32602])
+  t.same([unknown.status, unknown.body.code], [404, -32002], 'the 2025 era\'s resource not found')
   const bad = await call(app, { method: 'POST', url: '/resources/subscribe', headers: { 'mcp-protocol-version': '2025-11-25' }, payload: { uri: '' } })
   t.same([bad.status, bad.body.code], [400, -32602])
   const unsub = await app.inject({ method: 'POST', url: '/resources/unsubscribe', headers: { 'mcp-protocol-version': '2025-11-25' }, payload: { uri: 'demo://readme' } })

@@ -76,7 +76,7 @@ t.test('negotiation: tasks only for clients that declare the extension', async (
     listed.filter((x: { execution?: unknown }) => x.execution).map((x: { name: string; execution: unknown }) => [x.name, x.execution]),
     [['slow_compute', { taskSupport: 'optional' }], ['failing_job', { taskSupport: 'required' }], ['needs_input_task', { taskSupport: 'required' }]]
   )
-  t.same((await call(app, { url: '/discover' })).body.capabilities.extensions, { 'io.modelcontextprotocol/tasks': {} })
+  t.same((await call(app, { url: '/discover' })).body.capabilities.extensions, { 'io.modelcontextprotocol/tasks': {}, 'io.modelcontextprotocol/ui': { mimeTypes: ['text/html;profile=mcp-app'] } }, 'the demo has a view (echo_app)')
 })
 
 t.test('slow_compute leaves no abort listener behind per step (no MaxListenersExceededWarning)', async (t) => {
