@@ -1,4 +1,6 @@
+import { OFFLINE_ACCESS } from '../core/definition-checks.js'
 import { ConfigurationError } from '../errors.js'
+import { isLoopbackHost } from './origin.js'
 import { apiKeyRing, type ApiKey, type KeyLookup } from './api-keys.js'
 import { apiKeyAuth, bearerAuth, type Authenticate, type BearerAuthOptions } from './bearer.js'
 
@@ -60,7 +62,33 @@ export function protectedResourceMetadata(options: OAuthOptions): OAuthSetup['me
   const issuers = typeof options.issuer === 'string' ? [options.issuer] : [...options.issuer]
   const authorizationServers = [...(options.authorizationServers ?? issuers)]
   if (authorizationServers.length === 0) throw new ConfigurationError('oauth: authorizationServers must not be empty')
+  for (const server of authorizationServers) checkIssuerIdentifier(server, options.authorizationServers === undefined ? 'issuer' : 'authorizationServers')
+  if (options.scopesSupported?.includes(OFFLINE_ACCESS) === true) {
+    throw new ConfigurationError(`oauth: scopesSupported must not list ${OFFLINE_ACCESS} (MCP 2026-07-28: refresh tokens are not a resource's requirement)`)
+  }
   return { resource: options.audience, authorizationServers, scopesSupported: options.scopesSupported }
+}
+
+/**
+ * An entry of `authorization_servers` is an issuer identifier (RFC 8414 section 2): an https URL
+ * without query or fragment (http on a loopback host, for development). Clients build the
+ * metadata URL from it and, as MCP 2026-07-28 and SEP-2468 require, compare the `issuer` of the
+ * metadata and the `iss` of the authorization response with it exactly: anything else fails them
+ * later, far from its cause.
+ */
+function checkIssuerIdentifier(value: string, name: string): void {
+  let url: URL | undefined
+  try {
+    url = new URL(value)
+  } catch {
+    url = undefined
+  }
+  const scheme = url?.protocol === 'https:' || (url?.protocol === 'http:' && isLoopbackHost(url.hostname))
+  if (url === undefined || !scheme || url.search !== '' || url.hash !== '' || value.includes('?') || value.includes('#')) {
+    throw new ConfigurationError(
+      `oauth: ${name} "${value}" is not an authorization server's issuer identifier (an https URL without query or fragment; http only on a loopback host)`
+    )
+  }
 }
 
 /** The path-inserted metadata path of an audience with a path (trailing slash dropped), else undefined. */

@@ -25,11 +25,16 @@ export function assertToolName(name: string): void {
   if (!TOOL_NAME.test(name)) throw new ConfigurationError(`Tool name "${name}" must match ${TOOL_NAME}`)
 }
 
+export const OFFLINE_ACCESS = 'offline_access'
+
 /** A tool's scopes, each checked, without duplicates. */
 export function toolScopes(name: string, scopes: readonly string[] | undefined): readonly string[] {
   const unique = Object.freeze([...new Set(scopes ?? [])])
   const bad = unique.find((s) => !SCOPE.test(s))
   if (bad !== undefined) throw new ConfigurationError(`Tool "${name}": "${bad}" is not an OAuth scope token`)
+  // MCP 2026-07-28: a protected resource does not ask for offline_access (in a challenge or its
+  // metadata): refresh tokens are the client's business, not a requirement of the resource.
+  if (unique.includes(OFFLINE_ACCESS)) throw new ConfigurationError(`Tool "${name}": ${OFFLINE_ACCESS} is not a resource's scope (refresh tokens are the client's to ask for)`)
   return unique
 }
 

@@ -489,6 +489,16 @@ t.test('bearerAuth refuses unsafe or incomplete options at start-up', async (t) 
   t.throws(() => oauthSetup({ ...ok, audience: 'urn:x:y' }, ''), /http\(s\) URL without fragment/)
   t.throws(() => oauthSetup({ ...ok, audience: `${AUDIENCE}#f` }, ''), /http\(s\) URL without fragment/)
   t.throws(() => oauthSetup({ ...ok, authorizationServers: [] }, ''), /authorizationServers must not be empty/)
+  // Issuer identifiers (RFC 8414), which clients compare exactly with the metadata and the response's iss (SEP-2468).
+  for (const server of ['auth.example.test', 'http://auth.example.test', 'https://auth.example.test?tenant=1', 'https://auth.example.test#x', 'https://auth.example.test/?', 'ftp://auth.example.test']) {
+    t.throws(() => oauthSetup({ ...ok, authorizationServers: [server] }, ''), /authorizationServers ".*" is not an authorization server's issuer identifier/, server)
+  }
+  t.throws(() => oauthSetup({ ...ok, issuer: 'my-issuer' }, ''), /issuer "my-issuer" is not an authorization server's issuer identifier/, 'the issuers stand in for them')
+  t.ok(oauthSetup({ ...ok, issuer: 'my-issuer', authorizationServers: ['https://as.example.test/tenant1'] }, ''), 'unless the servers are named')
+  t.ok(oauthSetup({ ...ok, authorizationServers: ['http://127.0.0.1:9000', 'http://localhost:9000/realms/x'] }, ''), 'http on a loopback host')
+  // MCP 2026-07-28: no offline_access in scopes_supported or a challenge.
+  t.throws(() => oauthSetup({ ...ok, scopesSupported: ['read', 'offline_access'] }, ''), /scopesSupported must not list offline_access/)
+  t.throws(() => catalogue().tool({ name: 'bad', scopes: ['offline_access'] }, () => ''), /offline_access is not a resource's scope/)
   await t.rejects(
     build(t, { mcp: catalogue(), oauth: ok, authenticate: async () => ({ id: 'x', scopes: [], anonymous: false }) }),
     ConfigurationError
