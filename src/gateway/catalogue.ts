@@ -28,30 +28,32 @@ export function register(mcp: McpServer, kind: ListKind, item: Item, fw: Forward
     case 'tools': {
       // `ui` is not a wire field but our link to a view (checked against this catalogue): an upstream's
       // view link travels in its `_meta.ui`, as it is.
-      const { name, inputSchema, outputSchema, execution: _execution, ui: _ui, ...rest } = item as Item & { name: string }
+      const { name, inputSchema, outputSchema } = item as Item & { name: string }
       // The upstream is the authority on its arguments and results: its schemas describe the tool
       // here (tools/list, OpenAPI) and the upstream judges the call, as it would called directly.
       return mcp.tool(
-        { ...rest, name, input: inputSchema as TSchema, output: outputSchema as TSchema | undefined, checkSchemas: false },
+        { ...wireOnly(item, TOOL_FIELDS), name, input: inputSchema as TSchema, output: outputSchema as TSchema | undefined, checkSchemas: false },
         (args, ctx) => fw.forward(ctx, 'tools/call', { name, arguments: args }) as never
       )
     }
     case 'prompts': {
-      const { name, arguments: declared, ...rest } = item as Item & { name: string; arguments?: (PromptArgumentDefinition & { name: string })[] }
+      const { name, arguments: declared } = item as Item & { name: string; arguments?: (PromptArgumentDefinition & { name: string })[] }
       const args: Record<string, PromptArgumentDefinition> = {}
-      for (const { name: arg, ...a } of declared ?? []) {
+      for (const declaredArg of declared ?? []) {
+        const arg = declaredArg.name
+        const a = wireOnly(declaredArg as unknown as Item, ARGUMENT_FIELDS) as PromptArgumentDefinition
         const complete = fw.completer({ type: 'ref/prompt', name }, arg)
         args[arg] = complete === undefined ? a : { ...a, complete }
       }
-      return mcp.prompt({ ...rest, name, arguments: args }, (given, ctx) => {
+      return mcp.prompt({ ...wireOnly(item, PROMPT_FIELDS), name, arguments: args }, (given, ctx) => {
         const present = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined))
         return fw.forward(ctx, 'prompts/get', { name, arguments: present }) as never
       })
     }
     case 'resources':
-      return mcp.resource(item as Item & { uri: string; name: string }, (uri, ctx) => fw.forward(ctx, 'resources/read', { uri }) as never)
+      return mcp.resource(withoutOurs(item) as Item & { uri: string; name: string }, (uri, ctx) => fw.forward(ctx, 'resources/read', { uri }) as never)
     case 'templates': {
-      const def = item as Item & { uriTemplate: string; name: string }
+      const def = withoutOurs(item) as Item & { uriTemplate: string; name: string }
       const complete: Record<string, Completer> = {}
       for (const m of def.uriTemplate.matchAll(/\{\+?([A-Za-z0-9_.%]+)\}/g)) {
         const c = fw.completer({ type: 'ref/resource', uri: def.uriTemplate }, m[1]!)
@@ -60,6 +62,26 @@ export function register(mcp: McpServer, kind: ListKind, item: Item, fw: Forward
       return mcp.resourceTemplate({ ...def, complete }, (uri, _vars, ctx) => fw.forward(ctx, 'resources/read', { uri }) as never)
     }
   }
+}
+
+// What an upstream's list entry may set: the fields of the wire definition. Our registration options
+// (`task`, `scopes`, `resolvers`, `state`, `ui`, ...) are this gateway's to set, never an upstream's:
+// a hostile one could otherwise make a tool task-only, scoped, or asking questions of its own.
+const TOOL_FIELDS = ['title', 'description', 'annotations', 'icons', '_meta'] as const
+const PROMPT_FIELDS = ['title', 'description', 'icons', '_meta'] as const
+const ARGUMENT_FIELDS = ['title', 'description', 'required'] as const
+/** Registration options of a resource or template that are not wire fields. */
+const OURS = new Set(['state', 'resolvers', 'complete', 'scopes', 'task', 'taskTtlMs', 'pollIntervalMs', 'checkSchemas', 'ui', 'input', 'output', 'arguments'])
+
+function wireOnly(item: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const f of fields) if (Object.hasOwn(item, f)) out[f] = item[f]
+  return out
+}
+
+/** A resource's or template's fields, less our registration options (the registry keeps the rest as they are). */
+function withoutOurs(item: Item): Item {
+  return Object.fromEntries(Object.entries(item).filter(([k]) => !OURS.has(k))) as Item
 }
 
 /**

@@ -97,6 +97,26 @@ t.test("an upstream tool's stray top-level `ui` is not taken for our view link; 
   t.notOk('ui' in mcp.tools.get('app')!.definition)
 })
 
+t.test("an upstream's list entries set wire fields only, never our registration options", async (t) => {
+  const mcp = new McpServer({ name: 'm', version: '1' })
+  const fw = { forward: async () => ({}), completer: () => undefined }
+  const ours = { task: 'required', taskTtlMs: 1, pollIntervalMs: 1, scopes: ['admin'], checkSchemas: true, state: { type: 'string' }, resolvers: { x: 'y' } }
+  register(mcp, 'tools', { name: 't', title: 'T', description: 'd', annotations: { readOnlyHint: true }, icons: [{ src: 'https://x.test/i.png' }], _meta: { k: 1 }, inputSchema: { type: 'object' }, ...ours }, fw)
+  const tool = mcp.tools.get('t')!
+  t.same(tool.task, { mode: 'forbidden', ttlMs: 3_600_000, pollIntervalMs: 1000 }, 'not task-only: the upstream says how it runs a call, not how we do')
+  t.same(tool.scopes, [], 'no scopes of its choosing')
+  t.same([tool.mrtr.plan, tool.mrtr.validateState], [undefined, undefined], 'no questions or state of its own')
+  t.same(tool.definition, { name: 't', title: 'T', description: 'd', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true }, icons: [{ src: 'https://x.test/i.png' }], _meta: { k: 1 } })
+  register(mcp, 'prompts', { name: 'p', title: 'P', _meta: { k: 2 }, arguments: [{ name: 'a', description: 'an a', complete: { not: 'a function' } }], ...ours }, fw)
+  const prompt = mcp.prompts.get('p')!
+  t.same(prompt.definition, { name: 'p', title: 'P', arguments: [{ name: 'a', description: 'an a' }], _meta: { k: 2 } })
+  t.same([prompt.completers.size, prompt.mrtr.plan, prompt.mrtr.validateState], [0, undefined, undefined])
+  register(mcp, 'resources', { uri: 'x:r', name: 'r', mimeType: 'text/plain', size: 3, ui: { csp: {} }, ...ours }, fw)
+  t.same(mcp.resources.get('x:r')!.definition, { uri: 'x:r', name: 'r', mimeType: 'text/plain', size: 3 })
+  register(mcp, 'templates', { uriTemplate: 'x:{id}', name: 'x', complete: { id: 'nope' }, ...ours }, fw)
+  t.same(mcp.templates.get('x:{id}')!.definition, { uriTemplate: 'x:{id}', name: 'x' })
+})
+
 t.test('the log before the app: JSON lines at LOG_LEVEL, then the app logger', async (t) => {
   const log = new LateLogger('warn')
   const written: string[] = []
