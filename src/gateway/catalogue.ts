@@ -18,12 +18,17 @@ export interface Forwarder {
 
 type Item = Record<string, unknown> & { name?: string; uri?: string; uriTemplate?: string }
 
+/** What the gateway's own configuration adds to an upstream's tool (a virtual server's `scopes`). */
+export interface GatewayOptions {
+  scopes?: readonly string[]
+}
+
 /**
  * Register one upstream list entry into `mcp` with a handler that forwards to the upstream; what
  * this library cannot serve (a name it refuses, a schema that is not an object schema, a URI template
  * beyond `{var}`/`{+var}`) is left out with the reason, never half-registered.
  */
-export function register(mcp: McpServer, kind: ListKind, item: Item, fw: Forwarder): Registration {
+export function register(mcp: McpServer, kind: ListKind, item: Item, fw: Forwarder, ours: GatewayOptions = {}): Registration {
   switch (kind) {
     case 'tools': {
       // `ui` is not a wire field but our link to a view (checked against this catalogue): an upstream's
@@ -32,7 +37,7 @@ export function register(mcp: McpServer, kind: ListKind, item: Item, fw: Forward
       // The upstream is the authority on its arguments and results: its schemas describe the tool
       // here (tools/list, OpenAPI) and the upstream judges the call, as it would called directly.
       return mcp.tool(
-        { ...wireOnly(item, TOOL_FIELDS), name, input: inputSchema as TSchema, output: outputSchema as TSchema | undefined, checkSchemas: false },
+        { ...wireOnly(item, TOOL_FIELDS), ...ours, name, input: inputSchema as TSchema, output: outputSchema as TSchema | undefined, checkSchemas: false },
         (args, ctx) => fw.forward(ctx, 'tools/call', { name, arguments: args }) as never
       )
     }

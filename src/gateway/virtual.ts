@@ -91,9 +91,8 @@ export class VirtualServer {
         const description = this.#spec.descriptions[p.key]
         if (description !== undefined) item.description = description
         const scopes = kind === 'tools' ? [...new Set(this.#scopes.filter(([r]) => r.test(p.key)).flatMap(([, s]) => s))] : []
-        if (scopes.length > 0) item.scopes = scopes
         try {
-          regs.push(register(this.mcp, kind, item, this.#forwarder(p.gw, p.id)))
+          regs.push(register(this.mcp, kind, item, this.#forwarder(p.gw, p.id), scopes.length > 0 ? { scopes } : {}))
           if (!named) owners.set(p.id, p.gw)
         } catch (err) {
           // A name or URI another upstream's entry holds here already: the first one stays.

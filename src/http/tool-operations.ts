@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { McpServer } from '../core/mcp-server.js'
+import { METHODS, REST_ROUTES, notOffered } from '../methods.js'
 import { SHARED_SCHEMAS } from './openapi-document.js'
 import { referenceComponents } from './openapi-refs.js'
 
@@ -16,22 +17,32 @@ const OTHER_ERRORS = {
 /**
  * The OpenAPI 3.1 document: the routes as @fastify/swagger describes them, plus one typed operation
  * per registered tool (`POST /tools/<name>/calls` with the tool's input schema as `arguments` and its
- * output schema as `structuredContent`), so a generated client gets typed calls. Rebuilt only when
- * the tool list changes.
+ * output schema as `structuredContent`), so a generated client gets typed calls; without the
+ * operations of capabilities the server does not offer (`McpServer.offer`). Rebuilt only when the
+ * tool list or the offer changes.
  */
 export function openapiDocument(fastify: FastifyInstance, mcp: McpServer): () => Doc {
   let cached: Doc | undefined
+  // `offer` replaces the offers: a document made for others is stale.
+  let madeFor = mcp.offers
   mcp.onChange((kind) => {
     if (kind === 'tools') cached = undefined
   })
   return () => {
-    if (cached !== undefined) return cached
+    if (cached !== undefined && madeFor === mcp.offers) return cached
+    madeFor = mcp.offers
     const base = structuredClone(fastify.swagger() as Doc)
     referenceComponents(base, SHARED_SCHEMAS.map((s) => s.$id as string))
     // The statuses a route cannot foresee (authorization, limits, load, method) in one place.
     const paths = base.paths
-    for (const item of Object.values(paths)) {
-      for (const op of Object.values(item) as Json[]) op.responses.default ??= OTHER_ERRORS
+    for (const [path, item] of Object.entries(paths)) {
+      for (const [method, op] of Object.entries(item) as [string, Json][]) {
+        // A method of a capability not offered (a gateway's upstream lacks it) is -32601: no operation.
+        const route = REST_ROUTES.get(op.operationId as string)
+        if (route !== undefined && notOffered(mcp, METHODS[route.name].capability) !== undefined) delete item[method]
+        else op.responses.default ??= OTHER_ERRORS
+      }
+      if (Object.keys(item).length === 0) delete paths[path]
     }
     const generic = paths[`${fastify.prefix}/tools/{name}/calls`]?.post as Json | undefined
     for (const { definition: tool } of mcp.tools.values()) {

@@ -114,6 +114,24 @@ t.test('tools registered or removed at run time appear in and leave the document
   t.ok('/tools/add/calls' in after, 'the other tools stay')
 })
 
+t.test('a capability the server does not offer has no operations; offered again, they are back', async (t) => {
+  const { app, mcp } = await build(t)
+  const operations = async () => {
+    const doc = (await call(app, { url: '/openapi.json' })).body
+    return Object.values(doc.paths as Record<string, Record<string, { operationId: string }>>).flatMap((item) => Object.values(item).map((op) => op.operationId))
+  }
+  const all = await operations()
+  mcp.offer({ tools: {} }) // as a gateway in front of a tools-only upstream does
+  const toolsOnly = await operations()
+  const gone = all.filter((id) => !toolsOnly.includes(id)).sort()
+  t.same(gone, ['complete', 'getPrompt', 'getPromptWithBody', 'listPrompts', 'listResourceTemplates', 'listResources', 'readResource', 'readResourceWithBody', 'setLogLevel', 'subscribeResource', 'unsubscribeResource'])
+  t.ok(toolsOnly.includes('callTool') && toolsOnly.includes('callTool_echo') && toolsOnly.includes('listTools'), 'the tools stay')
+  mcp.offer({})
+  t.notOk((await operations()).some((id) => id.startsWith('callTool') || id === 'listTools'), 'nor tools, when not offered')
+  mcp.offer(undefined)
+  t.same((await operations()).sort(), [...all].sort(), 'everything again')
+})
+
 t.test('a client generated from the committed document calls the server over a real socket', async (t) => {
   const app = await buildServer({ logger: false, mcp: createDemoServer() })
   t.teardown(() => app.close())
