@@ -195,7 +195,8 @@ export interface OnceKeys {
    * instance). A store that holds as many keys as it may refuses with {@link StoreFull} rather than
    * forget one early (a forgotten key is a replay let through).
    * @example
-   * if (!(await onceKeys.once(`dpop:${jkt}:${jti}`, 600_000))) throw replayed()
+   * const onceKeys = await store.companions.onceKeys!()
+   * if (!(await onceKeys.once('dpop:<jkt>:<jti>', 360_000))) throw new Error('a replayed proof')
    */
   once(key: string, ttlMs: number): Promise<boolean>
 }
