@@ -3,7 +3,7 @@ import { errors as jose, type JSONWebKeySet, type JWTPayload } from 'jose'
 import type { Principal } from '../core/request-context.js'
 import { McpError, errors } from '../errors.js'
 import type { KeyLookup } from './api-keys.js'
-import { dpopScheme } from './dpop-auth.js'
+import { dpopAlgsOf, dpopScheme } from './dpop-auth.js'
 import type { DpopOptions } from './dpop.js'
 import { DUPLICATE, takeHeader } from './take-header.js'
 import { isKeySetFailure, parseUrl, tokenVerifier } from './verify.js'
@@ -164,15 +164,18 @@ function scopesOf(payload: JWTPayload): string[] {
 
 /**
  * Add `resource_metadata` to a Bearer challenge that lacks it (the 403 `insufficient_scope` of the
- * core, which does not know where the metadata lives).
+ * core, which does not know where the metadata lives). For a request that `request` shows was
+ * authenticated with a DPoP proof, the challenge is in the DPoP scheme (RFC 9449 section 7.1).
  */
-export function withResourceMetadata(error: McpError, metadataUrl: string): McpError {
+export function withResourceMetadata(error: McpError, metadataUrl: string, request?: FastifyRequest): McpError {
   const challenge = error.headers?.['www-authenticate']
   if (challenge === undefined || !challenge.startsWith('Bearer') || challenge.includes('resource_metadata=')) return error
+  const algs = request === undefined ? undefined : dpopAlgsOf(request)
+  const scheme = algs === undefined ? challenge : `DPoP${challenge.slice('Bearer'.length)}, ${algs}`
   return error.with({
     headers: {
       ...error.headers,
-      'www-authenticate': `${challenge}, resource_metadata="${metadataUrl}"`
+      'www-authenticate': `${scheme}, resource_metadata="${metadataUrl}"`
     }
   })
 }

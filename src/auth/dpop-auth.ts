@@ -8,6 +8,15 @@ import { DpopRefusal, dpopChecker, type DpopOptions } from './dpop.js'
 import { DUPLICATE, takeHeader } from './take-header.js'
 
 type Scheme = 'Bearer' | 'DPoP'
+
+// The requests authenticated with a DPoP proof, and the `algs` of their challenges: a later
+// challenge (the core's 403 insufficient_scope) is then in the DPoP scheme (RFC 9449 section 7.1).
+const DPOP_REQUESTS = new WeakMap<FastifyRequest, string>()
+
+/** The `algs="..."` of a request authenticated with a DPoP proof; undefined for any other. */
+export function dpopAlgsOf(request: FastifyRequest): string | undefined {
+  return DPOP_REQUESTS.get(request)
+}
 type Refuse = (message: string, error?: string, scheme?: Scheme) => McpError
 
 /** What `bearerAuth` lends the DPoP scheme: its challenge's metadata, API keys, token verification. */
@@ -85,6 +94,7 @@ export function dpopScheme(
       const payload = await parts.verified(token, request, (m, e) => refuse(m, e))
       await checker.bind(payload, checked)
       if (checked.freshNonce !== undefined) reply?.header('dpop-nonce', checked.freshNonce)
+      DPOP_REQUESTS.set(request, algs)
       return parts.principalOf(payload)
     } catch (err) {
       if (!(err instanceof DpopRefusal)) throw err

@@ -92,6 +92,7 @@ function catalogue(): McpServer {
     const reply = (ctx as unknown as { reply?: { request: { raw: { rawHeaders: string[] } } } }).reply
     return JSON.stringify({ id: ctx.principal.id, cnf: ctx.principal.claims?.cnf, proofSeen: (reply?.request.raw.rawHeaders ?? []).some((h) => h.toLowerCase() === 'dpop') })
   })
+  mcp.tool({ name: 'admin', scopes: ['mcp:admin'] }, () => 'ok')
   return mcp
 }
 
@@ -110,7 +111,7 @@ async function serve(t: Test, dpop: OAuthOptions['dpop'], more: { store?: Store;
 
 type Face = 'rest' | 'jsonrpc'
 const FACES: Face[] = ['rest', 'jsonrpc']
-const pathOf = (face: Face) => (face === 'rest' ? '/tools/whoami/calls' : '/mcp')
+const pathOf = (face: Face, tool = 'whoami') => (face === 'rest' ? `/tools/${tool}/calls` : '/mcp')
 
 interface Answer {
   status: number
@@ -121,8 +122,8 @@ interface Answer {
 }
 
 /** Call whoami on one face with these credential headers (DPoP `proofs`: one, several or none). */
-async function whoami(s: Served, face: Face, authorization: string | undefined, proofs: string[] = []): Promise<Answer> {
-  const path = pathOf(face)
+async function whoami(s: Served, face: Face, authorization: string | undefined, proofs: string[] = [], tool = 'whoami'): Promise<Answer> {
+  const path = pathOf(face, tool)
   const headers: [string, string][] = [
     ['content-type', 'application/json'],
     ['mcp-protocol-version', '2026-07-28']
@@ -131,8 +132,8 @@ async function whoami(s: Served, face: Face, authorization: string | undefined, 
   for (const p of proofs) headers.push(['dpop', p])
   let body: unknown = {}
   if (face === 'jsonrpc') {
-    headers.push(['mcp-method', 'tools/call'], ['mcp-name', 'whoami'])
-    body = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'whoami', arguments: {}, _meta: envelope() } }
+    headers.push(['mcp-method', 'tools/call'], ['mcp-name', tool])
+    body = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: tool, arguments: {}, _meta: envelope() } }
   }
   // node:http with raw headers, not fetch: fetch joins repeated headers into one line, and a test
   // needs two DPoP lines. Raw headers are sent as given, Host and Content-Length included.
@@ -156,7 +157,7 @@ async function whoami(s: Served, face: Face, authorization: string | undefined, 
     challenge: (res.headers['www-authenticate'] as string | undefined) ?? null,
     nonce: (res.headers['dpop-nonce'] as string | undefined) ?? null,
     body: error ?? parsed,
-    who: res.status === 200 ? JSON.parse(result.content[0].text) : undefined
+    who: res.status === 200 && tool === 'whoami' ? JSON.parse(result.content[0].text) : undefined
   }
 }
 
@@ -186,6 +187,20 @@ t.test('a bound token with a valid proof is accepted on both faces; the proof st
     t.equal((await dpopCall(s, face, edTok, { key: ed })).status, 200, `${face}: an EdDSA proof`)
     const unbound = await whoami(s, face, `Bearer ${await token(null)}`)
     t.equal(unbound.status, 200, `${face}: an unbound token as Bearer, while DPoP is not required`)
+  }
+})
+
+t.test('a missing tool scope: 403 insufficient_scope in the scheme the token came with', async (t) => {
+  const s = await serve(t, {})
+  for (const face of FACES) {
+    const tok = await token()
+    const dpop = await whoami(s, face, `DPoP ${tok}`, [await proof('POST', `${PUBLIC}${pathOf(face, 'admin')}`, tok)], 'admin')
+    t.same([dpop.status, dpop.challenge], [403, `DPoP error="insufficient_scope", scope="mcp:admin", ${ALGS}, resource_metadata="${METADATA}"`], `${face}: DPoP`)
+    t.match(dpop.body, { message: 'Insufficient scope: tool admin requires mcp:admin' })
+    const bearer = await whoami(s, face, `Bearer ${await token(null)}`, [], 'admin')
+    t.same([bearer.status, bearer.challenge], [403, `Bearer error="insufficient_scope", scope="mcp:admin", resource_metadata="${METADATA}"`], `${face}: Bearer`)
+    const granted = await token(alice.jkt, { scope: 'mcp:admin' })
+    t.equal((await whoami(s, face, `DPoP ${granted}`, [await proof('POST', `${PUBLIC}${pathOf(face, 'admin')}`, granted)], 'admin')).status, 200, `${face}: with the scope`)
   }
 })
 
