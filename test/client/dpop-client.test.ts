@@ -6,6 +6,8 @@ import { createServer, type IncomingMessage } from 'node:http'
 import { join } from 'node:path'
 import { EmbeddedJWK, SignJWT, calculateJwkThumbprint, decodeProtectedHeader, exportJWK, generateKeyPair, jwtVerify, type JWK, type JWTPayload } from 'jose'
 import { DpopProver, McpHttpError, PureHttpClient, dpopKeyFromJwk, generateDpopKey, type DpopKey } from '../../src/client/client.js'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { PureHttpTransport } from '../../src/client/sdk-transport.js'
 import { McpServer } from '../../src/core/mcp-server.js'
 import type { OAuthOptions } from '../../src/auth/oauth.js'
 import { buildServer } from '../../src/server.js'
@@ -64,6 +66,16 @@ t.test('the client sends a fresh proof with every request; a nonce is fetched on
   const err = await stolen.listTools().catch((e: unknown) => e)
   t.match(err, { status: 401, message: 'The access token is bound to another key than the DPoP proof' }, 'a token with another key than its own')
   t.ok(err instanceof McpHttpError)
+})
+
+t.test('the official SDK over PureHttpTransport, with a DPoP-bound token', async (t) => {
+  const s = await serve(t, { required: true, nonce: { secret: 'a nonce secret of thirty-two bytes or more' } })
+  const key = generateDpopKey()
+  const client = new Client({ name: 'sdk-dpop', version: '1.0.0' })
+  await client.connect(new PureHttpTransport({ url: s.url, token: await boundToken(key, s.url), dpop: key, protocolVersion: '2026-07-28' }))
+  t.teardown(() => client.close())
+  t.same((await client.listTools()).tools.map((x) => x.name), ['whoami'])
+  t.same((await client.callTool({ name: 'whoami', arguments: {} })).content, [{ type: 'text', text: `${ISSUER}|alice` }])
 })
 
 t.test('every key kind signs proofs our server accepts', async (t) => {
