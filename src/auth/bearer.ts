@@ -5,7 +5,7 @@ import { McpError, errors } from '../errors.js'
 import type { KeyLookup } from './api-keys.js'
 import { dpopAlgsOf, dpopScheme } from './dpop-auth.js'
 import type { DpopOptions } from './dpop.js'
-import { DUPLICATE, takeHeader } from './take-header.js'
+import { BEARER, BEARER_SCHEME, DUPLICATE, takeHeader } from './take-header.js'
 import { isKeySetFailure, parseUrl, tokenVerifier } from './verify.js'
 
 export { DEFAULT_ALGORITHMS } from './verify.js'
@@ -45,10 +45,6 @@ export interface BearerAuthOptions {
  * when given, takes headers the scheme sends on success (a DPoP scheme's fresh `DPoP-Nonce`).
  */
 export type Authenticate = (request: FastifyRequest, reply?: FastifyReply) => Promise<Principal>
-
-// RFC 6750 section 2.1: the scheme is case-insensitive, the token is b64token.
-const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
-const BEARER_SCHEME = /^bearer(?: |$)/i
 
 /**
  * An OAuth 2.1 resource server: the `authenticate` function of `mcpPlugin` that accepts

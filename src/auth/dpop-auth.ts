@@ -5,7 +5,7 @@ import { errors, type McpError } from '../errors.js'
 import { MemoryOnce } from '../store/memory-once.js'
 import { DEFAULT_LIMITS } from '../store/limits.js'
 import { DpopRefusal, dpopChecker, type DpopOptions } from './dpop.js'
-import { DUPLICATE, takeHeader } from './take-header.js'
+import { BEARER, BEARER_SCHEME, DUPLICATE, takeHeader } from './take-header.js'
 
 type Scheme = 'Bearer' | 'DPoP'
 
@@ -32,8 +32,6 @@ export interface SchemeParts {
 // RFC 9449 section 7.1: the scheme is case-insensitive, the token is token68 like Bearer's.
 const DPOP = /^dpop +([A-Za-z0-9\-._~+/]+=*) *$/i
 const DPOP_SCHEME = /^dpop(?: |$)/i
-const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
-const BEARER_SCHEME = /^bearer(?: |$)/i
 
 /**
  * The resource server with DPoP on: `Authorization: DPoP <token>` with one `DPoP` proof header

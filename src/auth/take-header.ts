@@ -2,6 +2,10 @@ import type { FastifyRequest } from 'fastify'
 
 export const DUPLICATE = Symbol('several headers of one name')
 
+// RFC 6750 section 2.1: the scheme is case-insensitive, the token is b64token.
+export const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
+export const BEARER_SCHEME = /^bearer(?: |$)/i
+
 /**
  * Read a credential header (`authorization`, `dpop`) and remove it from the request, so that
  * nothing downstream (a handler, a gateway's upstream request) can see or forward it. Several of
