@@ -17,6 +17,7 @@ const DPOP_REQUESTS = new WeakMap<FastifyRequest, string>()
 export function dpopAlgsOf(request: FastifyRequest): string | undefined {
   return DPOP_REQUESTS.get(request)
 }
+
 type Refuse = (message: string, error?: string, scheme?: Scheme) => McpError
 
 /** What `bearerAuth` lends the DPoP scheme: its challenge's metadata, API keys, token verification. */

@@ -123,7 +123,7 @@ export function dpopChecker(options: DpopOptions, audience: string, replay: Once
     },
     async bind(payload, proof) {
       const cnf = payload.cnf as { jkt?: unknown } | undefined
-      if (typeof cnf?.jkt !== 'string') throw new DpopRefusal('invalid_token', 'The access token is not DPoP-bound: send it as "Bearer <token>"', 'no cnf.jkt')
+      if (typeof cnf?.jkt !== 'string') throw new DpopRefusal('invalid_token', 'The access token is not DPoP-bound (it has no cnf.jkt)', 'no cnf.jkt')
       if (cnf.jkt !== proof.jkt) throw new DpopRefusal('invalid_token', 'The access token is bound to another key than the DPoP proof', 'jkt')
       const ttlMs = (proof.iat + windowSec) * 1000 - Date.now() + REPLAY_MARGIN_MS
       if (!(await replay.once(`dpop:${proof.jkt}:${proof.jti}`, ttlMs))) throw invalid('this proof was used before (jti)', 'replayed jti')
