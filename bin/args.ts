@@ -1,5 +1,6 @@
 /** mcp-http's command-line values: `--arg key=value` pairs, typed by the tool's input schema. */
-import type { Json } from '../src/client/client.js'
+import { readFileSync } from 'node:fs'
+import { dpopKeyFromJwk, type DpopKey, type Json } from '../src/client/client.js'
 
 /** Thrown for usage errors: exit code 2. */
 export class UsageError extends Error {}
@@ -48,4 +49,20 @@ function jsonOr(text: string): unknown {
 export function hint(err: { code?: unknown; data?: unknown }): string {
   const needs = (err.data as { requiredCapabilities?: Json } | undefined)?.requiredCapabilities
   return err.code === -32021 && needs?.roots !== undefined ? '\nThe server asks for this client\'s roots: share them with --roots <uri,uri...> (e.g. --roots file:///work)' : ''
+}
+
+/** `--dpop-key <file>`: the private JWK the token is bound to; a usage error names what is wrong. */
+export function dpopKeyFile(file: string, token: string | undefined): DpopKey {
+  if (token === undefined) throw new UsageError('--dpop-key needs --token (the access token bound to that key)')
+  let jwk: unknown
+  try {
+    jwk = JSON.parse(readFileSync(file, 'utf8'))
+  } catch (err) {
+    throw new UsageError(`--dpop-key: ${file} is not a readable JWK file: ${(err as Error).message}`)
+  }
+  try {
+    return dpopKeyFromJwk(jwk as Json)
+  } catch (err) {
+    throw new UsageError(`--dpop-key: ${(err as Error).message}`)
+  }
 }

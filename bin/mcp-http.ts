@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util'
 import { McpHttpError, PureHttpClient, type ClientHandlers, type Json } from '../src/client/client.js'
-import { UsageError, hint, keyValues, need } from './args.js'
+import { UsageError, dpopKeyFile, hint, keyValues, need } from './args.js'
 import { askInTerminal } from './form.js'
 import { contentText, interrupt, progress, sampleInTerminal } from './terminal.js'
 import { callWithWebhook } from './webhook-call.js'
@@ -27,6 +27,8 @@ and exits with 130.
 Options:
   --url <url>                    the server (default http://127.0.0.1:3000)
   --token <token>                a bearer token
+  --dpop-key <file>              a private JWK (JSON) the token is DPoP-bound to: requests then send
+                                 "Authorization: DPoP <token>" and a fresh proof (RFC 9449)
   --protocol-version <version>   default 2026-07-28; 2025-* initializes first
   --roots <uri,uri...>           the roots this client shares (answers roots/list)
   --webhook <port>               call: receive progress and the task outcome on 127.0.0.1:<port>
@@ -48,6 +50,7 @@ async function main(argv: string[]): Promise<number> {
     options: {
       url: { type: 'string', default: process.env.MCP_URL ?? 'http://127.0.0.1:3000' },
       token: { type: 'string', default: process.env.MCP_TOKEN },
+      'dpop-key': { type: 'string', default: process.env.MCP_DPOP_KEY_FILE },
       'protocol-version': { type: 'string' },
       json: { type: 'boolean', default: false },
       input: { type: 'string' },
@@ -66,9 +69,11 @@ async function main(argv: string[]): Promise<number> {
   const handlers: ClientHandlers = { elicit: (params) => askInTerminal(params), sample: (params) => sampleInTerminal(params) }
   const roots = values.roots?.split(',').filter(Boolean).map((uri) => ({ uri }))
   if (roots !== undefined) handlers.listRoots = () => roots
+  const dpopFile = values['dpop-key']
   const client = new PureHttpClient({
     url: values.url,
     token: values.token,
+    ...(dpopFile === undefined ? {} : { dpop: dpopKeyFile(dpopFile, values.token) }),
     protocolVersion: values['protocol-version'],
     clientInfo: { name: 'mcp-http', version: '0.1.0' },
     handlers

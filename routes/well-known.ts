@@ -14,6 +14,8 @@ export interface WellKnownOptions {
   onlyAlso?: boolean
   /** The catalogue whose tool scopes the document lists (default: the plugin's). */
   mcp?: McpServer
+  /** With DPoP on: the proof algorithms, and whether every token must be bound. */
+  dpop?: { algorithms: readonly string[]; required: boolean } | undefined
 }
 
 /**
@@ -33,7 +35,10 @@ const wellKnown: FastifyPluginAsyncTypebox<WellKnownOptions> = async (fastify, o
       resource: opts.resource,
       authorization_servers: [...opts.authorizationServers],
       scopes_supported: [...scopes],
-      bearer_methods_supported: ['header']
+      bearer_methods_supported: ['header'],
+      ...(opts.dpop === undefined
+        ? {}
+        : { dpop_signing_alg_values_supported: [...opts.dpop.algorithms], ...(opts.dpop.required ? { dpop_bound_access_tokens_required: true } : {}) })
     }
   }
 

@@ -5,6 +5,7 @@ import type { HostOriginOptions } from './auth/origin.js'
 import type { Principal } from './core/request-context.js'
 import type { McpServer } from './core/mcp-server.js'
 import { McpError } from './errors.js'
+import { companion } from './store/compose.js'
 import { LATEST_VERSION, type ProtocolVersion } from './protocol.js'
 import { registerOpenApi } from './http/openapi-document.js'
 import { registerConsolePage } from './http/console-page.js'
@@ -145,7 +146,9 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   const defaultVersion = opts.defaultProtocolVersion ?? LATEST_VERSION
   if (opts.store !== undefined) opts.mcp.store = opts.store
   const mcp = opts.mcp
-  const { oauth, authenticate } = authSetup(opts, fastify.prefix)
+  // DPoP proof ids are remembered where the store keeps its state: a replay to another instance is one too.
+  const onceKeys = opts.oauth?.dpop === undefined || opts.oauth.dpop.replay !== undefined ? undefined : await companion(mcp.store, 'onceKeys', 'DPoP')
+  const { oauth, authenticate } = authSetup(opts, fastify.prefix, onceKeys)
   const metadataUrl = oauth?.metadataUrl
   fastify.decorate('mcp', mcp)
   fastify.decorate('mcpPrefix', fastify.prefix)

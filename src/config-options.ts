@@ -13,13 +13,20 @@ import type { ServerCardOptions } from './http/server-card.js'
  */
 
 const OAUTH_REQUIRED = ['MCP_OAUTH_ISSUER', 'MCP_OAUTH_JWKS_URL'] as const
-const OAUTH_OTHERS = [...OAUTH_REQUIRED, 'MCP_OAUTH_AUTHORIZATION_SERVERS', 'MCP_OAUTH_ALGORITHMS', 'MCP_OAUTH_RESOURCE_METADATA_URL'] as const
+const OAUTH_OTHERS = [
+  ...OAUTH_REQUIRED,
+  'MCP_OAUTH_AUTHORIZATION_SERVERS',
+  'MCP_OAUTH_ALGORITHMS',
+  'MCP_OAUTH_RESOURCE_METADATA_URL',
+  'MCP_OAUTH_DPOP_ALGORITHMS',
+  'MCP_OAUTH_DPOP_NONCE_SECRET'
+] as const
 
 export function oauthProblems(c: Config): string[] {
   if (c.MCP_OAUTH_AUDIENCE !== undefined) {
     return OAUTH_REQUIRED.filter((k) => c[k] === undefined).map((k) => `${k} is required when MCP_OAUTH_AUDIENCE is set`)
   }
-  const set = OAUTH_OTHERS.filter((k) => c[k] !== undefined)
+  const set = [...OAUTH_OTHERS.filter((k) => c[k] !== undefined), ...(c.MCP_OAUTH_DPOP === 'off' ? [] : ['MCP_OAUTH_DPOP'])]
   return set.length === 0 ? [] : [`MCP_OAUTH_AUDIENCE is required when ${set.join(', ')} is set (it turns OAuth on)`]
 }
 
@@ -37,6 +44,13 @@ export function oauthFromConfig(c: Config): OAuthOptions | undefined {
   if (c.MCP_OAUTH_AUTHORIZATION_SERVERS !== undefined) options.authorizationServers = list(c.MCP_OAUTH_AUTHORIZATION_SERVERS)
   if (c.MCP_OAUTH_ALGORITHMS !== undefined) options.algorithms = list(c.MCP_OAUTH_ALGORITHMS)
   if (c.MCP_OAUTH_RESOURCE_METADATA_URL !== undefined) options.resourceMetadataUrl = c.MCP_OAUTH_RESOURCE_METADATA_URL
+  if (c.MCP_OAUTH_DPOP !== 'off') {
+    options.dpop = { required: c.MCP_OAUTH_DPOP === 'required', iatWindowSec: c.MCP_OAUTH_DPOP_IAT_WINDOW_SEC }
+    if (c.MCP_OAUTH_DPOP_ALGORITHMS !== undefined) options.dpop.algorithms = list(c.MCP_OAUTH_DPOP_ALGORITHMS)
+    if (c.MCP_OAUTH_DPOP_NONCE_SECRET !== undefined) {
+      options.dpop.nonce = { secret: c.MCP_OAUTH_DPOP_NONCE_SECRET, windowSec: c.MCP_OAUTH_DPOP_NONCE_WINDOW_SEC }
+    }
+  }
   return options
 }
 

@@ -48,6 +48,16 @@ export const ConfigSchema = Type.Object({
   MCP_OAUTH_ALGORITHMS: Str('Accepted JWS algorithms, comma-separated (default RS256,ES256,EdDSA,PS256).'),
   MCP_OAUTH_CLOCK_TOLERANCE_SEC: Int(0, 600, 30, 'Leeway for exp and nbf, in seconds.'),
   MCP_OAUTH_RESOURCE_METADATA_URL: Str('resource_metadata URL of the challenges (default: derived from the audience).'),
+  MCP_OAUTH_DPOP: Type.Union([Type.Literal('off'), Type.Literal('allowed'), Type.Literal('required')], {
+    default: 'off',
+    description: 'DPoP-bound access tokens (RFC 9449): allowed beside Bearer, or required of every OAuth token.'
+  }),
+  MCP_OAUTH_DPOP_ALGORITHMS: Str('JWS algorithms accepted for DPoP proofs, comma-separated (default ES256,EdDSA,RS256,PS256).'),
+  MCP_OAUTH_DPOP_IAT_WINDOW_SEC: Int(1, 3600, 300, "How far a DPoP proof's iat may be from the server's clock, either way, in seconds."),
+  MCP_OAUTH_DPOP_NONCE_SECRET: Type.Optional(
+    Type.String({ minLength: 32, description: 'Turns DPoP server nonces on: the HMAC secret (32+ characters, the same on every instance).' })
+  ),
+  MCP_OAUTH_DPOP_NONCE_WINDOW_SEC: Int(10, 86_400, 300, 'How long a DPoP nonce is current; the previous one is accepted one window more.'),
   MCP_API_KEYS: Str('Static API keys: principal:key or principal:key:scope1 scope2, comma-separated; keys of 32 characters or more.'),
   MCP_API_KEYS_FILE: Str('A file of API keys, one principal:key[:scopes] a line (# comments): keeps them out of the environment.'),
   MCP_ALLOWED_HOSTS: Str('Accepted Host headers, comma-separated, or * for any (default: loopback names when HOST is loopback).'),

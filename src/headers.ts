@@ -31,6 +31,8 @@ export const Header = {
 export const CORS_REQUEST_HEADERS: readonly string[] = [
   ...Object.values(Header),
   'authorization',
+  // RFC 9449's proof header, and its nonce on the way back.
+  'dpop',
   'content-type',
   'accept',
   'if-none-match',
@@ -47,6 +49,7 @@ export const CORS_RESPONSE_HEADERS: readonly string[] = [
   'location',
   'retry-after',
   'www-authenticate',
+  'dpop-nonce',
   'allow',
   // @fastify/rate-limit's, with a limit configured: what is left of it.
   'x-ratelimit-limit',

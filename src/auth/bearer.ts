@@ -1,8 +1,11 @@
-import type { FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { errors as jose, type JSONWebKeySet, type JWTPayload } from 'jose'
 import type { Principal } from '../core/request-context.js'
 import { McpError, errors } from '../errors.js'
 import type { KeyLookup } from './api-keys.js'
+import { dpopAlgsOf, dpopScheme } from './dpop-auth.js'
+import type { DpopOptions } from './dpop.js'
+import { BEARER, BEARER_SCHEME, DUPLICATE, takeHeader } from './take-header.js'
 import { isKeySetFailure, parseUrl, tokenVerifier } from './verify.js'
 
 export { DEFAULT_ALGORITHMS } from './verify.js'
@@ -29,14 +32,19 @@ export interface BearerAuthOptions {
   clockToleranceSec?: number
   /** Where clients find the RFC 9728 metadata; sent as `resource_metadata` in every challenge. */
   resourceMetadataUrl?: string
+  /**
+   * DPoP-bound access tokens (RFC 9449, SEP-1932): `Authorization: DPoP <token>` with a `DPoP`
+   * proof header. See docs/authorization.md. Without it, only Bearer; a bound token (`cnf.jkt`)
+   * sent as Bearer is refused either way.
+   */
+  dpop?: DpopOptions
 }
 
-/** Identifies the caller of a request, or throws the 401/503 {@link McpError} to answer. */
-export type Authenticate = (request: FastifyRequest) => Promise<Principal>
-
-// RFC 6750 section 2.1: the scheme is case-insensitive, the token is b64token.
-const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
-const BEARER_SCHEME = /^bearer(?: |$)/i
+/**
+ * Identifies the caller of a request, or throws the 401/503 {@link McpError} to answer. `reply`,
+ * when given, takes headers the scheme sends on success (a DPoP scheme's fresh `DPoP-Nonce`).
+ */
+export type Authenticate = (request: FastifyRequest, reply?: FastifyReply) => Promise<Principal>
 
 /**
  * An OAuth 2.1 resource server: the `authenticate` function of `mcpPlugin` that accepts
@@ -58,10 +66,7 @@ const BEARER_SCHEME = /^bearer(?: |$)/i
 export function bearerAuth(options: BearerAuthOptions, keys?: KeyLookup): Authenticate {
   const verify = tokenVerifier(options)
   const metadata = options.resourceMetadataUrl === undefined ? '' : `, resource_metadata="${parseUrl(options.resourceMetadataUrl, 'resourceMetadataUrl').href}"`
-  const what = keys === undefined ? 'an OAuth access token' : 'an API key or an OAuth access token'
-  return bearerScheme(metadata, what, async (token, request, refuse) => {
-    const key = keys?.(token)
-    if (key !== undefined) return key
+  const verified = async (token: string, request: FastifyRequest, refuse: Refuse): Promise<JWTPayload> => {
     let payload: JWTPayload
     try {
       payload = await verify(token)
@@ -74,19 +79,37 @@ export function bearerAuth(options: BearerAuthOptions, keys?: KeyLookup): Authen
       request.log.info({ reason: code, detail: (err as Error).message }, 'access token rejected')
       throw refuse(code === 'ERR_JWT_EXPIRED' ? 'The access token has expired' : 'Invalid access token', 'invalid_token')
     }
-    const { iss, sub } = payload
-    if (typeof sub !== 'string' || sub === '') {
+    if (typeof payload.sub !== 'string' || payload.sub === '') {
       request.log.info({ reason: 'no subject' }, 'access token rejected')
       throw refuse('Invalid access token', 'invalid_token')
     }
-    return Object.freeze({
-      id: `${iss}|${sub}`,
-      issuer: iss!,
-      subject: sub,
-      scopes: Object.freeze(scopesOf(payload)),
-      claims: Object.freeze({ ...payload }),
-      anonymous: false
-    })
+    return payload
+  }
+  if (options.dpop !== undefined) return dpopScheme(options.dpop, options.audience, { metadata, keys, verified, principalOf })
+  const what = keys === undefined ? 'an OAuth access token' : 'an API key or an OAuth access token'
+  return bearerScheme(metadata, what, async (token, request, refuse) => {
+    const key = keys?.(token)
+    if (key !== undefined) return key
+    const payload = await verified(token, request, refuse)
+    // RFC 9449 section 7.1: a token bound to a key is worth nothing without the proof of that key.
+    if ((payload.cnf as { jkt?: unknown } | undefined)?.jkt !== undefined) {
+      request.log.info({ reason: 'bound token as bearer' }, 'access token rejected')
+      throw refuse('This access token is DPoP-bound, and this server does not accept DPoP', 'invalid_token')
+    }
+    return principalOf(payload)
+  })
+}
+
+/** The principal of verified claims: `${iss}|${sub}`, scopes, the claims themselves. */
+function principalOf(payload: JWTPayload): Principal {
+  const { iss, sub } = payload
+  return Object.freeze({
+    id: `${iss}|${sub}`,
+    issuer: iss!,
+    subject: sub!,
+    scopes: Object.freeze(scopesOf(payload)),
+    claims: Object.freeze({ ...payload }),
+    anonymous: false
   })
 }
 
@@ -116,7 +139,7 @@ function bearerScheme(
   const refuse: Refuse = (message, error) =>
     errors.unauthorized(message, `Bearer realm="mcp"${error === undefined ? '' : `, error="${error}"`}${metadata}`)
   return async (request) => {
-    const header = takeAuthorization(request)
+    const header = takeHeader(request, 'authorization')
     if (header === undefined) throw refuse(`Authorization required: send ${what} as "Authorization: Bearer <token>"`)
     if (header === DUPLICATE) throw refuse('Send one Authorization header, not several', 'invalid_request')
     const m = BEARER.exec(header)
@@ -128,26 +151,6 @@ function bearerScheme(
   }
 }
 
-const DUPLICATE = Symbol('several Authorization headers')
-
-/** Read the Authorization header and remove it from the request, so nothing downstream can forward it. */
-function takeAuthorization(request: FastifyRequest): string | typeof DUPLICATE | undefined {
-  const raw = request.raw
-  const value = raw.headers.authorization
-  if (value === undefined) return undefined
-  delete raw.headers.authorization
-  const list = raw.rawHeaders
-  let count = 0
-  for (let i = list.length - 2; i >= 0; i -= 2) {
-    if (list[i]!.toLowerCase() !== 'authorization') continue
-    list.splice(i, 2)
-    count++
-  }
-  // Node keeps the first of several and drops the rest: which one a proxy saw is anyone's guess.
-  if (count > 1) return DUPLICATE
-  return value
-}
-
 /** `scope` (RFC 9068, space-separated) or `scp` (an array, or a string as some providers send it). */
 function scopesOf(payload: JWTPayload): string[] {
   const raw = payload.scope ?? payload.scp
@@ -157,15 +160,18 @@ function scopesOf(payload: JWTPayload): string[] {
 
 /**
  * Add `resource_metadata` to a Bearer challenge that lacks it (the 403 `insufficient_scope` of the
- * core, which does not know where the metadata lives).
+ * core, which does not know where the metadata lives). For a request that `request` shows was
+ * authenticated with a DPoP proof, the challenge is in the DPoP scheme (RFC 9449 section 7.1).
  */
-export function withResourceMetadata(error: McpError, metadataUrl: string): McpError {
+export function withResourceMetadata(error: McpError, metadataUrl: string, request?: FastifyRequest): McpError {
   const challenge = error.headers?.['www-authenticate']
   if (challenge === undefined || !challenge.startsWith('Bearer') || challenge.includes('resource_metadata=')) return error
+  const algs = request === undefined ? undefined : dpopAlgsOf(request)
+  const scheme = algs === undefined ? challenge : `DPoP${challenge.slice('Bearer'.length)}, ${algs}`
   return error.with({
     headers: {
       ...error.headers,
-      'www-authenticate': `${challenge}, resource_metadata="${metadataUrl}"`
+      'www-authenticate': `${scheme}, resource_metadata="${metadataUrl}"`
     }
   })
 }

@@ -1,8 +1,10 @@
 import { OFFLINE_ACCESS } from '../core/definition-checks.js'
 import { ConfigurationError } from '../errors.js'
 import { isLoopbackHost } from './origin.js'
+import type { OnceKeys } from '../store/types.js'
 import { apiKeyRing, type ApiKey, type KeyLookup } from './api-keys.js'
 import { apiKeyAuth, bearerAuth, type Authenticate, type BearerAuthOptions } from './bearer.js'
+import { DEFAULT_DPOP_ALGORITHMS } from './dpop.js'
 
 /**
  * `mcpPlugin`'s OAuth 2.1 resource-server mode: {@link bearerAuth} on every route, plus the RFC 9728
@@ -20,7 +22,12 @@ export interface OAuthSetup {
   /** The `resource_metadata` URL every challenge names. */
   metadataUrl: string
   /** What the metadata route publishes. */
-  metadata: { resource: string; authorizationServers: readonly string[]; scopesSupported: readonly string[] | undefined }
+  metadata: {
+    resource: string
+    authorizationServers: readonly string[]
+    scopesSupported: readonly string[] | undefined
+    dpop: { algorithms: readonly string[]; required: boolean } | undefined
+  }
   /**
    * RFC 9728 section 3.1's metadata path for an audience with a path (`https://h/mcp` gives
    * `/.well-known/oauth-protected-resource/mcp`), where clients that build the URL themselves look.
@@ -35,9 +42,10 @@ export const WELL_KNOWN_PATH = '/.well-known/oauth-protected-resource'
  * absolute http(s) URL without fragment, RFC 8707); the metadata URL defaults to that URL's origin
  * plus the plugin's prefix plus {@link WELL_KNOWN_PATH}, where the plugin serves it. Behind a proxy
  * that rewrites paths, set `resourceMetadataUrl`. With `keys`, a bearer that is an API key is its
- * principal before any JWT is looked at.
+ * principal before any JWT is looked at. With DPoP on, `onceKeys` remembers proof ids (unless
+ * `dpop.replay` names its own).
  */
-export function oauthSetup(options: OAuthOptions, prefix: string, keys?: KeyLookup): OAuthSetup {
+export function oauthSetup(options: OAuthOptions, prefix: string, keys?: KeyLookup, onceKeys?: OnceKeys): OAuthSetup {
   let resource: URL
   try {
     resource = new URL(options.audience)
@@ -50,7 +58,14 @@ export function oauthSetup(options: OAuthOptions, prefix: string, keys?: KeyLook
   const metadataUrl = options.resourceMetadataUrl ?? `${resource.origin}${prefix}${WELL_KNOWN_PATH}`
   const metadata = protectedResourceMetadata(options)
   return {
-    authenticate: bearerAuth({ ...options, resourceMetadataUrl: metadataUrl }, keys),
+    authenticate: bearerAuth(
+      {
+        ...options,
+        resourceMetadataUrl: metadataUrl,
+        ...(options.dpop === undefined ? {} : { dpop: { ...options.dpop, replay: options.dpop.replay ?? onceKeys } })
+      },
+      keys
+    ),
     metadataUrl: new URL(metadataUrl).href,
     metadata,
     insertedPath: insertedPathOf(resource)
@@ -66,7 +81,8 @@ export function protectedResourceMetadata(options: OAuthOptions): OAuthSetup['me
   if (options.scopesSupported?.includes(OFFLINE_ACCESS) === true) {
     throw new ConfigurationError(`oauth: scopesSupported must not list ${OFFLINE_ACCESS} (MCP 2026-07-28: refresh tokens are not a resource's requirement)`)
   }
-  return { resource: options.audience, authorizationServers, scopesSupported: options.scopesSupported }
+  const dpop = options.dpop === undefined ? undefined : { algorithms: options.dpop.algorithms ?? DEFAULT_DPOP_ALGORITHMS, required: options.dpop.required === true }
+  return { resource: options.audience, authorizationServers, scopesSupported: options.scopesSupported, dpop }
 }
 
 /**
@@ -109,11 +125,15 @@ export interface AuthOptions {
  * alone, or the application's own function; undefined for none. `authenticate` reads the request
  * its own way, so it goes with neither of the others.
  */
-export function authSetup(options: AuthOptions, prefix: string): { oauth: OAuthSetup | undefined; authenticate: Authenticate | undefined } {
+export function authSetup(
+  options: AuthOptions,
+  prefix: string,
+  onceKeys?: OnceKeys
+): { oauth: OAuthSetup | undefined; authenticate: Authenticate | undefined } {
   if (options.authenticate !== undefined && (options.oauth !== undefined || options.apiKeys !== undefined)) {
     throw new ConfigurationError(`mcpPlugin: give either ${options.oauth === undefined ? 'apiKeys' : 'oauth'} or authenticate, not both`)
   }
   const keys = options.apiKeys === undefined ? undefined : apiKeyRing(options.apiKeys)
-  const oauth = options.oauth === undefined ? undefined : oauthSetup(options.oauth, prefix, keys)
+  const oauth = options.oauth === undefined ? undefined : oauthSetup(options.oauth, prefix, keys, onceKeys)
   return { oauth, authenticate: oauth?.authenticate ?? (keys === undefined ? options.authenticate : apiKeyAuth(keys)) }
 }

@@ -9,6 +9,7 @@ import { deleteWebhook, listWebhooks, registerWebhook, type RegisteredWebhook } 
 export * from './types.js'
 export type * from './results.js'
 export { TASKS_EXTENSION, type Reply, type RequestOptions } from './exchange.js'
+export { DpopProver, dpopKeyFromJwk, generateDpopKey, type DpopKey } from './dpop.js'
 
 /** The lists, by their path: the key of the items in a page. */
 const LISTS = { '/tools': 'tools', '/prompts': 'prompts', '/resources': 'resources', '/resources/templates': 'resourceTemplates' } as const

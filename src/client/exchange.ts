@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { encodeJsonHeader } from '../headers.js'
+import { DpopProver } from './dpop.js'
 import { McpHttpError, reasonText, sleep, type CallOptions, type ClientHandlers, type Json, type PureHttpClientOptions } from './types.js'
 
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks'
@@ -54,6 +55,8 @@ export class HttpExchange {
   logLevel: string | undefined
   protected readonly handlers: ClientHandlers
   private readonly token: string | undefined
+  /** With a DPoP key and a token: proofs for every request, and the server's nonce. */
+  private readonly dpop: DpopProver | undefined
   private capabilities: Json
   private clientInfo: { name: string; version: string }
   private readonly attempts: number
@@ -62,6 +65,8 @@ export class HttpExchange {
   constructor(options: PureHttpClientOptions) {
     this.url = String(options.url).replace(/\/+$/, '')
     this.token = options.token
+    if (options.dpop !== undefined && options.token === undefined) throw new TypeError('PureHttpClient: dpop needs the token bound to its key')
+    this.dpop = options.dpop === undefined ? undefined : new DpopProver(options.dpop)
     this.protocolVersion = options.protocolVersion ?? '2026-07-28'
     this.handlers = options.handlers ?? {}
     this.clientInfo = options.clientInfo ?? { name: 'mcp-pure-http-client', version: '0.1.0' }
@@ -110,7 +115,7 @@ export class HttpExchange {
       'mcp-request-id': requestId,
       ...options.headers
     }
-    if (this.token !== undefined) headers.authorization = `Bearer ${this.token}`
+    if (this.token !== undefined) headers.authorization = `${this.dpop === undefined ? 'Bearer' : 'DPoP'} ${this.token}`
     if (this.sessionId !== undefined) headers['mcp-session-id'] = this.sessionId
     const init: RequestInit = { method, headers, signal }
     if (options.body !== undefined) {
@@ -120,9 +125,12 @@ export class HttpExchange {
     const attempts = options.attempts ?? this.attempts
     let res: Response | undefined
     let text = ''
+    let nonceRetried = false
     for (let attempt = 1; res === undefined; attempt++) {
       let answer: Response
       try {
+        // A proof is used once: every attempt gets its own.
+        if (this.dpop !== undefined) headers.dpop = this.dpop.proof(method, this.url + path, this.token!)
         answer = await fetch(this.url + path, init)
         text = await answer.text()
       } catch (err) {
@@ -132,6 +140,12 @@ export class HttpExchange {
         }
         if (attempt >= attempts) throw err
         await this.pause(this.baseMs * 2 ** (attempt - 1), signal)
+        continue
+      }
+      // Once per request: a server that keeps asking for a nonce it refuses is answered with its 401.
+      if (this.dpop?.heard(answer) === true && !nonceRetried) {
+        nonceRetried = true
+        attempt--
         continue
       }
       if ((answer.status === 503 || answer.status === 429) && attempt < attempts) {

@@ -9,7 +9,7 @@ import { McpHttpError, type Json, type PureHttpClientOptions } from './types.js'
  */
 export type JsonRpcMessage = { jsonrpc: '2.0'; id?: string | number; method?: string; params?: Json; result?: Json; error?: Json }
 
-export interface PureHttpTransportOptions extends Pick<PureHttpClientOptions, 'url' | 'token' | 'retry' | 'maxRounds'> {
+export interface PureHttpTransportOptions extends Pick<PureHttpClientOptions, 'url' | 'token' | 'dpop' | 'retry' | 'maxRounds'> {
   /**
    * The version spoken to the server. `2026-07-28`: the modern era (`GET /discover` for the
    * handshake, the `_meta` envelope and multi round-trip requests), whatever the SDK asked for; the

@@ -1,3 +1,4 @@
+import type { DpopKey } from './dpop.js'
 import type { CreateTaskResult, Task } from './results.js'
 
 /** A JSON object as it travels: params, `_meta`, answers to the server's questions. */
@@ -36,8 +37,14 @@ export interface ClientHandlers {
 export interface PureHttpClientOptions {
   /** The server's base URL, with its prefix if any (`http://127.0.0.1:3000`, `https://host/mcp`). */
   url: string | URL
-  /** A bearer token, sent as `Authorization: Bearer <token>`. */
+  /** A bearer token, sent as `Authorization: Bearer <token>` (with `dpop`: `DPoP <token>`). */
   token?: string
+  /**
+   * A DPoP key pair (RFC 9449) that `token` is bound to: every request then carries
+   * `Authorization: DPoP <token>` and a fresh `DPoP` proof, and a `use_dpop_nonce` 401 is retried
+   * once with the server's nonce (remembered for later requests). See `dpopKeyFromJwk`.
+   */
+  dpop?: DpopKey
   /** Default `2026-07-28`. A legacy version (2025-06-18, 2025-11-25) needs `initialize()` first. */
   protocolVersion?: string
   /** Extra client capabilities, merged over the ones derived from the handlers and the tasks extension. */

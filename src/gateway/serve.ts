@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { apiKeyRing, type ApiKey } from '../auth/api-keys.js'
 import { authSetup } from '../auth/oauth.js'
 import { hostOriginPolicy } from '../auth/origin.js'
@@ -129,7 +129,7 @@ export async function serveGateway(served: readonly Served[], apiKeys: readonly 
     await app.register(async (root) => {
       if (policy.check !== undefined) root.addHook('onRequest', policy.check)
       await root.register(mcpCors, { ...corsFromConfig(config), policy })
-      const onRequest = authenticate === undefined ? [] : [async (request: FastifyRequest) => void (await authenticate(request))]
+      const onRequest = authenticate === undefined ? [] : [async (request: FastifyRequest, reply: FastifyReply) => void (await authenticate(request, reply))]
       root.get('/', { schema: { hide: true }, onRequest }, async () => ({
         servers: served.map((s, i) => ({
           name: s.name,

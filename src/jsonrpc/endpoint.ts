@@ -66,7 +66,7 @@ const mcpEndpoint: FastifyPluginAsync<EndpointOptions> = async (fastify, opts) =
   // Everything thrown on this endpoint, the hooks' refusals included, leaves in the JSON-RPC envelope.
   fastify.setErrorHandler((err, request, reply) => {
     let error = toMcpError(err, request)
-    if (opts.metadataUrl !== undefined) error = withResourceMetadata(error, opts.metadataUrl)
+    if (opts.metadataUrl !== undefined) error = withResourceMetadata(error, opts.metadataUrl, request)
     if (error.headers !== undefined) reply.headers(error.headers)
     reply.code(error.status).type(JSON_TYPE).send(errorText(rpcIds.has(request) ? rpcIds.get(request) : null, error))
   })

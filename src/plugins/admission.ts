@@ -43,7 +43,7 @@ export interface AdmissionOptions extends HostOriginOptions {
   mcp: McpServer
   defaultVersion: ProtocolVersion
   /** Identify the caller; throw a 401/403 McpError to refuse. */
-  authenticate: ((request: FastifyRequest) => Promise<Principal>) | undefined
+  authenticate: ((request: FastifyRequest, reply?: FastifyReply) => Promise<Principal>) | undefined
   sessions: boolean
   /** The per-principal limit; also bounds refused authentications per address (see authFailureLimit). */
   rateLimit?: RateLimitOptions
@@ -109,15 +109,15 @@ const admission: FastifyPluginAsync<AdmissionOptions> = async (fastify, opts) =>
   fastify.decorate('mcpSessions', authenticate === undefined && opts.sessions)
   if (authenticate !== undefined) {
     const failures = authFailureLimit(opts.rateLimit)
-    fastify.addHook('onRequest', async (request) => {
+    fastify.addHook('onRequest', async (request, reply) => {
       if (request.routeOptions.config.mcpPublic === true) return
       if (failures === undefined) {
-        request.mcpState.principal = await authenticate(request)
+        request.mcpState.principal = await authenticate(request, reply)
         return
       }
       failures.check(request.ip)
       try {
-        request.mcpState.principal = await authenticate(request)
+        request.mcpState.principal = await authenticate(request, reply)
       } catch (err) {
         if ((err as { status?: number }).status === 401) failures.failed(request.ip)
         throw err

@@ -24,7 +24,7 @@ const errorShape: FastifyPluginAsync<ErrorShapeOptions> = async (fastify, { meta
   fastify.setSerializerCompiler(() => (data) => JSON.stringify(data))
   fastify.setErrorHandler((err, request, reply) => {
     const error = toMcpError(err, request)
-    sendError(reply, metadataUrl === undefined ? error : withResourceMetadata(error, metadataUrl))
+    sendError(reply, metadataUrl === undefined ? error : withResourceMetadata(error, metadataUrl, request))
   })
   fastify.setNotFoundHandler((request, reply) => sendError(reply, notFoundError(request)))
 }

@@ -51,6 +51,12 @@ export interface StoreLimits {
   maxIdempotencyRecordsPerPrincipal: number
   /** Bytes of one principal's idempotency records (default 8 MiB). */
   maxIdempotencyBytesPerPrincipal: number
+  /**
+   * Single-use keys remembered at once (DPoP proof ids until their `iat` window closes), in-memory
+   * store (default 100000); beyond, a new one is refused (503) rather than an unexpired one forgotten.
+   * Redis bounds the same with its `maxmemory`.
+   */
+  maxOnceKeys: number
 }
 
 /** What a stored record costs beyond its text (keys, index entries, bookkeeping): counted in its bytes. */
@@ -78,7 +84,8 @@ export const DEFAULT_LIMITS: StoreLimits = {
   maxIdempotencyRecords: 10_000,
   maxIdempotencyBytes: 64 * MiB,
   maxIdempotencyRecordsPerPrincipal: 1000,
-  maxIdempotencyBytesPerPrincipal: 8 * MiB
+  maxIdempotencyBytesPerPrincipal: 8 * MiB,
+  maxOnceKeys: 100_000
 }
 
 const Int = (min: number, def: number, description: string) =>

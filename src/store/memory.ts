@@ -1,6 +1,7 @@
 import { LocalSignals } from './memory-answers.js'
 import { MemoryConnections } from './memory-connections.js'
 import { MemoryIdempotency } from './memory-idempotency.js'
+import { MemoryOnce } from './memory-once.js'
 import { MemoryTasks } from './memory-tasks.js'
 import { DEFAULT_LIMITS, type Store, type StoreCompanions, type StoreLimits } from './types.js'
 
@@ -23,9 +24,13 @@ export class MemoryStore implements Store {
   // Loaded when a feature asks: a server without webhooks or a gateway never loads their code.
   readonly companions: StoreCompanions = {
     rateLimit: async () => ({}),
+    // One table for the store, however many plugins ask: a proof seen by one is seen by all.
+    onceKeys: async () => (this.#once ??= new MemoryOnce(this.limits.maxOnceKeys)),
     webhooks: async () => new (await import('../webhooks/memory.js')).MemoryWebhookStore(),
     roundRelay: async () => new (await import('../gateway/relay.js')).MemoryRelay()
   }
+
+  #once: MemoryOnce | undefined
 
   constructor(limits: Partial<StoreLimits> = {}) {
     this.limits = { ...DEFAULT_LIMITS, ...limits }
@@ -40,5 +45,6 @@ export class MemoryStore implements Store {
     this.connections.clear()
     this.idempotency.clear()
     this.tasks.clear()
+    this.#once?.clear()
   }
 }

@@ -18,6 +18,7 @@ import { digest } from '../hash.js'
  *                      (tasks that asked for notifications, by lease: JSON [owner, taskId])
  *   P bus:{0..15}      the bus channels (cancellations, resource updates)
  *   P gw:<instance>    the gateway's round relay (P gw:reply:<uuid> for outcomes)
+ *   P once:<sha1>      a single-use key (a DPoP proof id), SET NX PX: one key, its own slot
  *   P rl:...           the rate limiter's counters (@fastify/rate-limit names them under this)
  *   P {wh}:<name>      the webhooks' schedule: sched, gen, owners
  *   P {who:<h>}:hooks  an owner's webhooks; P {wh:<id>}:<part> a webhook's due, msgs, leases, bytes, log
@@ -163,6 +164,11 @@ export class RedisKeys {
   webhookDeliveries(id: string): { due: string; msgs: string; leases: string; bytes: string; log: string } {
     const tag = `${this.prefix}{wh:${id}}`
     return { due: `${tag}:due`, msgs: `${tag}:msgs`, leases: `${tag}:leases`, bytes: `${tag}:bytes`, log: `${tag}:log` }
+  }
+
+  /** A single-use key (see `OnceKeys`): hashed, so that any caller's key is a short name. */
+  once(key: string): string {
+    return `${this.prefix}once:${sha1(key)}`
   }
 
   /** The rate limiter's namespace (`@fastify/rate-limit` appends its own names). */

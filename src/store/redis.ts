@@ -36,6 +36,7 @@ export class RedisStore implements Store {
   /** On this store's connection and under its prefix, so that they hold across instances as the roles do. */
   readonly companions: StoreCompanions = {
     rateLimit: async () => ({ redis: this.client, nameSpace: this.#core.keys.rateLimit }),
+    onceKeys: async () => ({ once: (key, ttlMs) => redisOnce(this.#core, key, ttlMs) }),
     webhooks: async () => new (await import('../webhooks/redis.js')).RedisWebhookStore(this.client, this.prefix),
     roundRelay: async () => new (await import('../gateway/relay.js')).RedisRelay(this.client, this.prefix)
   }
@@ -91,6 +92,15 @@ export class RedisStore implements Store {
     this.#core.sub.disconnect()
     this.#core.client.disconnect()
   }
+}
+
+/**
+ * One `SET NX PX` on the key's own slot (a single-key command: any Cluster node that owns it):
+ * atomic, expired by Redis, so no script and no ledger. Bounded by Redis' `maxmemory`.
+ */
+async function redisOnce(core: RedisCore, key: string, ttlMs: number): Promise<boolean> {
+  const answer = await core.guard(() => core.client.set(core.keys.once(key), '1', 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX'))
+  return answer === 'OK'
 }
 
 /** Cancellations and resource updates on the bus (see `redis-bus.ts`); a publish fails as every command does. */

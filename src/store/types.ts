@@ -184,6 +184,23 @@ export interface IdempotencyStore {
   abandonIdempotent(owner: string, requestId: string): Promise<void>
 }
 
+/**
+ * Single-use keys shared by every instance: what refuses a replayed DPoP proof (RFC 9449 section
+ * 11.1) whichever instance sees it first. A companion (see {@link StoreCompanions}): only a server
+ * that checks DPoP proofs makes it.
+ */
+export interface OnceKeys {
+  /**
+   * Claim `key` for `ttlMs`: resolves true the first time, false while that claim lasts (on any
+   * instance). A store that holds as many keys as it may refuses with {@link StoreFull} rather than
+   * forget one early (a forgotten key is a replay let through).
+   * @example
+   * const onceKeys = await store.companions.onceKeys!()
+   * if (!(await onceKeys.once('dpop:<jkt>:<jti>', 360_000))) throw new Error('a replayed proof')
+   */
+  once(key: string, ttlMs: number): Promise<boolean>
+}
+
 /** The role objects of a {@link Store}, by name. */
 export interface StoreRoles {
   readonly connections: ConnectionStore
@@ -205,6 +222,7 @@ export type RateLimitBackend = Pick<RateLimitPluginOptions, 'redis' | 'nameSpace
  */
 export interface StoreCompanions {
   rateLimit?(): Promise<RateLimitBackend>
+  onceKeys?(): Promise<OnceKeys>
   webhooks?(): Promise<WebhookStore>
   roundRelay?(): Promise<RoundRelay>
 }

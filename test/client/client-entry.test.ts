@@ -40,7 +40,7 @@ t.test('mcp-pure-http/client loads no dependency (no Fastify, no TypeBox)', asyn
   const register = hooks(t.testdir())
   const client = await load(register, 'mcp-pure-http/client')
   t.equal(client.code, 0, client.stderr)
-  t.same(client.stdout.trim().split(','), ['McpHttpError', 'PureHttpClient', 'PureHttpTransport', 'TASKS_EXTENSION', 'isTask', 'reasonText', 'sleep'])
+  t.same(client.stdout.trim().split(','), ['DpopProver', 'McpHttpError', 'PureHttpClient', 'PureHttpTransport', 'TASKS_EXTENSION', 'dpopKeyFromJwk', 'generateDpopKey', 'isTask', 'reasonText', 'sleep'])
   // The same hook on the server entry does see Fastify: the check above can fail.
   const server = await load(register, 'mcp-pure-http')
   t.not(server.code, 0)

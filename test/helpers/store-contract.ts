@@ -1,5 +1,6 @@
 import type { Test } from 'tap'
 import { wireErrorOf } from '../../src/errors.js'
+import { companion } from '../../src/store/compose.js'
 import { AnswerTimeout, StoreLimitError } from '../../src/store/store-errors.js'
 import type { Store, StoreLimits, TaskRecord } from '../../src/store/types.js'
 
@@ -668,5 +669,20 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     await store.idempotency.finishIdempotent('dave', '1', 'z'.repeat(1000), 60_000)
     t.same(await store.idempotency.beginIdempotent('dave', '1', 'd', 60_000), { state: 'new' }, 'beyond the store\'s bytes an outcome is not kept either')
     await rejectsWithLimit(t, store.idempotency.beginIdempotent('erin', '1', 'd'.repeat(1500), 60_000), 'ERR_STORE_FULL', { status: 503, message: /replayable tool calls as it may \(8192\)/ })
+  })
+
+  t.test('once: a key is claimed once, on every instance, until its time is up', async (t) => {
+    const store = await make(t)
+    const keys = await companion(store, 'onceKeys', 'test')
+    const peerKeys = await companion(await peerOf(t, store), 'onceKeys', 'test')
+    t.equal(await keys.once('dpop:a', 60_000), true, 'the first claim wins')
+    t.equal(await keys.once('dpop:a', 60_000), false, 'a second claim loses')
+    t.equal(await peerKeys.once('dpop:a', 60_000), false, 'on another instance too')
+    t.equal(await peerKeys.once('dpop:b', 60_000), true, 'another key is its own')
+    t.equal(await keys.once('dpop:' + 'x'.repeat(5000), 60_000), true, 'a long key is fine')
+    await keys.once('dpop:short', 40)
+    await sleep(120)
+    t.equal(await peerKeys.once('dpop:short', 60_000), true, 'a claim past its time is free again')
+    t.equal(await keys.once('dpop:a', 60_000), false, 'one within its time is not')
   })
 }
