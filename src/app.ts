@@ -168,7 +168,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
   const cors = opts.cors === false ? false : opts.cors === true || opts.cors === undefined ? {} : opts.cors
   await fastify.register(admission, { ...opts, mcp, defaultVersion, authenticate, sessions: opts.sessions === true, cors })
   await fastify.register(errorShape, { metadataUrl })
-  await registerOpenApi(fastify, { mcp, metadataUrl, apiKeys: opts.apiKeys !== undefined })
+  await registerOpenApi(fastify, { mcp, metadataUrl, apiKeys: opts.apiKeys !== undefined, dpop: oauth?.metadata.dpop })
   const allowed = await methodsAllowed(fastify)
   await fastify.register(rateLimits, { store: mcp.store, limits: opts.rateLimit })
   await fastify.register(streamSlots, opts.streams ?? {})

@@ -75,6 +75,26 @@ export interface OpenApiSetup {
   metadataUrl?: string | undefined
   /** Whether static API keys are accepted (as bearer tokens). */
   apiKeys: boolean
+  /** With DPoP-bound tokens accepted: whether only they are (API keys stay bearer tokens). */
+  dpop?: { required: boolean } | undefined
+}
+
+type Scheme = { type: 'http'; scheme: string; bearerFormat?: string; description: string }
+
+/**
+ * The security schemes and requirement: `bearer` (an API key or an OAuth access token), and `dpop`
+ * (RFC 9449: `Authorization: DPoP <token>` with a `DPoP` proof header) when DPoP is on; either one
+ * satisfies an operation. With DPoP required, OAuth tokens are DPoP only.
+ */
+function securityOf({ metadataUrl, apiKeys, dpop }: Omit<OpenApiSetup, 'mcp'>): { components?: { securitySchemes: Record<string, Scheme> }; security: Record<string, never[]>[] } {
+  if (metadataUrl === undefined && !apiKeys) return { security: [] }
+  const schemes: Record<string, Scheme> = {}
+  if (dpop?.required !== true || apiKeys) schemes.bearer = bearerScheme(dpop?.required === true ? undefined : metadataUrl, apiKeys)
+  // DPoP is an OAuth option, so its metadata URL is known.
+  if (dpop !== undefined) {
+    schemes.dpop = { type: 'http', scheme: 'DPoP', description: `A DPoP-bound OAuth 2.1 access token, with a DPoP proof in the DPoP header of each request; metadata: ${metadataUrl!}` }
+  }
+  return { components: { securitySchemes: schemes }, security: Object.keys(schemes).map((name) => ({ [name]: [] })) }
 }
 
 /** The `bearer` security scheme: an OAuth access token (a JWT), an API key, or either. */
@@ -89,7 +109,7 @@ function bearerScheme(metadataUrl: string | undefined, apiKeys: boolean): { type
  * `servers` (relative, so the document is right wherever it is served), `security` (bearer when
  * OAuth or API keys are on, none otherwise) and the shared schemas, named by their `$id`.
  */
-export async function registerOpenApi(fastify: FastifyInstance, { mcp, metadataUrl, apiKeys }: OpenApiSetup): Promise<void> {
+export async function registerOpenApi(fastify: FastifyInstance, { mcp, metadataUrl, apiKeys, dpop }: OpenApiSetup): Promise<void> {
   for (const schema of SHARED_SCHEMAS) fastify.addSchema(schema)
   const info = mcp.serverInfo
   await fastify.register(swagger, {
@@ -114,12 +134,7 @@ export async function registerOpenApi(fastify: FastifyInstance, { mcp, metadataU
         { name: 'tasks', description: 'The Tasks extension: long work polled to completion' },
         { name: 'meta', description: 'This document' }
       ],
-      ...(metadataUrl === undefined && !apiKeys
-        ? { security: [] }
-        : {
-            components: { securitySchemes: { bearer: bearerScheme(metadataUrl, apiKeys) } },
-            security: [{ bearer: [] }]
-          })
+      ...securityOf({ metadataUrl, apiKeys, dpop })
     },
     // Shared schemas are named by their $id (the default names them def-0, def-1, ...).
     refResolver: { buildLocalReference: (json) => json.$id as string },

@@ -430,3 +430,18 @@ t.test('MCP_OAUTH_DPOP_* give the dpop option; without the audience they stop th
   t.throws(() => loadConfig({ ...base, MCP_OAUTH_DPOP: 'maybe' }), { message: /MCP_OAUTH_DPOP/ })
   t.throws(() => loadConfig({ ...base, MCP_OAUTH_DPOP_NONCE_SECRET: 'short' }), { message: /MCP_OAUTH_DPOP_NONCE_SECRET/ })
 })
+
+t.test('the OpenAPI document names the DPoP scheme beside Bearer, or alone when DPoP is required', async (t) => {
+  // The document is behind authorization like any route: fetched with a bound token and its proof.
+  const security = async (s: Served, bearer = false) => {
+    const tok = await token(bearer ? null : alice.jkt)
+    const headers = bearer ? { authorization: `Bearer ${tok}` } : { authorization: `DPoP ${tok}`, dpop: await proof('GET', `${PUBLIC}/openapi.json`, tok) }
+    const doc = (await (await fetch(`${s.base}/openapi.json`, { headers })).json()) as { security: unknown; components: { securitySchemes: Record<string, { scheme: string }> } }
+    return { security: doc.security, schemes: Object.fromEntries(Object.entries(doc.components.securitySchemes).map(([k, v]) => [k, v.scheme])) }
+  }
+  t.same(await security(await serve(t, {})), { security: [{ bearer: [] }, { dpop: [] }], schemes: { bearer: 'bearer', dpop: 'DPoP' } }, 'allowed: either')
+  t.same(await security(await serve(t, { required: true })), { security: [{ dpop: [] }], schemes: { dpop: 'DPoP' } }, 'required: DPoP only')
+  const withKeys = await security(await serve(t, { required: true }, { apiKeys: [{ principal: 'robot', key: 'k'.repeat(40) }] }))
+  t.same(withKeys, { security: [{ bearer: [] }, { dpop: [] }], schemes: { bearer: 'bearer', dpop: 'DPoP' } }, 'required, with API keys: keys stay Bearer')
+  t.same(await security(await serve(t, undefined), true), { security: [{ bearer: [] }], schemes: { bearer: 'bearer' } }, 'no DPoP: Bearer alone')
+})
