@@ -165,6 +165,33 @@ export class PureHttpClient extends AnsweringClient {
     return (await this.post('/completions', { ref, argument, context }, options)).body
   }
 
+  /**
+   * `subscriptions/listen` (2026-07-28, which removed `resources/subscribe`): `POST /subscriptions/listen`,
+   * then every notification of its stream to `onNotification`, the acknowledgement first (it names
+   * the URIs the server honoured). Resolves when `signal` aborts (which ends the subscription) or the
+   * server ends the stream.
+   * @example
+   * const stop = new AbortController()
+   * await client.listen({ toolsListChanged: true, resourceSubscriptions: ['demo://items/2'] }, {
+   *   signal: stop.signal,
+   *   onNotification: (n) => console.log(n.method, n.params)
+   * })
+   */
+  async listen(notifications: ListenNotifications, options: ListenOptions): Promise<void> {
+    const { signal } = options
+    const reply = await this.send('POST', '/subscriptions/listen', { body: { notifications }, stream: true, ...(signal === undefined ? {} : { signal }) })
+    if (reply.events === undefined) return
+    try {
+      for await (const { event, data } of serverSentEvents(reply.events)) {
+        if (event !== 'notification') return // the listen request's result: the server ended it
+        const { method, params } = JSON.parse(data) as { method: string; params?: Json }
+        options.onNotification(params === undefined ? { method } : { method, params })
+      }
+    } catch (err) {
+      if (signal?.aborted !== true) throw err
+    }
+  }
+
   async subscribe(uri: string, options: CallOptions = {}): Promise<void> {
     await this.post('/resources/subscribe', { uri }, options)
   }
@@ -186,5 +213,40 @@ export class PureHttpClient extends AnsweringClient {
 
   listWebhooks(options: CallOptions = {}): Promise<Json[]> {
     return listWebhooks(this, options)
+  }
+}
+
+/** What `listen` asks for: list changes, and updates of resources by URI. */
+export interface ListenNotifications {
+  toolsListChanged?: boolean
+  promptsListChanged?: boolean
+  resourcesListChanged?: boolean
+  resourceSubscriptions?: string[]
+}
+
+export interface ListenOptions {
+  /** Each notification of the stream, as `{ method, params }`. */
+  onNotification: (notification: { method: string; params?: Json }) => void
+  /** Ends the stream, and with it the subscription. */
+  signal?: AbortSignal
+}
+
+/** The events of a Server-Sent Events body (comments skipped; several `data:` lines joined by newlines). */
+async function * serverSentEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<{ event: string; data: string }> {
+  let buffer = ''
+  for await (const chunk of body.pipeThrough(new TextDecoderStream())) {
+    buffer += chunk.replace(/\r\n?/g, '\n')
+    let end
+    while ((end = buffer.indexOf('\n\n')) !== -1) {
+      const block = buffer.slice(0, end)
+      buffer = buffer.slice(end + 2)
+      let event = 'message'
+      const data: string[] = []
+      for (const line of block.split('\n')) {
+        if (line.startsWith('event:')) event = line.slice(6).trim()
+        else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''))
+      }
+      if (data.length > 0) yield { event, data: data.join('\n') }
+    }
   }
 }

@@ -14,6 +14,8 @@ export interface Reply {
   status: number
   headers: Headers
   body: any
+  /** With `stream`, an event-stream answer's body, unread. */
+  events?: ReadableStream<Uint8Array>
 }
 
 export interface RequestOptions {
@@ -25,6 +27,8 @@ export interface RequestOptions {
   cancellable?: boolean
   /** Overrides the client's `retry.attempts`. */
   attempts?: number
+  /** A 200 `text/event-stream` answer is handed back unread, as `events`. */
+  stream?: boolean
 }
 
 /** What `get` takes besides `CallOptions`. */
@@ -132,6 +136,9 @@ export class HttpExchange {
         // A proof is used once: every attempt gets its own.
         if (this.dpop !== undefined) headers.dpop = this.dpop.proof(method, this.url + path, this.token!)
         answer = await fetch(this.url + path, init)
+        if (options.stream === true && answer.status === 200 && answer.headers.get('content-type')?.startsWith('text/event-stream') === true) {
+          return { status: 200, headers: answer.headers, body: undefined, events: answer.body! }
+        }
         text = await answer.text()
       } catch (err) {
         if (signal?.aborted === true) {

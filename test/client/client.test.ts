@@ -51,6 +51,70 @@ t.test('lists follow cursors and revalidate by ETag; discover, ping, log level, 
   t.equal(client.legacy, false)
 })
 
+t.test('listen: the 2026-07-28 stream of list changes and resource updates, until aborted or ended by the server', async (t) => {
+  const live = await liveDemo(t)
+  const client = new PureHttpClient({ url: live.url })
+  const heard: { method: string; params?: any }[] = []
+  const stop = new AbortController()
+  const listening = client.listen({ toolsListChanged: true, resourceSubscriptions: ['demo://items/2', 'demo://nope'] }, { signal: stop.signal, onNotification: (n) => void heard.push(n) })
+  while (heard.length === 0) await sleep(10)
+  t.match(heard[0], { method: 'notifications/subscriptions/acknowledged', params: { notifications: { toolsListChanged: true, resourceSubscriptions: ['demo://items/2'] } } }, 'only the URIs it serves')
+  await live.mcp.resourceUpdated('demo://items/2')
+  live.mcp.tool({ name: 'late' }, () => 'late')
+  while (heard.length < 3) await sleep(10)
+  t.same(heard.slice(1).map((n) => [n.method, n.params.uri]), [['notifications/resources/updated', 'demo://items/2'], ['notifications/tools/list_changed', undefined]])
+  stop.abort()
+  await listening
+  t.pass('aborting ends it without an error')
+
+  // The server that stops ends it with the listen request's result: listen resolves.
+  const again = client.listen({ promptsListChanged: true }, { onNotification: (n) => void heard.push(n) })
+  while (heard.length < 4) await sleep(10)
+  const closing = live.app.close()
+  await again
+  // The client's idle pooled connections would hold close() until they time out.
+  live.app.server.closeAllConnections()
+  await closing
+  t.equal(heard.length, 4, 'nothing after the acknowledgement')
+  await t.rejects(client.listen({ toolsListChanged: true }, { onNotification: () => undefined }), TypeError, 'a server that is gone: the network error')
+})
+
+t.test('listen: a refusal is an McpHttpError, as any request', async (t) => {
+  const live = await liveDemo(t)
+  const client = new PureHttpClient({ url: live.url })
+  await t.rejects(client.listen({ resourceSubscriptions: 'nope' as never }, { onNotification: () => undefined }), { status: 400, code: -32602 })
+  const legacy = new PureHttpClient({ url: live.url, protocolVersion: '2025-11-25' })
+  const heard: unknown[] = []
+  const stop = new AbortController()
+  const listening = legacy.listen({ toolsListChanged: true }, { signal: stop.signal, onNotification: (n) => void heard.push(n) })
+  while (heard.length === 0) await sleep(10)
+  t.match(heard, [{ method: 'notifications/subscriptions/acknowledged' }], 'served to a 2025 client too (an addition, not a removal)')
+  stop.abort()
+  await listening
+})
+
+t.test('listen reads any well-formed event stream, and a stream cut short is an error', async (t) => {
+  const { createServer } = await import('node:http')
+  let answer: 'cut' | 'json' = 'cut'
+  const server = createServer((req, res) => {
+    if (answer === 'json') return void res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
+    res.writeHead(200, { 'content-type': 'text/event-stream' })
+    // A comment, CRLF line ends, one event's data over two lines; then the connection dies.
+    res.write(':\r\n\r\nevent: notification\r\ndata: {"method":"notifications/x",\r\ndata: "params":{"n":1}}\r\n\r\n')
+    setTimeout(() => req.socket.destroy(), 20)
+  })
+  server.listen(0, '127.0.0.1')
+  await new Promise((resolve) => server.once('listening', resolve))
+  t.teardown(() => void server.close())
+  const client = new PureHttpClient({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, retry: { attempts: 1 } })
+  const heard: unknown[] = []
+  await t.rejects(client.listen({ toolsListChanged: true }, { onNotification: (n) => void heard.push(n) }), TypeError, 'the cut, not a quiet end')
+  t.same(heard, [{ method: 'notifications/x', params: { n: 1 } }])
+  answer = 'json'
+  await client.listen({ toolsListChanged: true }, { onNotification: (n) => void heard.push(n) })
+  t.equal(heard.length, 1, 'an answer that is no stream carries no notifications')
+})
+
 t.test('tool calls: results, tool errors, protocol errors, and the _meta envelope', async (t) => {
   const live = await liveDemo(t)
   let seenMeta: any

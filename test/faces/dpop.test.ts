@@ -435,7 +435,7 @@ t.test('the OpenAPI document names the DPoP scheme beside Bearer, or alone when 
   // The document is behind authorization like any route: fetched with a bound token and its proof.
   const security = async (s: Served, bearer = false) => {
     const tok = await token(bearer ? null : alice.jkt)
-    const headers = bearer ? { authorization: `Bearer ${tok}` } : { authorization: `DPoP ${tok}`, dpop: await proof('GET', `${PUBLIC}/openapi.json`, tok) }
+    const headers: Record<string, string> = bearer ? { authorization: `Bearer ${tok}` } : { authorization: `DPoP ${tok}`, dpop: await proof('GET', `${PUBLIC}/openapi.json`, tok) }
     const doc = (await (await fetch(`${s.base}/openapi.json`, { headers })).json()) as { security: unknown; components: { securitySchemes: Record<string, { scheme: string }> } }
     return { security: doc.security, schemes: Object.fromEntries(Object.entries(doc.components.securitySchemes).map(([k, v]) => [k, v.scheme])) }
   }
