@@ -80,16 +80,23 @@ export interface ExchangerOptions {
   now?: () => number
 }
 
-interface Entry {
-  token: string
-  until: number
-}
+/** A token kept for a caller's token, or the authorization server's refusal of that caller's token. */
+type Entry = { token: string; until: number } | { refused: string; until: number }
+
+/** How long a refusal of a caller's token is kept: its retries within it are refused at once. */
+export const REFUSAL_MS = 30_000
+const FIRST_PAUSE_MS = 1000
+const MAX_PAUSE_MS = 60_000
 
 /**
  * Exchanges callers' access tokens for the upstream's, and keeps each until shortly before it
  * expires (never past the caller's own token's `exp`), keyed by the SHA-256 of the caller's token,
- * never by the token itself. Concurrent requests for one caller token share one exchange; a
- * failed exchange is not kept: the next request tries again.
+ * never by the token itself. Concurrent requests for one caller token share one exchange. A refusal
+ * of a caller's token is kept {@link REFUSAL_MS} (a client retrying a token the authorization server
+ * refused would otherwise ask it again each time). A failure that is not the caller's (the server
+ * unreachable, failing, refusing the gateway's own client) pauses every exchange: for 1 s, doubling
+ * to 60 s while it goes on, requests fail at once with it; the first request after the pause tries
+ * again, and a success ends it.
  */
 export class TokenExchanger {
   readonly #cache = new Map<string, Entry>()
@@ -129,26 +136,33 @@ export class TokenExchanger {
       this.#cache.delete(key)
       if (kept.until > this.#now()) {
         this.#cache.set(key, kept)
-        return kept.token
+        return tokenOf(kept, this.#upstream)
       }
     }
+    const paused = this.#paused
+    if (paused !== undefined && this.#now() < paused.until) throw errors.tokenExchangeFailed(this.#upstream, paused.why)
     let pending = this.#pending.get(key)
     this.waiting++
     try {
-      if (pending !== undefined) return (await pending).token
-      pending = this.#exchange(subject).finally(() => this.#pending.delete(key))
-      this.#pending.set(key, pending)
-      const entry = await pending
-      this.#cache.set(key, entry)
-      for (const oldest of this.#cache.keys()) {
-        if (this.#cache.size <= this.#max) break
-        this.#cache.delete(oldest)
+      if (pending === undefined) {
+        pending = this.#exchange(subject).finally(() => this.#pending.delete(key))
+        this.#pending.set(key, pending)
+        const entry = await pending
+        this.#cache.set(key, entry)
+        for (const oldest of this.#cache.keys()) {
+          if (this.#cache.size <= this.#max) break
+          this.#cache.delete(oldest)
+        }
+        return tokenOf(entry, this.#upstream)
       }
-      return entry.token
+      return tokenOf(await pending, this.#upstream)
     } finally {
       this.waiting--
     }
   }
+
+  /** Since the last failure that was not the caller's: why, when exchanges may be tried again, and the pause. */
+  #paused: { why: string; until: number; pauseMs: number } | undefined
 
   async #exchange(subject: string): Promise<Entry> {
     const { tokenUrl, audience, resource, scope } = this.#spec
@@ -186,7 +200,8 @@ export class TokenExchanger {
       if (code === undefined || status >= 500) throw this.#failed(`answered ${status}`, { status, error: code })
       if (CLIENT_ERRORS.has(code)) throw this.#failed(`refused the gateway's client (${code})`, { status, error: code })
       this.#log.info({ upstream: this.#upstream, tokenUrl, status, error: code }, 'token exchange refused')
-      throw errors.tokenExchangeRefused(this.#upstream, code)
+      this.#paused = undefined
+      return { refused: code, until: Math.min(started + REFUSAL_MS, expiryOf(subject)) }
     }
     const { access_token: token, token_type: type, expires_in: expiresIn } = fields
     if (typeof token !== 'string' || !B64TOKEN.test(token) || typeof type !== 'string' || type.toLowerCase() !== 'bearer') {
@@ -198,13 +213,22 @@ export class TokenExchanger {
       expiryOf(subject)
     )
     this.#log.debug({ upstream: this.#upstream, expiresIn: lifetime === undefined ? null : expiresIn, keptMs: until - started }, 'token exchanged')
+    this.#paused = undefined
     return { token, until }
   }
 
   #failed(why: string, details: Record<string, unknown>): McpError {
-    this.#log.warn({ upstream: this.#upstream, tokenUrl: this.#spec.tokenUrl, ...details }, 'token exchange failed')
+    const pauseMs = Math.min(MAX_PAUSE_MS, Math.max(FIRST_PAUSE_MS, (this.#paused?.pauseMs ?? 0) * 2))
+    this.#paused = { why, until: this.#now() + pauseMs, pauseMs }
+    this.#log.warn({ upstream: this.#upstream, tokenUrl: this.#spec.tokenUrl, pauseMs, ...details }, 'token exchange failed')
     return errors.tokenExchangeFailed(this.#upstream, why)
   }
+}
+
+/** The token of an entry, or its refusal thrown. */
+function tokenOf(entry: Entry, upstream: string): string {
+  if ('refused' in entry) throw errors.tokenExchangeRefused(upstream, entry.refused)
+  return entry.token
 }
 
 /** The answer's JSON (undefined when it is none, or larger than an answer of a token endpoint). */

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose'
 import { McpError } from '../../src/errors.js'
-import { DEFAULT_LIFETIME_MS, TokenExchanger, tokenUrlProblem, type TokenExchangeSpec } from '../../src/gateway/token-exchange.js'
+import { DEFAULT_LIFETIME_MS, REFUSAL_MS, TokenExchanger, tokenUrlProblem, type TokenExchangeSpec } from '../../src/gateway/token-exchange.js'
 import { authorizationServer, type AuthorizationServer } from '../helpers/token-exchange-server.js'
 import { freePort } from '../helpers/redis-server.js'
 
@@ -139,8 +139,8 @@ t.test('at most maxEntries tokens: the least recently used goes', async (t) => {
   t.equal(as.exchanges, 4, 'b went')
 })
 
-t.test("the authorization server refuses the caller's token: 403 with its error code, never its words", async (t) => {
-  const { as, exchanger, lines } = await setup(t)
+t.test("the authorization server refuses the caller's token: 403 with its error code, never its words, kept a while", async (t) => {
+  const { as, exchanger, lines, clock } = await setup(t)
   const mallory = await as.userToken('mallory', GATEWAY)
   t.same(await refusal(exchanger.accessTokenFor(mallory)), {
     name: 'MCP_ERR_TOKEN_EXCHANGE_REFUSED',
@@ -154,14 +154,21 @@ t.test("the authorization server refuses the caller's token: 403 with its error 
   t.notOk(JSON.stringify(bad).includes(opaque), 'the description, which quotes the token, is not passed on')
   t.notOk(lines.join('\n').includes(opaque), 'nor logged')
   t.match(lines.join('\n'), /"error":"invalid_request".*"msg":"token exchange refused"/)
-  t.equal(exchanger.size, 0, 'refusals are not kept')
+  // A refusal is kept a while: the caller's retries are refused at once, not asked again.
+  const asked = as.requests.length
+  t.match(await refusal(exchanger.accessTokenFor(mallory)), { status: 403, data: { error: 'invalid_grant' } })
+  t.equal(as.requests.length, asked, 'the same token again: refused from memory')
+  t.equal(exchanger.size, 2, 'the two refusals, kept')
+  clock.offset += REFUSAL_MS
+  t.match(await refusal(exchanger.accessTokenFor(mallory)), { status: 403, data: { error: 'invalid_grant' } })
+  t.equal(as.requests.length, asked + 1, 'after REFUSAL_MS, asked again')
 
   const { exchanger: elsewhere, as: other } = await setup(t, { audience: 'https://elsewhere.example.test' })
   t.match(await refusal(elsewhere.accessTokenFor(await other.userToken('alice', GATEWAY))), { status: 403, data: { error: 'invalid_target' } })
 })
 
-t.test("failures that are not the caller's: 502 naming the upstream; the next request tries again", async (t) => {
-  const { as, exchanger } = await setup(t, {}, { timeoutMs: 500 })
+t.test("failures that are not the caller's: 502 naming the upstream; the next request after the pause tries again", async (t) => {
+  const { as, exchanger, clock } = await setup(t, {}, { timeoutMs: 500 })
   const alice = await as.userToken('alice', GATEWAY)
   const failed = (why: string) => ({ name: 'MCP_ERR_TOKEN_EXCHANGE_FAILED', status: 502, message: `Cannot get a token for the upstream server tickets: the authorization server ${why}` })
   const cases: [AuthorizationServer['mode'], string][] = [
@@ -182,6 +189,7 @@ t.test("failures that are not the caller's: 502 naming the upstream; the next re
   for (const [mode, why] of cases) {
     as.mode = mode
     t.same(await refusal(exchanger.accessTokenFor(alice)), { ...failed(why), data: undefined }, why)
+    clock.offset += 60_000 // past the pause (at most 60 s)
   }
   as.mode = { kind: 'exchange' }
   as.clientSecret = 'another secret'
@@ -192,6 +200,34 @@ t.test("failures that are not the caller's: 502 naming the upstream; the next re
   t.equal(fine.exchanges, 1, 'a working server, for the comparison below')
   const down = new TokenExchanger({ tokenUrl: `http://127.0.0.1:${await freePort()}/token`, clientId: 'x', clientSecret: 'y' }, 'tickets', recorder().log)
   t.match(await refusal(down.accessTokenFor(bob)), failed('cannot be reached'))
+})
+
+t.test('after a failure every exchange pauses: 1 s, doubling while it fails; a success ends it', async (t) => {
+  const { as, exchanger, clock, lines } = await setup(t)
+  const [alice, bob] = [await as.userToken('alice', GATEWAY), await as.userToken('bob', GATEWAY)]
+  const failing = { kind: 'answer', status: 503, body: { error: 'temporarily_unavailable' } } as const
+  as.mode = failing
+  const asked = () => as.requests.length
+  t.match(await refusal(exchanger.accessTokenFor(alice)), { status: 502, message: /answered 503$/ })
+  t.equal(asked(), 1)
+  t.match(await refusal(exchanger.accessTokenFor(bob)), { status: 502, message: /answered 503$/ }, 'another caller, during the pause: the same failure')
+  t.equal(asked(), 1, 'not asked')
+  t.match(lines.at(-1), /"pauseMs":1000/)
+  clock.offset += 1000
+  t.match(await refusal(exchanger.accessTokenFor(bob)), { status: 502 })
+  t.equal(asked(), 2, 'after 1 s, tried again')
+  t.match(lines.at(-1), /"pauseMs":2000/, 'still failing: twice the pause')
+  clock.offset += 1500
+  await refusal(exchanger.accessTokenFor(bob))
+  t.equal(asked(), 2, 'within the 2 s')
+  clock.offset += 500
+  as.mode = { kind: 'exchange' }
+  t.ok(await exchanger.accessTokenFor(bob), 'after it, a working server answers')
+  t.equal(asked(), 3)
+  as.mode = failing
+  await refusal(exchanger.accessTokenFor(alice))
+  t.match(lines.at(-1), /"pauseMs":1000/, 'a success ended the doubling')
+  t.ok(await exchanger.accessTokenFor(bob), 'and a token kept is still served during a pause')
 })
 
 t.test('an answer with expires_in that is no positive number: the default lifetime', async (t) => {
