@@ -19,7 +19,8 @@ Commands:
   read <uri>                     read a resource
   tasks get <id> | tasks cancel <id>
                                  (an id that begins with '-': put -- before it)
-  watch                          print notifications (and answer server requests) until Ctrl-C
+  watch [<uri>...]               print notifications (and answer server requests) until Ctrl-C,
+                                 with the updates of these resources
 
 Ctrl-C during a call, prompt or read cancels it on the server (a task through its cancel route)
 and exits with 130.
@@ -158,11 +159,15 @@ async function main(argv: string[]): Promise<number> {
       const stop = new AbortController()
       process.once('SIGINT', () => stop.abort())
       process.once('SIGTERM', () => stop.abort())
-      await client.poll({
-        signal: stop.signal,
-        intervalMs: 500,
-        onNotification: (n) => void out(json ? JSON.stringify(n) : [n.method, JSON.stringify(n.params)].filter(Boolean).join(' '))
-      })
+      const onNotification = (n: Json) => void out(json ? JSON.stringify(n) : [n.method, JSON.stringify(n.params)].filter(Boolean).join(' '))
+      const watching = [client.poll({ signal: stop.signal, intervalMs: 500, onNotification })]
+      // Updates of these resources: subscribed for the connection (2025), or a listen stream of
+      // this command's own (2026-07-28, which removed subscribe), printed beside the rest.
+      if (rest.length > 0) {
+        if (client.legacy) for (const uri of rest) await client.subscribe(uri)
+        else watching.push(client.listen({ resourceSubscriptions: rest }, { signal: stop.signal, onNotification }))
+      }
+      await Promise.all(watching)
       return 0
     }
     default:

@@ -118,6 +118,29 @@ t.test('watch prints notifications until interrupted', async (t) => {
   t.equal(await done, 0)
 })
 
+t.test('watch <uri>: the updates of that resource, by a listen stream (2026-07-28) or a subscription (2025)', async (t) => {
+  const live = await liveDemo(t)
+  for (const version of ['2026-07-28', '2025-11-25']) {
+    const child = spawn(process.execPath, [cli, '--url', live.url, '--protocol-version', version, 'watch', 'demo://items/4', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+    const listening = version === '2026-07-28'
+    // Subscribed (or listening) once the server has said so: then an update reaches it.
+    for (let i = 0; i < 400; i++) {
+      if (listening ? stdout.includes('acknowledged') : (await live.mcp.store.connections.subscriptions('anonymous')).includes('demo://items/4')) break
+      await sleep(25)
+    }
+    await live.mcp.resourceUpdated('demo://items/4')
+    for (let i = 0; i < 400 && !stdout.includes('resources/updated'); i++) await sleep(25)
+    const lines = stdout.trim().split('\n').map((l) => JSON.parse(l) as { method: string; params: any })
+    if (listening) t.match(lines[0], { method: 'notifications/subscriptions/acknowledged', params: { notifications: { resourceSubscriptions: ['demo://items/4'] } } }, 'which URIs the server took')
+    t.match(lines.at(-1), { method: 'notifications/resources/updated', params: { uri: 'demo://items/4' } }, version)
+    child.kill('SIGINT')
+    t.equal(await exited, 0)
+  }
+})
+
 t.test('interactive elicitation in a real terminal (tmux)', async (t) => {
   const live = await liveDemo(t)
   const answers = resolver({

@@ -95,9 +95,10 @@ t.test('listen: a refusal is an McpHttpError, as any request', async (t) => {
 
 t.test('listen reads any well-formed event stream, and a stream cut short is an error', async (t) => {
   const { createServer } = await import('node:http')
-  let answer: 'cut' | 'json' = 'cut'
+  let answer: 'cut' | 'json' | 'end' = 'cut'
   const server = createServer((req, res) => {
     if (answer === 'json') return void res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
+    if (answer === 'end') return void res.writeHead(200, { 'content-type': 'text/event-stream' }).end('event: notification\ndata: {"method":"notifications/y"}\n\n')
     res.writeHead(200, { 'content-type': 'text/event-stream' })
     // A comment, CRLF line ends, one event's data over two lines; then the connection dies.
     res.write(':\r\n\r\nevent: notification\r\ndata: {"method":"notifications/x",\r\ndata: "params":{"n":1}}\r\n\r\n')
@@ -113,6 +114,9 @@ t.test('listen reads any well-formed event stream, and a stream cut short is an 
   answer = 'json'
   await client.listen({ toolsListChanged: true }, { onNotification: (n) => void heard.push(n) })
   t.equal(heard.length, 1, 'an answer that is no stream carries no notifications')
+  answer = 'end'
+  await client.listen({ toolsListChanged: true }, { onNotification: (n) => void heard.push(n) })
+  t.same(heard.at(-1), { method: 'notifications/y' }, 'a stream that ends without a result: listen resolves after what it carried')
 })
 
 t.test('tool calls: results, tool errors, protocol errors, and the _meta envelope', async (t) => {
