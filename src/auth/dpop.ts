@@ -26,6 +26,8 @@ export const DEFAULT_DPOP_ALGORITHMS: readonly string[] = Object.freeze(['ES256'
 const DPOP_ALGORITHMS = new Set(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'])
 // Members of a private or symmetric JWK: a proof's key is public (RFC 9449 section 4.3 step 7).
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k']
+// Proof ids are random strings (16 bytes base64url is 22 characters); this leaves room for any scheme.
+const MAX_JTI = 256
 // Other instances' clocks may run behind ours: a proof id is kept this much past its window.
 const REPLAY_MARGIN_MS = 60_000
 
@@ -103,6 +105,8 @@ export function dpopChecker(options: DpopOptions, audience: string, replay: Once
       }
       const { jti, htm, htu, iat, ath } = payload
       if (typeof jti !== 'string' || jti === '') throw invalid('jti is required')
+      // It is kept (in memory or the store) until the proof is stale: bounded, as every key a client makes.
+      if (jti.length > MAX_JTI) throw invalid(`jti must be at most ${MAX_JTI} characters`, `jti of ${jti.length}`)
       if (htm !== request.method) throw invalid(`htm must be ${request.method}`, `htm ${String(htm)}`)
       if (typeof htu !== 'string' || comparableUrl(htu) !== comparableUrl(`${origin}${request.raw.url!}`)) {
         throw invalid('htu must be the URL of this request', `htu ${String(htu)}`)

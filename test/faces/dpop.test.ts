@@ -224,6 +224,8 @@ t.test('refused proofs, on both faces: each with its error in the DPoP challenge
     refused(t, await dpopCall(s, face, tok, { ath: hashOf('another token') }), 'invalid_dpop_proof', /ath/, `${face}: a wrong ath`)
     refused(t, await dpopCall(s, face, tok, { key: mallory }), 'invalid_token', /bound to another key/, `${face}: a proof by another key than cnf.jkt`)
     refused(t, await dpopCall(s, face, tok, { jti: '' }), 'invalid_dpop_proof', /jti is required/, `${face}: no jti`)
+    refused(t, await dpopCall(s, face, tok, { jti: 'j'.repeat(257) }), 'invalid_dpop_proof', /jti must be at most 256 characters/, `${face}: a jti too long to keep`)
+    t.equal((await dpopCall(s, face, tok, { jti: face.padEnd(256, 'j') })).status, 200, `${face}: 256 characters are fine`)
     refused(t, await dpopCall(s, face, tok, { header: { typ: 'JWT' } }), 'invalid_dpop_proof', /typ must be dpop\+jwt/, `${face}: typ`)
     refused(t, await dpopCall(s, face, tok, { header: { jwk: undefined } }), 'invalid_dpop_proof', /jwk header is required/, `${face}: no jwk`)
     refused(t, await dpopCall(s, face, tok, { header: { jwk: mallory.jwk } }), 'invalid_dpop_proof', /signature does not verify/, `${face}: jwk of another key than the signature's`)
