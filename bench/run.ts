@@ -134,7 +134,7 @@ async function benchmark(): Promise<void> {
   }
   if (only === undefined || only.some((o) => 'capacity'.includes(o))) {
     // Deterministic too: Redis memory per connection, notification, task and replay record.
-    results.capacity = await capacity(quick ? 2000 : 10_000)
+    results.capacity = await capacity(quick ? 10_000 : 100_000)
     console.log(`Redis memory per unit of state:\n${capacityTable(results.capacity)}`)
   }
   if (only === undefined || only.some((o) => 'roundtrips'.includes(o))) {

@@ -1,13 +1,20 @@
 import { Redis } from 'ioredis'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import { MemoryStore } from '../../src/store/memory.js'
 import { RedisStore } from '../../src/store/redis.js'
+import type { Store } from '../../src/store/types.js'
 import { benchNotification } from '../catalogue.js'
 import { startRedis } from './procs.js'
 
 /** Redis memory per unit of state, measured; and what the round numbers of a deployment cost. */
 export interface Capacity {
   redis: string
-  /** Bytes per item: the sum of MEMORY USAGE of the keys it made (registry indexes included), and Redis' used_memory growth over the same items. */
-  items: { what: string; count: number; memoryUsage: number; usedMemory: number }[]
+  /**
+   * Bytes per item: the sum of MEMORY USAGE of the keys it made (registry indexes included), and
+   * Redis' used_memory growth over the same items; and the in-memory store's heap growth for them.
+   */
+  items: { what: string; count: number; memoryUsage: number; usedMemory: number; memoryStore: number }[]
   /** Projections from the larger of the two figures. */
   projections: { what: string; bytes: number }[]
 }
@@ -27,17 +34,47 @@ export async function capacity(count = 10_000): Promise<Capacity> {
   try {
     const version = /redis_version:(\S+)/.exec(await raw.info('server'))?.[1] ?? 'unknown'
     const items: Capacity['items'] = []
-    const measure = async (what: string, prefix: string, fill: (store: RedisStore) => Promise<void>) => {
-      const store = new RedisStore({ url: server.url, prefix, limits: { maxConnections: count * 2, maxNotifications: count * 2, maxTasks: count * 2, maxIdempotencyRecords: count * 2 } })
+    // Room for every item (counts, and bytes at 4 KiB each), so that no limit drops or refuses one.
+    const bytes = count * 4096
+    const limits = {
+      maxConnections: count * 2,
+      maxNotifications: count * 2,
+      maxNotificationBytes: bytes,
+      maxNotificationBytesTotal: bytes,
+      maxTasks: count * 2,
+      maxTasksPerPrincipal: count * 2,
+      maxTaskBytes: bytes,
+      maxTaskBytesPerPrincipal: bytes,
+      maxIdempotencyRecords: count * 2,
+      maxIdempotencyRecordsPerPrincipal: count * 2,
+      maxIdempotencyBytes: bytes,
+      maxIdempotencyBytesPerPrincipal: bytes
+    }
+    const measure = async (what: string, prefix: string, fill: (store: Store) => Promise<void>) => {
+      const store = new RedisStore({ url: server.url, prefix, limits })
+      let memoryUsed: number
+      let usedMemoryGrowth: number
       try {
         await store.ping()
         const before = await usedMemory(raw)
         await fill(store)
         const after = await usedMemory(raw)
-        items.push({ what, count, memoryUsage: (await memoryUsage(raw, `${prefix}*`)) / count, usedMemory: (after - before) / count })
+        memoryUsed = await memoryUsage(raw, `${prefix}*`)
+        usedMemoryGrowth = after - before
       } finally {
         await store.close()
       }
+      // The same items in this process's heap, through the in-memory store (collected before and after).
+      const gc = collector()
+      let memory: MemoryStore | undefined = new MemoryStore(limits)
+      gc()
+      const heapBefore = process.memoryUsage().heapUsed
+      await fill(memory)
+      gc()
+      const heapGrowth = process.memoryUsage().heapUsed - heapBefore
+      await memory.close()
+      memory = undefined
+      items.push({ what, count, memoryUsage: memoryUsed / count, usedMemory: usedMemoryGrowth / count, memoryStore: heapGrowth / count })
     }
     await measure('idle logical connection', 'cap-conn:', async (store) => {
       for (let i = 0; i < count; i += 500) await Promise.all(range(i, 500).map((c) => store.connections.setLogLevel(`user-${c}`, 'info')))
@@ -91,6 +128,16 @@ export async function capacity(count = 10_000): Promise<Capacity> {
 
 const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i)
 
+/** A full collection, whether or not node runs with --expose-gc. */
+function collector(): () => void {
+  setFlagsFromString('--expose-gc')
+  const gc = runInNewContext('gc') as () => void
+  return () => {
+    gc()
+    gc()
+  }
+}
+
 async function usedMemory(redis: Redis): Promise<number> {
   return Number(/used_memory:(\d+)/.exec(await redis.info('memory'))![1])
 }
@@ -114,9 +161,9 @@ export function capacityTable(c: Capacity): string {
   return [
     `Redis ${c.redis}, ${c.items[0]?.count ?? 0} of each:`,
     '',
-    '| state | bytes each (MEMORY USAGE) | bytes each (used_memory growth) |',
-    '| --- | ---: | ---: |',
-    ...c.items.map((i) => `| ${i.what} | ${i.memoryUsage.toFixed(0)} | ${i.usedMemory.toFixed(0)} |`),
+    '| state | Redis: bytes each (MEMORY USAGE) | Redis: bytes each (used_memory growth) | in-memory store: bytes each (heap growth) |',
+    '| --- | ---: | ---: | ---: |',
+    ...c.items.map((i) => `| ${i.what} | ${i.memoryUsage.toFixed(0)} | ${i.usedMemory.toFixed(0)} | ${i.memoryStore.toFixed(0)} |`),
     '',
     '| projection (the larger figure) | Redis memory |',
     '| --- | ---: |',
