@@ -32,6 +32,9 @@ export class RedisCore {
   readonly #wait: WaitOptions | undefined
   /** After a command timed out (Redis hangs), others fail at once until then rather than each wait. */
   #quietUntil = 0
+  /** When this process last kept each polling connection alive (see {@link stillHere}), oldest first. */
+  readonly #kept = new Map<string, number>()
+  readonly #keepEveryMs: number
   /** {@link RedisCore.guard}'s error mapping, for {@link evalScript}. */
   readonly #fail = (err: unknown): unknown => this.#failure(err)
 
@@ -43,6 +46,7 @@ export class RedisCore {
     this.prefix = prefix
     this.limits = limits
     this.answerTtlMs = o.answerTtlMs
+    this.#keepEveryMs = o.connectionTtlMs / 2
     this.#wait = o.wait !== undefined && o.wait.replicas > 0 ? o.wait : undefined
     const config: ScriptConfig = { prefix, connectionTtlMs: o.connectionTtlMs, maxConnections: limits.maxConnections, publish: c.sharded ? 'SPUBLISH' : 'PUBLISH' }
     // Each begins with its name, so that a script sent whole (EVAL, after NOSCRIPT) says which it is;
@@ -129,6 +133,28 @@ export class RedisCore {
   async use(owner: string): Promise<void> {
     const gone = (await this.run('mcpRegister', this.keys.registry(REGISTRY.connections), owner)) as string[]
     await Promise.all(gone.map((o) => this.forget(o)))
+  }
+
+  /**
+   * A connection that only polls (`GET /notifications`, the GET /mcp stream) is in use, though it
+   * writes nothing: once per half of the connection TTL, remembered in this process (as many as
+   * the registry holds), its registry entry, its keys and its URIs' subscriber sets live a TTL
+   * again. Undefined (no command) the other times: the poll itself stays two commands.
+   */
+  stillHere(owner: string): Promise<void> | undefined {
+    const now = Date.now()
+    const at = this.#kept.get(owner)
+    if (at !== undefined && now - at < this.#keepEveryMs) return undefined
+    this.#kept.delete(owner)
+    this.#kept.set(owner, now)
+    if (this.#kept.size > this.limits.maxConnections) this.#kept.delete(this.#kept.keys().next().value!)
+    return this.#keepAlive(owner)
+  }
+
+  async #keepAlive(owner: string): Promise<void> {
+    await this.use(owner)
+    const subs = (await this.run('mcpKeepAlive', this.keys.conn(owner))) as string[]
+    await Promise.all(subs.map((uri) => this.run('mcpSubscriber', this.keys.uri(uri), owner, 1)))
   }
 
   /** Drop everything a connection holds, and take it out of the subscribers of its URIs. */

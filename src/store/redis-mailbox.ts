@@ -54,6 +54,10 @@ export class RedisMailbox implements Mailbox {
   async takeNotifications(owner: string): Promise<NotificationGroup | undefined> {
     const { notificationBatch, notificationTtlMs } = this.#r.limits
     const json = (await this.#r.run('mcpTake', this.#r.keys.conn(owner), randomUUID(), notificationBatch, notificationTtlMs)) as string | null
+    // Mostly nothing: a polling connection is kept alive once per half TTL, after the take, not in
+    // the same tick (auto-pipelined with it, a MOVED during a failover is not followed).
+    const kept = this.#r.stillHere(owner)
+    if (kept !== undefined) await kept
     return json === null ? undefined : new StoredGroup(json)
   }
 

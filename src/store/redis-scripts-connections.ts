@@ -30,6 +30,12 @@ redis.call('PEXPIRE', s, CONN_TTL)
 return 1
 `),
 
+  /** K connection: its keys live CONN_TTL again; returns its subscriptions (whose URI sets the caller keeps too). */
+  mcpKeepAlive: lua(`
+keepalive()
+return redis.call('SMEMBERS', K .. '${PART.subs}')
+`),
+
   /** K URI subscriber set, A(1) owner, A(2) 1 to add (it lives CONN_TTL), 0 to remove. */
   mcpSubscriber: lua(`
 if A(2) == '0' then return redis.call('SREM', K, A(1)) end

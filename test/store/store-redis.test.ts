@@ -222,6 +222,64 @@ t.test('a connection unused for connectionTtlMs is forgotten', async (t) => {
   t.same((await store.mailbox.takeNotifications('bob'))?.notifications, [{ method: 'b' }])
 })
 
+t.test('a connection that only polls stays: once per half TTL its keys, registry entry and URI sets live a TTL again', async (t) => {
+  const raw = new Redis(redis.url)
+  t.teardown(() => raw.disconnect())
+  const keysOf = async (prefix: string) => (await raw.keys(`${prefix}*`)).filter((k) => !k.endsWith('clock'))
+  const ttls = async (prefix: string) => Object.fromEntries(await Promise.all((await keysOf(prefix)).map(async (k) => [k, await raw.pttl(k)] as const)))
+  const age = async (prefix: string, ms: number) => {
+    for (const k of await keysOf(prefix)) if ((await raw.pttl(k)) > 0) await raw.pexpire(k, ms)
+  }
+
+  const prefix = `k${randomUUID().slice(0, 8)}:`
+  const store = open({ prefix, connectionTtlMs: 600_000 })
+  t.teardown(() => store.close())
+  await store.connections.setLogLevel('alice', 'debug')
+  await store.connections.subscribe('alice', 'x:1')
+  const expiring = Object.keys(await ttls(prefix))
+  t.ok(expiring.length >= 3, 'its hash, its subscriptions, the URI\'s subscriber set')
+  await age(prefix, 100_000)
+  const registry = (await keysOf(prefix)).find((k) => k.endsWith('conns'))!
+  await raw.zadd(registry, Date.now() - 500_000, 'alice')
+  t.equal(await store.mailbox.takeNotifications('alice'), undefined, 'a poll that finds nothing')
+  for (const [k, ms] of Object.entries(await ttls(prefix))) if (ms > 0) t.ok(ms > 500_000, `${k} lives a TTL again`)
+  t.ok(Number(await raw.zscore(registry, 'alice')) > Date.now() - 60_000, 'and it is live in the registry')
+  await age(prefix, 100_000)
+  await store.mailbox.takeNotifications('alice')
+  for (const [k, ms] of Object.entries(await ttls(prefix))) if (ms > 0) t.ok(ms <= 100_000, `${k}: not again within half the TTL (no command)`)
+
+  // Half a TTL later (3 s of 6), the next poll keeps it alive again.
+  const quick = `q${randomUUID().slice(0, 8)}:`
+  const short = open({ prefix: quick, connectionTtlMs: 6000 })
+  t.teardown(() => short.close())
+  await short.connections.subscribe('bob', 'x:2')
+  await short.mailbox.takeNotifications('bob')
+  await sleep(3100)
+  const before = Math.max(...Object.values(await ttls(quick)))
+  t.ok(before <= 2900, 'the keys aged')
+  await short.mailbox.takeNotifications('bob')
+  t.ok(Math.min(...Object.values(await ttls(quick)).filter((ms) => ms > 0)) > 4000, 'kept alive again')
+  t.same(await short.connections.subscribers('x:2'), ['bob'])
+})
+
+t.test('the polling connections remembered are bounded like the registry: one forgotten is kept alive again at its next poll', async (t) => {
+  const raw = new Redis(redis.url)
+  t.teardown(() => raw.disconnect())
+  const store = open({ prefix: `b${randomUUID().slice(0, 8)}:`, connectionTtlMs: 600_000, sweepMs: 600_000, limits: { maxConnections: 2 } })
+  t.teardown(() => store.close())
+  const scripts = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await raw.info('commandstats'))?.[1] ?? 0)
+  const commandsOfPoll = async (owner: string) => {
+    const before = await scripts()
+    await store.mailbox.takeNotifications(owner)
+    return (await scripts()) - before
+  }
+  t.ok((await commandsOfPoll('a')) >= 3, 'a first poll: the take, and the keep-alive (registry, keys)')
+  await commandsOfPoll('b')
+  t.equal(await commandsOfPoll('a'), 1, 'within half the TTL: the take alone')
+  await commandsOfPoll('c') // a third: the oldest remembered (a) is dropped
+  t.ok((await commandsOfPoll('a')) >= 3, 'a, forgotten, is kept alive again')
+})
+
 t.test('a lost wake-up is found by the sweep; a dropped subscriber reconnects', async (t) => {
   const prefix = `w${randomUUID().slice(0, 8)}:`
   const store = open({ prefix, sweepMs: 50 })
