@@ -3,6 +3,7 @@ import { type Agent, fetch } from 'undici'
 import { McpServer } from '../../src/core/mcp-server.js'
 import { RedisStore } from '../../src/store/redis.js'
 import { startRedis } from '../helpers/redis-server.js'
+import { sseReader } from '../helpers/sse-reader.js'
 import { MODERN, envelope, listenWithAgent } from '../helpers/rpc.js'
 
 /** A server on a real socket with a client agent of its own (see {@link listenWithAgent}). */
@@ -17,27 +18,7 @@ async function subscribe(server: { url: string; agent: Agent }, notifications: R
     body: JSON.stringify({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { _meta: envelope(), notifications } }),
     ...(signal === undefined ? {} : { signal })
   })
-  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
-  let buffer = ''
-  const events: any[] = []
-  let comments = 0
-  /** Read until `n` events have arrived (or the stream ends); returns them all. */
-  const until = async (n: number) => {
-    while (events.length < n) {
-      const { value, done } = await reader.read()
-      if (done) break
-      buffer += value
-      let end
-      while ((end = buffer.indexOf('\n\n')) !== -1) {
-        const block = buffer.slice(0, end)
-        buffer = buffer.slice(end + 2)
-        if (block.startsWith(':')) comments++
-        else events.push(JSON.parse(block.replace(/^data: /, '')))
-      }
-    }
-    return events
-  }
-  return { res, until, comments: () => comments, reader }
+  return { res, ...sseReader(res.body!) }
 }
 
 t.test('subscriptions/listen: acknowledged first, then only the changes asked for, tagged with the id', async (t) => {

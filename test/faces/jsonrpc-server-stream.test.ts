@@ -3,6 +3,7 @@ import { type Agent, fetch } from 'undici'
 import { McpServer } from '../../src/core/mcp-server.js'
 import { RedisStore } from '../../src/store/redis.js'
 import { startRedis } from '../helpers/redis-server.js'
+import { sseReader } from '../helpers/sse-reader.js'
 import { LEGACY, MODERN, listenWithAgent } from '../helpers/rpc.js'
 
 // The legacy era's GET /mcp stream: the connection's notifications outside any request.
@@ -12,27 +13,7 @@ const listen = (t: Test, mcp: McpServer, pollMs = 50) => listenWithAgent(t, { mc
 /** Open GET /mcp as a 2025-11-25 client does and read its events (data lines, JSON) and comments. */
 async function open(server: { url: string; agent: Agent }, headers: Record<string, string> = {}) {
   const res = await fetch(server.url, { dispatcher: server.agent, headers: { accept: 'text/event-stream', 'mcp-protocol-version': LEGACY, ...headers } })
-  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
-  let buffer = ''
-  const events: any[] = []
-  let comments = 0
-  /** Read until `n` events have arrived or the stream ends; returns them all. */
-  const until = async (n: number) => {
-    while (events.length < n) {
-      const { value, done } = await reader.read()
-      if (done) break
-      buffer += value
-      let end
-      while ((end = buffer.indexOf('\n\n')) !== -1) {
-        const block = buffer.slice(0, end)
-        buffer = buffer.slice(end + 2)
-        if (block.startsWith(':')) comments++
-        else events.push(JSON.parse(block.replace(/^data: /, '')))
-      }
-    }
-    return events
-  }
-  return { res, until, comments: () => comments, reader }
+  return { res, ...sseReader(res.body!) }
 }
 
 const post = (server: { url: string; agent: Agent }, method: string, params: Record<string, unknown>) =>

@@ -2,6 +2,7 @@ import t from 'tap'
 import { fetch } from 'undici'
 import { McpServer } from '../../src/core/mcp-server.js'
 import { MODERN, listenWithAgent } from '../helpers/rpc.js'
+import { namedEvent, sseReader } from '../helpers/sse-reader.js'
 
 /** `POST /subscriptions/listen`, its SSE events read as `{event, data}` (comments counted apart). */
 async function listenRest(server: { url: string; agent: import('undici').Agent }, body: unknown, requestId = 'listen-1') {
@@ -11,26 +12,7 @@ async function listenRest(server: { url: string; agent: import('undici').Agent }
     headers: { 'content-type': 'application/json', 'mcp-protocol-version': MODERN, 'mcp-request-id': requestId },
     body: JSON.stringify(body)
   })
-  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
-  let buffer = ''
-  const events: { event: string; data: any }[] = []
-  const until = async (n: number) => {
-    while (events.length < n) {
-      const { value, done } = await reader.read()
-      if (done) break
-      buffer += value
-      let end
-      while ((end = buffer.indexOf('\n\n')) !== -1) {
-        const block = buffer.slice(0, end)
-        buffer = buffer.slice(end + 2)
-        if (block.startsWith(':')) continue
-        const m = /^event: (\w+)\ndata: (.*)$/s.exec(block)
-        events.push(m === null ? { event: 'unframed', data: block } : { event: m[1]!, data: JSON.parse(m[2]!) })
-      }
-    }
-    return events
-  }
-  return { res, until }
+  return { res, ...sseReader(res.body!, namedEvent) }
 }
 
 t.test('POST /subscriptions/listen: the 2026-07-28 stream on the Pure HTTP face, its events named as a streamed call names them', async (t) => {
