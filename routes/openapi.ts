@@ -6,6 +6,7 @@ import { errorResponses } from '../src/schema/http.js'
 /** The OpenAPI 3.1 document of this server, including one typed operation per tool. */
 const openapi: FastifyPluginAsyncTypebox = async (fastify) => {
   const document = openapiDocument(fastify, fastify.mcp)
+  fastify.addHook('onClose', async () => document.stop())
   fastify.get(
     '/openapi.json',
     {

@@ -158,10 +158,7 @@ export const mcpPlugin: FastifyPluginAsync<McpPluginOptions> = async (fastify, o
     const principals = opts.apiKeys.map((k) => k.principal)
     fastify.addHook('onReady', async () => fastify.log.info({ principals }, `MCP: API keys accepted${oauth === undefined ? '' : ' beside OAuth access tokens'}`))
   }
-  fastify.addHook('onClose', async () => {
-    await mcp.stopServing()
-    mcp.cancellations.close()
-  })
+  fastify.addHook('onClose', async () => mcp.stopServing())
   // First, so that its hooks see each request before admission may refuse it.
   opts.observer?.instrument(fastify, mcp)
 

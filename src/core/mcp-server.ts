@@ -70,6 +70,8 @@ export class McpServer extends Registry {
   readonly #lists: ListCache
   // Changes made before serving (the catalogue being registered at boot) are not news to anyone.
   #serving = false
+  // How many apps serve this server (startServing less stopServing).
+  #apps = 0
 
   constructor(options: McpServerOptions) {
     super()
@@ -109,14 +111,20 @@ export class McpServer extends Registry {
    * stopped are swept for (see {@link TaskLeases}); the plugin calls it when ready.
    */
   startServing(log: Logger): void {
+    if (this.#apps++ > 0) return
     this.#serving = true
     this.taskLeases.startSweeping(log)
   }
 
-  /** Stop what {@link startServing} started (the plugin calls it on close). */
+  /**
+   * Stop what {@link startServing} started (the plugin calls it on close), once the last app that
+   * serves this server closes: a gateway's reload serves it from the next app before the last closes.
+   */
   async stopServing(): Promise<void> {
+    if (this.#apps > 0 && --this.#apps > 0) return
     this.#serving = false
     await this.taskLeases.stopSweeping()
+    this.cancellations.close()
   }
 
   /** What this server offers; the same for every client. */

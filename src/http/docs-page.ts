@@ -21,6 +21,7 @@ interface PageGlobals {
  */
 export async function registerDocsPage(fastify: FastifyInstance, mcp: McpServer, authenticated: boolean): Promise<void> {
   const document = openapiDocument(fastify, mcp)
+  fastify.addHook('onClose', async () => document.stop())
   const docs = `${fastify.prefix}/docs`
   await fastify.register(async (page) => {
     securePage(page)

@@ -21,14 +21,14 @@ const OTHER_ERRORS = {
  * operations of capabilities the server does not offer (`McpServer.offer`). Rebuilt only when the
  * tool list or the offer changes.
  */
-export function openapiDocument(fastify: FastifyInstance, mcp: McpServer): () => Doc {
+export function openapiDocument(fastify: FastifyInstance, mcp: McpServer): OpenApiDocument {
   let cached: Doc | undefined
   // `offer` replaces the offers: a document made for others is stale.
   let madeFor = mcp.offers
-  mcp.onChange((kind) => {
+  const stop = mcp.onChange((kind) => {
     if (kind === 'tools') cached = undefined
   })
-  return () => {
+  return Object.assign(() => {
     if (cached !== undefined && madeFor === mcp.offers) return cached
     madeFor = mcp.offers
     const base = structuredClone(fastify.swagger() as Doc)
@@ -75,8 +75,14 @@ export function openapiDocument(fastify: FastifyInstance, mcp: McpServer): () =>
     }
     cached = base
     return base
-  }
+  }, { stop })
 }
+
+/**
+ * The document, built when first asked for; `stop()` when its app closes: the server may outlive the
+ * app (a gateway's reload serves the same one from the next app).
+ */
+export type OpenApiDocument = (() => Doc) & { stop: () => void }
 
 /**
  * A tool's MCP App view (SEP-1865 `_meta.ui`): its `ui://` URI and, when given, who may call it; for

@@ -67,12 +67,15 @@ export function createObserver(settled: SettledTelemetry): Observer {
   if (meterProvider !== undefined) observeUpstreams(meter)
   const kit: Kit = { tracer, propagator, m: instruments(meter), tasks: new TaskLinks() }
   const serializer = new PrometheusSerializer()
+  const cores = new WeakSet<McpServer>()
   const stopWebhooks = observeWebhooks(tracer, kit.m, kit.tasks)
 
   return {
     instrument(fastify: FastifyInstance, mcp: McpServer) {
       mcp.store = observedStore(mcp.store, tracer, kit.m)
-      observeCore(mcp, propagator, kit.tasks)
+      // Its methods once: a gateway's reload serves the same server from each app it builds.
+      if (!cores.has(mcp)) observeCore(mcp, propagator, kit.tasks)
+      cores.add(mcp)
       requestHooks(fastify, mcp, kit)
     },
     logFields(): Record<string, string> {

@@ -23,12 +23,14 @@ const webhooks: FastifyPluginAsync<WebhookOptions> = async (fastify, opts) => {
   const inner = mcp.store
   const store = opts.store ?? (await companion(inner, 'webhooks', 'Webhooks'))
   const service = new WebhookService(store, inner.mailbox, opts, fastify.log)
-  mcp.store = withWebhooks(inner, service)
+  const wrapped = withWebhooks(inner, service)
+  mcp.store = wrapped
   fastify.decorate('mcpWebhooks', service)
   fastify.addHook('onReady', async () => service.start())
   fastify.addHook('onClose', async () => {
     await service.stop()
-    mcp.store = inner
+    // Not when a later app serving the same server (a gateway's reload) has set its own since.
+    if (mcp.store === wrapped) mcp.store = inner
     if (opts.store === undefined) await store.close()
   })
   await fastify.register(webhookRoutes)
