@@ -8,11 +8,11 @@ import { apiKeysFromConfig, corsFromConfig, hostOriginFromConfig, loadConfig, lo
 import type { McpServer, McpServerOptions } from './core/mcp-server.js'
 import { createDemoServer } from './demo/catalogue.js'
 import { ConfigurationError } from './errors.js'
-import { buildServer } from './server.js'
+import { buildServer, type BuildServerOptions } from './server.js'
 import { createStore } from './store/index.js'
 import type { Store } from './store/types.js'
 import { webhooksFromConfig } from './webhooks/config.js'
-import { startTelemetry } from './telemetry/index.js'
+import { startTelemetry, type Observer } from './telemetry/index.js'
 import { telemetryFromConfig } from './telemetry/options.js'
 
 /** A catalogue to serve, its store, and where (default: the root). */
@@ -35,27 +35,59 @@ export function serverOptionsFromConfig(config: Config): Omit<McpServerOptions, 
 }
 
 /**
- * Serve the mounts `make` builds from the configuration on HOST:PORT, with every `MCP_*` setting:
- * `npm start` (the demo) and `mcp-pure-http gateway` both start here. `setup` adds to the app
- * before it listens (routes, hooks that stop what `make` started). `apiKeys` are accepted besides
- * `MCP_API_KEYS` (the gateway's `--api-key`).
+ * Serve the mounts `make` builds from the configuration on HOST:PORT, with every `MCP_*` setting
+ * (`npm start`, the demo; the gateway serves its own way, see src/gateway/serve.ts).
  */
-export async function serve(
-  make: (config: Config) => Mount[] | Promise<Mount[]>,
-  setup?: (app: FastifyInstance, config: Config) => void | Promise<void>,
-  apiKeys: readonly ApiKey[] = []
-): Promise<FastifyInstance> {
+export async function serve(make: (config: Config) => Mount[] | Promise<Mount[]>): Promise<FastifyInstance> {
   const config = loadConfig()
-  // Before `make` starts anything: keys that clash between the sources stop the start here.
-  const keys = apiKeysFromConfig(config, apiKeys)
-  const [first, ...others] = await make(config)
-  // Off unless OTEL_* or MCP_METRICS ask: then no OpenTelemetry package is loaded.
+  // Before `make` starts anything: keys that clash stop the start here.
+  const keys = apiKeysFromConfig(config)
+  const mounts = await make(config)
+  const telemetry = await telemetryFor(config)
+  const app = await appFor(config, mounts, { observer: telemetry.observer, apiKeys: keys })
+  // After the last in-flight request: onClose runs once the server has stopped.
+  for (const { store } of mounts) app.addHook('onClose', () => store.close())
+  app.addHook('onClose', () => telemetry.stop())
+  // SIGTERM/SIGINT: stop accepting (keep-alive requests get 503), let in-flight requests finish for
+  // up to the grace period, then exit. Shared state stays in the store for the other instances.
+  closeWithGrace({ delay: config.MCP_SHUTDOWN_GRACE_MS, logger: app.log }, async ({ signal, err }) => {
+    app.log.info({ signal, err }, 'shutting down')
+    await app.close()
+  })
+  await app.listen({ host: config.HOST, port: config.PORT })
+  return app
+}
+
+/** The process's telemetry, and how to flush and stop it at the end. */
+export interface Telemetry {
+  observer: Observer | undefined
+  stop(): Promise<void>
+}
+
+/** Off unless OTEL_* or MCP_METRICS ask: then no OpenTelemetry package is loaded. */
+export async function telemetryFor(config: Config): Promise<Telemetry> {
   const observer = await startTelemetry(telemetryFromConfig(config))
+  return { observer, stop: async () => observer?.shutdown() }
+}
+
+/** What every app of one process shares: its telemetry, its API keys, and (a gateway's) the server of an {@link AppSlot}. */
+export interface AppShared {
+  observer: Observer | undefined
+  apiKeys: ApiKey[] | undefined
+  serverFactory?: BuildServerOptions['serverFactory']
+}
+
+/**
+ * The app serving `mounts` (the first at its prefix or the root, the others each under its own) with
+ * every `MCP_*` setting of `config`; not listening, and owning none of the mounts' stores.
+ */
+export async function appFor(config: Config, mounts: readonly Mount[], shared: AppShared): Promise<FastifyInstance> {
+  const [first, ...others] = mounts
   const plugin = {
-    observer,
+    observer: shared.observer,
     defaultProtocolVersion: config.MCP_DEFAULT_PROTOCOL_VERSION,
     oauth: oauthFromConfig(config),
-    apiKeys: keys,
+    apiKeys: shared.apiKeys,
     idempotencyTtlMs: config.MCP_IDEMPOTENCY_TTL_MS,
     idempotencyLeaseMs: config.MCP_IDEMPOTENCY_LEASE_MS,
     rateLimit: { max: config.MCP_RATE_LIMIT_MAX, timeWindowMs: config.MCP_RATE_LIMIT_WINDOW_MS },
@@ -74,20 +106,10 @@ export async function serve(
     requestTimeoutMs: config.MCP_REQUEST_TIMEOUT_MS,
     loadShedding: { maxEventLoopDelayMs: config.MCP_MAX_EVENT_LOOP_DELAY_MS, maxHeapUsedBytes: config.MCP_MAX_HEAP_USED_BYTES },
     trustProxy: trustProxyFromConfig(config),
-    telemetry: false
+    telemetry: false,
+    ...(shared.serverFactory === undefined ? {} : { serverFactory: shared.serverFactory })
   })
   for (const mount of others) await app.register(mcpPlugin, { ...plugin, ...mount })
-  // After the last in-flight request: onClose runs once the server has stopped.
-  for (const { store } of [first!, ...others]) app.addHook('onClose', () => store.close())
-  if (observer !== undefined) app.addHook('onClose', () => observer.shutdown())
-  await setup?.(app, config)
-  // SIGTERM/SIGINT: stop accepting (keep-alive requests get 503), let in-flight requests finish for
-  // up to the grace period, then exit. Shared state stays in the store for the other instances.
-  closeWithGrace({ delay: config.MCP_SHUTDOWN_GRACE_MS, logger: app.log }, async ({ signal, err }) => {
-    app.log.info({ signal, err }, 'shutting down')
-    await app.close()
-  })
-  await app.listen({ host: config.HOST, port: config.PORT })
   return app
 }
 

@@ -1,9 +1,9 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { METHODS } from 'node:http'
+import { METHODS, type Server, type ServerOptions } from 'node:http'
 import { mcpPlugin, type McpPluginOptions } from './app.js'
 import type { Socket } from 'node:net'
-import { isLoopbackHost } from './auth/origin.js'
+import { isLoopbackHost, type HostOriginOptions } from './auth/origin.js'
 import { insertedPathOf, protectedResourceMetadata } from './auth/oauth.js'
 import wellKnownRoutes from '../routes/well-known.js'
 import { aiCatalogRoute } from '../routes/server-card.js'
@@ -41,6 +41,20 @@ export interface BuildServerOptions extends McpPluginOptions {
    * and then no `@opentelemetry` package is loaded.
    */
   telemetry?: TelemetryOptions | boolean
+  /**
+   * Fastify's `serverFactory`: the app on a server made elsewhere (one that several apps share in
+   * turn, see {@link AppSlot}), which then owns {@link httpServerOptions} and listening.
+   */
+  serverFactory?: FastifyServerOptions['serverFactory']
+}
+
+/**
+ * The HTTP server's limits for a request timeout of `requestTimeoutMs` (0: none): the whole request,
+ * headers included, within it. Node checks timeouts every 30 s by default: a 30 s limit could then take a minute.
+ */
+export function httpServerOptions(requestTimeoutMs: number): ServerOptions {
+  const timeout = Math.max(0, requestTimeoutMs)
+  return timeout > 0 ? { requestTimeout: timeout, headersTimeout: timeout, connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(timeout / 4))) } : { requestTimeout: 0 }
 }
 
 /**
@@ -51,7 +65,7 @@ export interface BuildServerOptions extends McpPluginOptions {
  * await app.listen({ host: '127.0.0.1', port: 3000 })
  */
 export async function buildServer(options: BuildServerOptions): Promise<FastifyInstance> {
-  const { logger, bodyLimit, prefix, probes: withProbes, loadShedding: shedding, trustProxy, requestTimeoutMs, telemetry, ...plugin } = {
+  const { logger, bodyLimit, prefix, probes: withProbes, loadShedding: shedding, trustProxy, requestTimeoutMs, telemetry, serverFactory, ...plugin } = {
     logger: { level: 'info' } as FastifyServerOptions['logger'],
     bodyLimit: 1024 * 1024,
     requestTimeoutMs: 30_000,
@@ -59,14 +73,12 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     ...options
   }
   const version = plugin.defaultProtocolVersion ?? LATEST_VERSION
-  const timeout = Math.max(0, requestTimeoutMs)
+  const { requestTimeout, ...http } = httpServerOptions(requestTimeoutMs)
   const observer = plugin.observer ?? (await startTelemetry(telemetry))
   const app = Fastify({
     logger: loggerOptions(logger, observer),
     bodyLimit,
-    requestTimeout: timeout,
-    // Node checks timeouts every 30 s by default: a 30 s limit could then take a minute.
-    http: timeout > 0 ? { headersTimeout: timeout, connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(timeout / 4))) } : {},
+    ...(serverFactory === undefined ? { requestTimeout, http } : { serverFactory }),
     // During shutdown the 503 is ours (shapeRootErrors), in the binding's shape.
     return503OnClosing: false,
     frameworkErrors: frameworkErrors(version),
@@ -82,14 +94,9 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   // Every method Node parses reaches the router, so a known path answers 405 to TRACE or PROPFIND too.
   for (const method of METHODS) if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true })
   shapeRootErrors(app, version, prefix !== undefined && prefix !== '')
-  if (plugin.allowedHosts === undefined && plugin.loopbackByDefault !== false) {
-    app.addHook('onListen', async function () {
-      const address = this.server.address()
-      if (address !== null && typeof address !== 'string' && !isLoopbackHost(address.address)) {
-        this.log.warn({ address: address.address }, 'MCP: listening on a non-loopback address with no allowedHosts: any Host header is accepted (set allowedHosts, MCP_ALLOWED_HOSTS, against DNS rebinding)')
-      }
-    })
-  }
+  app.addHook('onListen', async function () {
+    warnIfExposed(this.server, this.log, plugin)
+  })
   if (shedding !== undefined) await loadShedding(app, shedding)
   if (withProbes !== false) await app.register(probes(() => plugin.mcp.store))
   if (observer !== undefined) {
@@ -109,6 +116,15 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     await app.register(wellKnownRoutes, { ...protectedResourceMetadata(plugin.oauth!), alsoAt: inserted, onlyAlso: true, mcp: plugin.mcp })
   }
   return app
+}
+
+/** With no allowedHosts, a server listening beyond loopback accepts any Host header: say so. */
+export function warnIfExposed(server: Server, log: FastifyBaseLogger, options: HostOriginOptions): void {
+  if (options.allowedHosts !== undefined || options.loopbackByDefault !== true) return
+  const address = server.address()
+  if (address !== null && typeof address !== 'string' && !isLoopbackHost(address.address)) {
+    log.warn({ address: address.address }, 'MCP: listening on a non-loopback address with no allowedHosts: any Host header is accepted (set allowedHosts, MCP_ALLOWED_HOSTS, against DNS rebinding)')
+  }
 }
 
 /**
