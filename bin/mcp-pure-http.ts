@@ -10,7 +10,7 @@ if (command === 'demo') {
   // The gateway loads the MCP SDK (an optional peer dependency) only when it is asked for.
   Promise.resolve()
     .then(() => parseGatewayArgs(rest))
-    .then(async ({ served, apiKeys, virtual }) => (await import('../src/gateway/serve.js')).serveGateway(served, apiKeys, virtual))
+    .then(async (args) => (await import('../src/gateway/serve.js')).serveGateway(args, args.configFile === undefined ? undefined : () => parseGatewayArgs(rest)))
     .catch(failed)
 } else if (command === 'dev') {
   import('./dev.js').then((m) => m.main(rest)).catch(failed)

@@ -243,6 +243,16 @@ export class Gateway implements Forwarder {
     await this.upstream.request('resources/unsubscribe', { uri }).catch((err: unknown) => this.#opts.log.warn({ err }, 'upstream unsubscribe failed'))
   }
 
+  /**
+   * What `before` (the gateway of the same name that a reload replaces) had the upstream subscribed
+   * to for its mounts, subscribed here too: the clients' subscriptions outlive the change.
+   */
+  async adopt(before: Gateway): Promise<void> {
+    for (const [uri, holders] of before.#holders) {
+      for (const holder of holders) await this.subscribeUpstream(uri, holder).catch((err: unknown) => this.#opts.log.warn({ err, uri }, 'upstream subscribe failed'))
+    }
+  }
+
   /** Stop relaying, cancel the calls in flight, end the upstream (its child process). */
   async close(): Promise<void> {
     await this.rounds.close()

@@ -45,6 +45,8 @@ export interface GatewayArgs {
   served: Served[]
   apiKeys: ApiKey[]
   virtual: VirtualSpec[]
+  /** `--config`'s file: read again on SIGHUP and when it changes. */
+  configFile?: string
 }
 
 export interface Tuning {
@@ -131,12 +133,13 @@ const fail = (message: string): never => {
  * `env` and `headers` values is taken from the gateway's environment, so that secrets stay out of the file.
  */
 export function parseGatewayArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): GatewayArgs {
-  const apiKeys: ApiKey[] = []
-  const virtual: VirtualSpec[] = []
-  return { served: parseServed(argv, env, apiKeys, virtual), apiKeys, virtual }
+  const args: GatewayArgs = { served: [], apiKeys: [], virtual: [] }
+  args.served = parseServed(argv, env, args)
+  return args
 }
 
-function parseServed(argv: readonly string[], env: NodeJS.ProcessEnv, apiKeys: ApiKey[], virtual: VirtualSpec[]): Served[] {
+function parseServed(argv: readonly string[], env: NodeJS.ProcessEnv, args: GatewayArgs): Served[] {
+  const { apiKeys, virtual } = args
   const dash = argv.indexOf('--')
   const flags = dash === -1 ? argv : argv.slice(0, dash)
   const command = dash === -1 ? [] : argv.slice(dash + 1)
@@ -173,7 +176,10 @@ function parseServed(argv: readonly string[], env: NodeJS.ProcessEnv, apiKeys: A
   if (given !== 1) fail('Give exactly one of: -- <command> [args...], --url <url>, --config <file>')
   if (forward && url === undefined) fail('--forward-authorization applies to --url only (in a config file: "forwardAuthorization": true)')
   if (sse && url === undefined) fail('--sse applies to --url only (in a config file: "type": "sse")')
-  if (config !== undefined) return fromConfig(config, env, tuning, virtual)
+  if (config !== undefined) {
+    args.configFile = config
+    return fromConfig(config, env, tuning, virtual)
+  }
   if (url !== undefined) {
     if (!/^https?:\/\//.test(url)) fail(`--url ${url} is not an http(s) URL`)
     const spec = { url, headers, ...(forward ? { forwardAuthorization: true } : {}), ...(sse ? { sse: true } : {}) }

@@ -44,6 +44,7 @@ export class VirtualServer {
   readonly #registered = new Map<ListKind, Registration[]>()
   /** Which upstream serves each resource URI and template here, by list (replaced with it). */
   readonly #owners = new Map<ListKind, Map<string, Gateway>>()
+  readonly #stops: (() => void)[] = []
 
   constructor(spec: VirtualSpec, gateways: readonly Gateway[], server: Omit<McpServerOptions, 'name' | 'version'>, log: Logger) {
     this.#spec = spec
@@ -52,14 +53,24 @@ export class VirtualServer {
     this.#exclude = spec.exclude.map(keyPattern)
     this.#scopes = Object.entries(spec.scopes).map(([p, s]) => [keyPattern(p), s])
     this.mcp = new McpServer({ name: spec.name, version: '0.1.0', ...server })
-    // The upstreams some include pattern can pick from (by its server part, before the first `/`).
-    const servers = spec.include.map((p) => keyPattern(p.slice(0, p.indexOf('/'))))
-    this.sources = gateways.filter((gw) => servers.some((r) => r.test(gw.name)))
+    this.sources = VirtualServer.sourcesOf(spec, gateways)
     for (const gw of this.sources) {
       gw.mirrors.add(this.mcp)
-      gw.mcp.onChange((kind) => this.sync(kind))
+      this.#stops.push(gw.mcp.onChange((kind) => this.sync(kind)))
     }
     for (const kind of ALL_LISTS) this.sync(kind)
+  }
+
+  /** The upstreams some include pattern of `spec` can pick from (by its server part, before the first `/`). */
+  static sourcesOf(spec: VirtualSpec, gateways: readonly Gateway[]): Gateway[] {
+    const servers = spec.include.map((p) => keyPattern(p.slice(0, p.indexOf('/'))))
+    return gateways.filter((gw) => servers.some((r) => r.test(gw.name)))
+  }
+
+  /** Follow the upstreams no more (a reload replaced this server): their changes and messages are the next one's. */
+  close(): void {
+    for (const gw of this.sources) gw.mirrors.delete(this.mcp)
+    for (const stop of this.#stops.splice(0)) stop()
   }
 
   /** The upstream that serves `uri` here (a resource's, or a matching template's), for subscriptions. */

@@ -395,3 +395,25 @@ t.test("a deadline follows its caller's signal, and says when it passed by itsel
   ended.abort()
   t.equal(done.signal.aborted, false, 'ended: the caller is no longer followed')
 })
+
+t.test('a gateway that replaces another (a reload changed its entry) takes over its upstream subscriptions, holders and all', async (t) => {
+  const { serveUpstream } = await import('../helpers/gateway-helper.js')
+  const { call, json } = await import('../helpers/helper.js')
+  const before = await serveUpstream(t, oddUpstream)
+  const after = await serveUpstream(t, oddUpstream)
+  const subs = async () => (await call(after.app, { method: 'POST', url: '/tools/subs/calls', ...json({ arguments: {} }) })).body.content[0].text
+  await before.gw.subscribeUpstream('odd://r/0-1')
+  await before.gw.subscribeUpstream('odd://r/0-2', 'virtual')
+  await before.gw.subscribeUpstream('odd://r/0-3')
+  // One the new upstream refuses: the others are taken all the same.
+  const request = after.gw.upstream.request.bind(after.gw.upstream)
+  after.gw.upstream.request = async (method, params, options) => {
+    if (params.uri === 'odd://r/0-1') throw new Error('refused')
+    return request(method, params, options)
+  }
+  t.equal(await subs(), '')
+  await after.gw.adopt(before.gw)
+  t.equal(await subs(), 'odd://r/0-2,odd://r/0-3')
+  await after.gw.unsubscribeUpstream('odd://r/0-2', 0, 'virtual')
+  t.equal(await subs(), 'odd://r/0-3', "the virtual server's hold came along: its last subscriber gone, unsubscribed")
+})
