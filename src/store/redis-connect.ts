@@ -56,6 +56,11 @@ export interface RedisStoreOptions extends RedisTarget {
   waitReplicas?: number
   /** How long WAIT waits for them (default 1000 ms); beyond, the request fails with 503. */
   waitTimeoutMs?: number
+  /**
+   * `auto` (default): the steps run as Redis Functions, one library loaded on each master, where
+   * Redis has them (7.0) and allows them; else, and with `off`, as scripts (EVALSHA). See docs/redis.md.
+   */
+  functions?: 'auto' | 'off'
 }
 
 /** A command client and a subscriber over the same target. */

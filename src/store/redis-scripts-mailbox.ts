@@ -1,4 +1,4 @@
-import { LATER, lua, type Definitions } from './redis-lua.js'
+import { LATER, lua, type Definitions, type Lua } from './redis-lua.js'
 import { KIND, PART } from './redis-keys.js'
 
 /**
@@ -32,7 +32,7 @@ end`
   ]
 ]
 
-const script = (body: string): string => lua(body, SHARED)
+const script = (body: string): Lua => lua(body, SHARED)
 
 /**
  * Scripts on one logical connection's slot (K is its hash `P c:{h}`): its notification queue and

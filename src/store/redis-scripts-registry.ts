@@ -1,4 +1,4 @@
-import { lua, type Definitions } from './redis-lua.js'
+import { lua, readsOnly, type Definitions, type Lua } from './redis-lua.js'
 import { PART, REGISTRY } from './redis-keys.js'
 
 /**
@@ -108,7 +108,7 @@ end`
   ]
 ]
 
-const registry = (body: string): string => lua(body, SHARED)
+const registry = (body: string): Lua => lua(body, SHARED)
 
 export const REGISTRY_SCRIPTS = {
   /**
@@ -128,7 +128,7 @@ return gone
 `),
 
   /** K connections, A(1..n) owners: those of them still live (all live ones when none is given). */
-  mcpLive: registry(`
+  mcpLive: readsOnly(registry(`
 local fresh = nowms() - CONN_TTL
 if #ARGV == 0 then return redis.call('ZRANGE', K, '(' .. fresh, '+inf', 'BYSCORE') end
 local out = {}
@@ -137,7 +137,7 @@ for i = 1, #ARGV do
   if at and tonumber(at) > fresh then out[#out + 1] = ARGV[i] end
 end
 return out
-`),
+`)),
 
   /** K sessions, A(1) id, A(2) ttl, A(3) most sessions: a new session; beyond the bound the least recently used goes. */
   mcpCreateSession: registry(`

@@ -54,6 +54,7 @@ export class RedisStore implements Store {
       connectionTtlMs: options.connectionTtlMs ?? 86_400_000,
       answerTtlMs: options.answerTtlMs ?? 600_000,
       sweepMs: options.sweepMs ?? 5000,
+      functions: options.functions ?? 'auto',
       ...(wait === undefined ? {} : { wait })
     })
     this.connections = new RedisConnections(this.#core)
@@ -68,14 +69,22 @@ export class RedisStore implements Store {
     return this.#core.scriptShas()
   }
 
+  /**
+   * The function library this store's steps run from (FCALL), or undefined when they run as scripts
+   * (EVALSHA): Redis before 7, functions refused, or `functions: 'off'`. Waits for the choice.
+   */
+  functionLibrary(): Promise<string | undefined> {
+    return this.#core.functionLibrary()
+  }
+
   /** The command connection, for plugins that share it (the rate limiter): a `Redis`, or a `Cluster`. */
   get client(): Redis | Cluster {
     return this.#core.client
   }
 
-  /** Ready once Redis answers and the subscriber listens: until then a cancel or wake-up is missed. */
+  /** Ready once Redis answers, the subscriber listens (until then a cancel or wake-up is missed) and the steps have their way (functions or scripts). */
   async ping(): Promise<void> {
-    await Promise.all([this.#core.guard(() => this.#core.client.ping()), this.#core.bus.ready])
+    await Promise.all([this.#core.guard(() => this.#core.client.ping()), this.#core.bus.ready, this.#core.guard(() => this.#core.chosen())])
   }
 
   async close(): Promise<void> {

@@ -17,14 +17,38 @@ const seeds = cluster.seeds.split(',')
 
 // Every store opened, for the check that each script ran (each store has its own copy of them).
 const opened: RedisStore[] = []
+const scripting = new Set<RedisStore>()
 const open = (options: Partial<RedisStoreOptions> = {}) => {
   const store = new RedisStore({ clusterNodes: seeds, ...options })
   opened.push(store)
+  if (options.functions === 'off') scripting.add(store)
   return store
 }
 
-t.test('the contract, on Redis Cluster', async (t) => {
+t.test('the contract, on Redis Cluster, by functions', async (t) => {
   storeContract(t, redisStoreFactory(open))
+})
+
+t.test('the contract, on Redis Cluster, by scripts', async (t) => {
+  storeContract(t, redisStoreFactory((options) => open({ ...options, functions: 'off' })))
+})
+
+t.test('functions: the library on every master, and a master that lost it (FUNCTION FLUSH) gets it again', async (t) => {
+  const masters = cluster.nodes.filter((n) => cli(n.port, 'role').startsWith('master')).map((n) => new Redis(n.port, '127.0.0.1'))
+  t.teardown(() => Promise.all(masters.map((m) => m.quit())))
+  const store = open({ prefix: `fn${randomUUID().slice(0, 8)}:` })
+  t.teardown(() => store.close())
+  const name = (await store.functionLibrary())!
+  t.match(name, /^mcp_pure_http_/)
+  const has = () => Promise.all(masters.map(async (m) => ((await m.call('FUNCTION', 'LIST', 'LIBRARYNAME', name)) as unknown[]).length))
+  t.same(await has(), [1, 1, 1], 'loaded on each of the three masters at connect')
+  // Owners on every master (their connection keys hash to many slots): each needs its master's functions.
+  const owners = Array.from({ length: 12 }, (_, i) => `owner-${i}`)
+  await Promise.all(masters.map((m) => m.call('FUNCTION', 'FLUSH')))
+  t.same(await has(), [0, 0, 0], 'flushed everywhere')
+  for (const o of owners) await store.mailbox.pushNotification(o, { method: o })
+  t.same(await has(), [1, 1, 1], 'each master got it again at its first "Function not found"')
+  for (const o of owners) t.same((await store.mailbox.takeNotifications(o))?.notifications, [{ method: o }])
 })
 
 t.test('every script ran on the cluster, each on one slot', async (t) => {
@@ -34,9 +58,10 @@ t.test('every script ran on the cluster, each on one slot', async (t) => {
   const masters = cluster.nodes.filter((n) => cli(n.port, 'role').startsWith('master')).map((n) => new Redis(n.port, '127.0.0.1'))
   t.teardown(() => Promise.all(masters.map((m) => m.quit())))
   t.equal(masters.length, 3)
-  // A store writes its configuration into its scripts: any store's copy counts.
+  // A store writes its configuration into its scripts: any store's copy counts (those run by scripts).
+  const scripted = opened.filter((s) => scripting.has(s))
   for (const name of Object.keys(SCRIPTS)) {
-    const shas = [...new Set(opened.map((s) => s.scriptShas()[name]!))]
+    const shas = [...new Set(scripted.map((s) => s.scriptShas()[name]!))]
     const exists = (await Promise.all(masters.map((m) => m.script('EXISTS', ...shas)))) as number[][]
     const on = masters.filter((_m, j) => exists[j]!.includes(1)).map((m) => m.options.port)
     t.ok(on.length > 0, `${name} ran on ${on.join(', ')}`)
