@@ -17,11 +17,6 @@ export function script(lua: string, keys = 1): Script {
   return { lua, keys, sha: digest('sha1', lua, 'hex') }
 }
 
-/** Scripts by name, made once. */
-export function scripts<N extends string>(sources: Record<N, string>, keys = 1): Record<N, Script> {
-  return Object.fromEntries(Object.entries<string>(sources).map(([name, lua]) => [name, script(lua, keys)])) as Record<N, Script>
-}
-
 /** What a node answers to EVALSHA of a script it does not have (after a start, a failover, SCRIPT FLUSH). */
 export const isNoScript = (err: unknown): boolean => err instanceof Error && err.message.startsWith('NOSCRIPT')
 
