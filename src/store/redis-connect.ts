@@ -56,6 +56,12 @@ export interface RedisStoreOptions extends RedisTarget {
   waitReplicas?: number
   /** How long WAIT waits for them (default 1000 ms); beyond, the request fails with 503. */
   waitTimeoutMs?: number
+  /**
+   * The most shards of the ledgers that bound tasks and replay records over all owners (1 to 256;
+   * default 16 on a Redis Cluster, else 1). Each shard holds a share of the store-wide bounds: see
+   * docs/deployment.md on the capacity and the error this trades for it.
+   */
+  ledgerShards?: number
 }
 
 /** A command client and a subscriber over the same target. */

@@ -27,6 +27,8 @@ export class RedisCore {
   readonly keys: RedisKeys
   readonly limits: StoreLimits
   readonly answerTtlMs: number
+  /** The most shards of each ledger (see `redis-ledger.ts`). */
+  readonly ledgerShards: number
   /** The scripts with this store's configuration written in, each with its SHA-1 (run by EVALSHA: see evalScript). */
   readonly #scripts: Record<ScriptName, Script>
   readonly #wait: WaitOptions | undefined
@@ -38,7 +40,7 @@ export class RedisCore {
   /** {@link RedisCore.guard}'s error mapping, for {@link evalScript}. */
   readonly #fail = (err: unknown): unknown => this.#failure(err)
 
-  constructor(target: RedisTarget, prefix: string, limits: StoreLimits, o: { connectionTtlMs: number; answerTtlMs: number; sweepMs: number; wait?: WaitOptions }) {
+  constructor(target: RedisTarget, prefix: string, limits: StoreLimits, o: { connectionTtlMs: number; answerTtlMs: number; sweepMs: number; ledgerShards: number; wait?: WaitOptions }) {
     this.keys = new RedisKeys(prefix)
     const c = connect(target)
     this.client = c.client
@@ -46,6 +48,7 @@ export class RedisCore {
     this.prefix = prefix
     this.limits = limits
     this.answerTtlMs = o.answerTtlMs
+    this.ledgerShards = o.ledgerShards
     this.#keepEveryMs = o.connectionTtlMs / 2
     this.#wait = o.wait !== undefined && o.wait.replicas > 0 ? o.wait : undefined
     const config: ScriptConfig = { prefix, connectionTtlMs: o.connectionTtlMs, maxConnections: limits.maxConnections, publish: c.sharded ? 'SPUBLISH' : 'PUBLISH' }
