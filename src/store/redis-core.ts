@@ -28,6 +28,8 @@ export class RedisCore {
   readonly keys: RedisKeys
   readonly limits: StoreLimits
   readonly answerTtlMs: number
+  /** The most shards of each ledger (see `redis-ledger.ts`). */
+  readonly ledgerShards: number
   /** The steps with this store's configuration written in: each script with its SHA-1, and its function (see runStep). */
   readonly #scripts: Record<ScriptName, Script>
   /** Their function library (Redis 7), unless functions are off. */
@@ -49,7 +51,7 @@ export class RedisCore {
     target: RedisTarget,
     prefix: string,
     limits: StoreLimits,
-    o: { connectionTtlMs: number; answerTtlMs: number; sweepMs: number; wait?: WaitOptions; functions?: 'auto' | 'off' }
+    o: { connectionTtlMs: number; answerTtlMs: number; sweepMs: number; ledgerShards: number; wait?: WaitOptions; functions?: 'auto' | 'off' }
   ) {
     this.keys = new RedisKeys(prefix)
     const c = connect(target)
@@ -58,6 +60,7 @@ export class RedisCore {
     this.prefix = prefix
     this.limits = limits
     this.answerTtlMs = o.answerTtlMs
+    this.ledgerShards = o.ledgerShards
     this.#keepEveryMs = o.connectionTtlMs / 2
     this.#wait = o.wait !== undefined && o.wait.replicas > 0 ? o.wait : undefined
     const config: ScriptConfig = { prefix, connectionTtlMs: o.connectionTtlMs, maxConnections: limits.maxConnections, publish: c.sharded ? 'SPUBLISH' : 'PUBLISH' }

@@ -55,6 +55,7 @@ export class RedisStore implements Store {
       answerTtlMs: options.answerTtlMs ?? 600_000,
       sweepMs: options.sweepMs ?? 5000,
       functions: options.functions ?? 'auto',
+      ledgerShards: ledgerShards(options),
       ...(wait === undefined ? {} : { wait })
     })
     this.connections = new RedisConnections(this.#core)
@@ -101,6 +102,16 @@ export class RedisStore implements Store {
     this.#core.sub.disconnect()
     this.#core.client.disconnect()
   }
+}
+
+/**
+ * The most shards of each ledger: only a Redis Cluster spreads them over its masters, so 16 there
+ * (fewer when the bounds leave no room, see `redis-ledger.ts`) and one elsewhere (exact bounds).
+ */
+function ledgerShards(options: RedisStoreOptions): number {
+  const n = options.ledgerShards ?? (options.clusterNodes === undefined ? 1 : 16)
+  if (!Number.isInteger(n) || n < 1 || n > 256) throw new Error(`RedisStore: ledgerShards must be an integer from 1 to 256, not ${n}`)
+  return n
 }
 
 /**
