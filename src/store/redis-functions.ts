@@ -23,7 +23,7 @@ export interface Library<N extends string> {
 /**
  * The library of `steps`, written with the store's configuration (`configure`, from redis-lua.ts).
  * A step marked `noWrites` is registered with that flag (Redis refuses a write in it; FCALL_RO and
- * replicas may run it).
+ * replicas may run it); one marked `allowOom` with `allow-oom` (it runs when Redis is full).
  */
 export function library<N extends string>(steps: Record<N, Lua>, configure: (text: string) => string): Library<N> {
   const shared = new Map<string, string>()
@@ -34,7 +34,7 @@ export function library<N extends string>(steps: Record<N, Lua>, configure: (tex
       if (had !== undefined && had !== definition) throw new Error(`Two definitions of ${defines}: one library cannot hold both`)
       shared.set(defines, definition)
     }
-    const flags = step.noWrites === true ? ", flags = { 'no-writes' }" : ''
+    const flags = step.noWrites === true ? ", flags = { 'no-writes' }" : step.allowOom === true ? ", flags = { 'allow-oom' }" : ''
     registered.push(`redis.register_function{ function_name = '__LIB___${name}', callback = function(KEYS, ARGV)\n${step.body}\nend${flags} }`)
   }
   const code = configure([...shared.values(), ...registered].join('\n'))

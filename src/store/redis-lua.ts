@@ -60,6 +60,8 @@ export interface Lua {
   readonly shared: Definitions
   /** It only reads (see {@link readsOnly}). */
   readonly noWrites?: true
+  /** It runs when Redis is full (see {@link freesMemory}). */
+  readonly allowOom?: true
 }
 
 /**
@@ -67,6 +69,14 @@ export interface Lua {
  * it, and runs it even when full, and FCALL_RO could send it to a replica). Its script is unchanged.
  */
 export const readsOnly = (l: Lua): Lua => ({ ...l, noWrites: true })
+
+/**
+ * A step that mostly frees memory (an acknowledgement, a delete): its function is registered
+ * `allow-oom`, so that it runs when Redis is full (`maxmemory`, `noeviction`), as its script would
+ * (a script runs until its first write that may grow memory; a function without the flag is
+ * refused whole, and what would make room could not). Its script is unchanged.
+ */
+export const freesMemory = (l: Lua): Lua => ({ ...l, allowOom: true })
 
 /**
  * A script: the definitions `body` uses (and theirs), from the prelude and then `own` (a family of

@@ -1,4 +1,4 @@
-import { lua, readsOnly, type Definitions, type Lua } from './redis-lua.js'
+import { freesMemory, lua, readsOnly, type Definitions, type Lua } from './redis-lua.js'
 import { PART } from './redis-keys.js'
 
 /** What the task scripts share: TERMINAL, the terminal statuses as stored (JSON strings). */
@@ -148,7 +148,7 @@ return { 'new' }
 `),
 
   /** K any key: delete it (through the scripts, so that a store outage fails the same way everywhere). */
-  mcpDel: script('redis.call("DEL", K)'),
+  mcpDel: freesMemory(script('redis.call("DEL", K)')),
 
   /** K record, A(1) ms: extend a running claim; 1 when it still was one. */
   mcpRenewIdempotent: script(`

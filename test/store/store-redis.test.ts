@@ -193,6 +193,7 @@ t.test('Redis Functions: one library per code, loaded once; FUNCTION FLUSH heals
   t.equal(functions.length, Object.keys(store.scriptShas()).length, 'every step a function')
   const flags = Object.fromEntries(functions.map((f) => [String(f[1]), f[5]]))
   t.same([flags[`${name}_mcpGetTask`], flags[`${name}_mcpLive`], flags[`${name}_mcpTake`]], [['no-writes'], ['no-writes'], []], 'no-writes only where the step writes nothing')
+  t.same(['mcpAck', 'mcpForget', 'mcpDel', 'mcpWithdraw'].map((step) => flags[`${name}_${step}`]), [['allow-oom'], ['allow-oom'], ['allow-oom'], ['allow-oom']], 'allow-oom where the step makes room')
   t.equal(sent('FUNCTION LOAD'), 1, 'loaded once')
   const evalsBefore = sent('EVAL')
   await store.mailbox.pushNotification('alice', { method: 'one' })
@@ -443,4 +444,25 @@ t.test('waiters of one connection share its wake-up channel; stray wake-ups are 
   t.same(await first, { result: { n: 1 } })
   await peer.mailbox.completeRequest('alice', 'r2', { result: { n: 2 } })
   t.same(await second, { result: { n: 2 } })
+})
+
+t.test('Redis full (maxmemory, noeviction): a push is refused, and an acknowledgement (allow-oom) still runs and makes room', async (t) => {
+  const full = await startRedis()
+  t.teardown(() => full.stop())
+  const admin = new Redis(full.url)
+  t.teardown(() => admin.quit())
+  const store = new RedisStore({ url: full.url, prefix: 'oom:' })
+  t.teardown(() => store.close())
+  const big = { method: 'notifications/message', params: { data: 'x'.repeat(10_000) } }
+  for (let i = 0; i < 20; i++) await store.mailbox.pushNotification('alice', big)
+  const group = (await store.mailbox.takeNotifications('alice'))!
+  t.equal(group.notifications.length, 20)
+  // Over the limit from here on: Redis refuses any function not flagged allow-oom.
+  const used = Number(/^used_memory:(\d+)/m.exec(await admin.info('memory'))![1])
+  await admin.config('SET', 'maxmemory-policy', 'noeviction')
+  await admin.config('SET', 'maxmemory', String(used - 1000))
+  t.teardown(() => admin.config('SET', 'maxmemory', '0'))
+  await t.rejects(store.mailbox.pushNotification('bob', big), { name: 'StoreUnavailable' }, 'full: a push is refused')
+  t.equal(await store.mailbox.ackNotifications('alice', group.id), true, 'the acknowledgement runs')
+  await t.resolves(store.mailbox.pushNotification('bob', big), 'and made room')
 })
