@@ -1,5 +1,6 @@
 import type { TelemetryBench } from './lib/telemetry.js'
 import type { Capacity } from './lib/capacity.js'
+import type { LedgerSpread } from './lib/ledger.js'
 import type { RoundTrips } from './lib/roundtrips.js'
 
 /**
@@ -49,6 +50,8 @@ export interface Results {
   roundTrips?: RoundTrips[]
   /** Redis memory per unit of state (bench/lib/capacity.ts). */
   capacity?: Capacity
+  /** Task creation's Redis CPU on each master (bench/lib/ledger.ts). */
+  ledger?: LedgerSpread
   /** Workloads of the issue not run, with the feature they wait for. */
   skipped: { workload: string; reason: string }[]
   notes: string[]

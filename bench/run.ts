@@ -8,6 +8,7 @@
  *   npm run bench -- --only core --skip cluster   and not those whose id contains one of these
  *   npm run bench -- --only capacity   Redis memory per connection, notification, task, replay record
  *   npm run bench -- --only roundtrips Redis round trips and commands per request of each Redis workload
+ *   npm run bench -- --only ledger     task creation's Redis CPU on each master: one Redis, a Cluster
  *   npm run bench -- --soak 600        10-minute soak of the demo server at a steady rate: memory growth
  *   npm run bench -- --profile "tools/call echo" [--target bare]   CPU profile of a server under a workload
  *   npm run bench -- --report bench/results/latest.json   table, verdicts and the SVG again from a results file
@@ -22,6 +23,7 @@ import { parseArgs } from 'node:util'
 import { h2load, type LoadResult, type RequestSpec } from './lib/h2load.js'
 import { cpuSeconds, memory, settle, startRedis, startServer, type Running } from './lib/procs.js'
 import { capacity, capacityTable } from './lib/capacity.js'
+import { ledgerSpread, ledgerTable } from './lib/ledger.js'
 import { fairness } from './lib/fair.js'
 import { profile } from './lib/profile.js'
 import { roundTrips, roundTripTable } from './lib/roundtrips.js'
@@ -136,6 +138,11 @@ async function benchmark(): Promise<void> {
     // Deterministic too: Redis memory per connection, notification, task and replay record.
     results.capacity = await capacity(quick ? 10_000 : 100_000)
     console.log(`Redis memory per unit of state:\n${capacityTable(results.capacity)}`)
+  }
+  if (only === undefined || only.some((o) => 'ledger'.includes(o))) {
+    // Task creation's Redis CPU on each master: one Redis, and a Cluster with one ledger and in shards.
+    results.ledger = await ledgerSpread(quick ? 5000 : 20_000, settings.launches)
+    console.log(`Task creation over a Cluster's masters:\n${ledgerTable(results.ledger)}`)
   }
   if (only === undefined || only.some((o) => 'roundtrips'.includes(o))) {
     // Deterministic: Redis round trips and commands per request, through a counting proxy.

@@ -89,6 +89,11 @@ export const ConfigSchema = Type.Object({
   MCP_REDIS_COMMAND_TIMEOUT_MS: Type.Optional(
     Type.Integer({ minimum: 50, maximum: 60_000, description: 'How long a Redis command may take before the request fails fast with 503 (default 2000).' })
   ),
+  MCP_REDIS_FUNCTIONS: Type.Optional(
+    Type.Union([Type.Literal('auto'), Type.Literal('off')], {
+      description: 'auto (default): the store runs its Lua as Redis Functions where Redis has them (7.0) and allows them, else as scripts; off: scripts always.'
+    })
+  ),
   MCP_IDEMPOTENCY_TTL_MS: Int(0, 86_400_000, 600_000, 'How long a tool call with an Mcp-Request-Id is replayed to retries (0: off).'),
   MCP_IDEMPOTENCY_LEASE_MS: Int(1000, 3_600_000, 30_000, 'How long a running idempotent call holds its id unrenewed: a retry after its instance died waits at most this.'),
   MCP_RATE_LIMIT_MAX: Int(0, 1_000_000, 0, 'Requests per principal (anonymous: per IP) per window; 0: no limit.'),

@@ -126,6 +126,9 @@ export class RespCommands {
         // This project's scripts begin with "-- <name>" (each store's copy has its own SHA-1).
         if (name === 'EVAL' && arg.startsWith('-- ')) LEARNED_SCRIPTS[sha] = arg.slice(3, arg.indexOf('\n'))
         name = `${name} ${sha}`
+      } else if (i === 1 && (name === 'FCALL' || name === 'FCALL_RO' || name === 'FUNCTION')) {
+        // A function by its name (which says the step), FUNCTION by its subcommand (LIST, LOAD, FLUSH).
+        name = `${name} ${b.subarray(start, start + len).toString()}`
       }
       at = start + len + 2
     }

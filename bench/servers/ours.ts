@@ -27,7 +27,7 @@ const url = process.env.MCP_REDIS_URL
 const connections = connectionCount()
 const GiB = 1024 ** 3
 const limits = { maxTasks: 100_000, maxTaskBytes: GiB, maxTaskBytesPerPrincipal: GiB, maxConnections: Math.max(10_000, connections + 1) }
-const store = url === undefined ? new MemoryStore(limits) : new RedisStore({ url, prefix: `bench-${process.pid}:`, limits })
+const store = url === undefined ? new MemoryStore(limits) : new RedisStore({ url, prefix: `bench-${process.pid}:`, limits, functions: process.env.MCP_REDIS_FUNCTIONS === 'off' ? 'off' : 'auto' })
 for (let i = 0; i < notificationCount(); i++) await store.mailbox.pushNotification(ANONYMOUS.id, benchNotification(i))
 // CONNECTIONS logical connections, one notification queued for each: the query parameter `c`
 // names the caller's (see connectionCount), as an authenticate hook would from a token.

@@ -25,6 +25,8 @@ export interface RedisConfig {
   MCP_REDIS_WAIT_TIMEOUT_MS?: number | undefined
   /** How long a Redis command may take before the request fails with 503 (default 2000 ms). */
   MCP_REDIS_COMMAND_TIMEOUT_MS?: number | undefined
+  /** `off`: the store's Lua runs as scripts even where Redis Functions are there (default `auto`). */
+  MCP_REDIS_FUNCTIONS?: 'auto' | 'off' | undefined
 }
 
 const list = (v: string) => v.split(/[\s,]+/).filter((s) => s !== '')
@@ -70,6 +72,7 @@ export function redisFromConfig(c: RedisConfig): RedisStoreOptions | undefined {
   else if (c.MCP_REDIS_TLS === 'true') target.tls = true
   target.prefix = c.MCP_REDIS_PREFIX ?? 'mcp:'
   if (c.MCP_REDIS_COMMAND_TIMEOUT_MS !== undefined) target.commandTimeoutMs = c.MCP_REDIS_COMMAND_TIMEOUT_MS
+  if (c.MCP_REDIS_FUNCTIONS !== undefined) target.functions = c.MCP_REDIS_FUNCTIONS
   if (c.MCP_REDIS_WAIT_REPLICAS) {
     target.waitReplicas = c.MCP_REDIS_WAIT_REPLICAS
     target.waitTimeoutMs = c.MCP_REDIS_WAIT_TIMEOUT_MS ?? 1000

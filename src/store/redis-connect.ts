@@ -56,6 +56,17 @@ export interface RedisStoreOptions extends RedisTarget {
   waitReplicas?: number
   /** How long WAIT waits for them (default 1000 ms); beyond, the request fails with 503. */
   waitTimeoutMs?: number
+  /**
+   * The most shards of the ledgers that bound tasks and replay records over all owners (1 to 256;
+   * default 16 on a Redis Cluster, else 1). Each shard holds a share of the store-wide bounds: see
+   * docs/deployment.md on the capacity and the error this trades for it.
+   */
+  ledgerShards?: number
+  /**
+   * `auto` (default): the steps run as Redis Functions, one library loaded on each master, where
+   * Redis has them (7.0) and allows them; else, and with `off`, as scripts (EVALSHA). See docs/redis.md.
+   */
+  functions?: 'auto' | 'off'
 }
 
 /** A command client and a subscriber over the same target. */

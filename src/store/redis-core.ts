@@ -5,7 +5,8 @@ import { connect, type RedisTarget } from './redis-connect.js'
 import { SCRIPTS, type ScriptName } from './redis-scripts.js'
 import { configure, type ScriptConfig } from './redis-lua.js'
 import { REGISTRY, RedisKeys } from './redis-keys.js'
-import { evalScript, isNoScript, scripts, type Arg, type Script } from './redis-eval.js'
+import { BY_SCRIPTS, functionsWay, runStep, script, type Arg, type Script, type Way } from './redis-eval.js'
+import { library, loadLibrary, type Library } from './redis-functions.js'
 import type { StoreLimits } from './types.js'
 
 /** Durability of acknowledged writes: WAIT for this many replicas, at most this long. */
@@ -27,8 +28,16 @@ export class RedisCore {
   readonly keys: RedisKeys
   readonly limits: StoreLimits
   readonly answerTtlMs: number
-  /** The scripts with this store's configuration written in, each with its SHA-1 (run by EVALSHA: see evalScript). */
+  /** The most shards of each ledger (see `redis-ledger.ts`). */
+  readonly ledgerShards: number
+  /** The steps with this store's configuration written in: each script with its SHA-1, and its function (see runStep). */
   readonly #scripts: Record<ScriptName, Script>
+  /** Their function library (Redis 7), unless functions are off. */
+  readonly #library: Library<ScriptName> | undefined
+  /** How steps run (FCALL or EVALSHA), once chosen: see {@link RedisCore.chosen}. */
+  #way: Way | undefined
+  #choosing: Promise<Way> | undefined
+  #loading: Promise<void> | undefined
   readonly #wait: WaitOptions | undefined
   /** After a command timed out (Redis hangs), others fail at once until then rather than each wait. */
   #quietUntil = 0
@@ -38,7 +47,12 @@ export class RedisCore {
   /** {@link RedisCore.guard}'s error mapping, for {@link evalScript}. */
   readonly #fail = (err: unknown): unknown => this.#failure(err)
 
-  constructor(target: RedisTarget, prefix: string, limits: StoreLimits, o: { connectionTtlMs: number; answerTtlMs: number; sweepMs: number; wait?: WaitOptions }) {
+  constructor(
+    target: RedisTarget,
+    prefix: string,
+    limits: StoreLimits,
+    o: { connectionTtlMs: number; answerTtlMs: number; sweepMs: number; ledgerShards: number; wait?: WaitOptions; functions?: 'auto' | 'off' }
+  ) {
     this.keys = new RedisKeys(prefix)
     const c = connect(target)
     this.client = c.client
@@ -46,17 +60,55 @@ export class RedisCore {
     this.prefix = prefix
     this.limits = limits
     this.answerTtlMs = o.answerTtlMs
+    this.ledgerShards = o.ledgerShards
     this.#keepEveryMs = o.connectionTtlMs / 2
     this.#wait = o.wait !== undefined && o.wait.replicas > 0 ? o.wait : undefined
     const config: ScriptConfig = { prefix, connectionTtlMs: o.connectionTtlMs, maxConnections: limits.maxConnections, publish: c.sharded ? 'SPUBLISH' : 'PUBLISH' }
-    // Each begins with its name, so that a script sent whole (EVAL, after NOSCRIPT) says which it is;
-    // an EVALSHA shows only the SHA-1, which scriptShas() maps back to the name.
-    this.#scripts = scripts(
-      Object.fromEntries(Object.entries<string>(SCRIPTS).map(([name, text]) => [name, `-- ${name}\n${configure(text, config)}`])) as Record<ScriptName, string>
-    )
+    this.#library = o.functions === 'off' ? undefined : library(SCRIPTS, (text) => configure(text, config))
+    // Each script begins with its name, so that one sent whole (EVAL, after NOSCRIPT) says which it
+    // is; an EVALSHA shows only the SHA-1, which scriptShas() maps back to the name.
+    this.#scripts = Object.fromEntries(
+      Object.entries(SCRIPTS).map(([name, text]) => {
+        const s = script(`-- ${name}\n${configure(text.script, config)}`)
+        return [name, this.#library === undefined ? s : { ...s, fn: this.#library.functions[name as ScriptName] }]
+      })
+    ) as Record<ScriptName, Script>
     c.client.on('error', () => undefined)
     c.sub.on('error', () => undefined)
     this.bus = new RedisBus(c.client, c.sub, c.sharded, this.keys, o.sweepMs)
+    if (this.#library === undefined) this.#way = BY_SCRIPTS
+    // Chosen at once, so that the first request does not wait for it (a failure is tried again by the next step).
+    else this.chosen().catch(() => undefined)
+  }
+
+  /**
+   * How this store runs its steps, chosen once: by the functions of its library where Redis has
+   * them (7.0 or later) and lets this user load them (FUNCTION LIST, then LOAD where it is missing,
+   * on every master); else by scripts (Redis 6.2, an ACL without FUNCTION, a managed Redis that
+   * refuses it). Redis not answering decides nothing: the next step asks again.
+   */
+  chosen(): Promise<Way> {
+    if (this.#way !== undefined) return Promise.resolve(this.#way)
+    this.#choosing ??= this.#load().then(
+      () => (this.#way = functionsWay(() => this.#load())),
+      (err: unknown) => {
+        this.#choosing = undefined
+        if (!refused(err)) throw err
+        return (this.#way = BY_SCRIPTS)
+      }
+    )
+    return this.#choosing
+  }
+
+  /** Load the library where it is missing; one load at a time, shared by the steps that found it missing. */
+  #load(): Promise<void> {
+    this.#loading ??= loadLibrary(this.client, this.#library!).finally(() => (this.#loading = undefined))
+    return this.#loading
+  }
+
+  /** Which library this store calls (undefined while it runs scripts): for diagnostics. */
+  async functionLibrary(): Promise<string | undefined> {
+    return (await this.chosen()).by === 'functions' ? this.#library!.name : undefined
   }
 
   /** Each script's SHA-1 as this store runs it (its configuration is written into it). */
@@ -64,10 +116,12 @@ export class RedisCore {
     return Object.fromEntries(Object.entries<Script>(this.#scripts).map(([name, s]) => [name, s.sha])) as Record<ScriptName, string>
   }
 
-  /** Run a script on the slot of `key` ({@link evalScript}), with the guard's checks and errors. */
+  /** Run a step on the slot of `key` ({@link runStep}), with the guard's checks and errors. */
   run(name: ScriptName, key: string, ...args: Arg[]): Promise<unknown> {
     if (Date.now() < this.#quietUntil) return Promise.reject(new StoreUnavailable())
-    return evalScript(this.client, this.#scripts[name], [key, ...args], this.#fail)
+    const way = this.#way
+    if (way !== undefined) return runStep(this.client, way, this.#scripts[name], [key, ...args], this.#fail)
+    return this.guard(() => this.chosen()).then((w) => runStep(this.client, w, this.#scripts[name], [key, ...args], this.#fail))
   }
 
   /**
@@ -112,16 +166,19 @@ export class RedisCore {
   async #writeReplicated({ replicas, timeoutMs }: WaitOptions, name: ScriptName, key: string, args: Arg[]): Promise<unknown> {
     const s = this.#scripts[name]
     const argv = [key, ...args]
-    const send = (loaded: boolean) => {
+    const way = await this.guard(() => this.chosen())
+    const send = (again: boolean) => {
       const pipeline = this.client.pipeline()
-      if (loaded) pipeline.evalsha(s.sha, s.keys, ...argv)
-      else pipeline.eval(s.lua, s.keys, ...argv)
+      way.send(pipeline, s, argv, again)
       pipeline.wait(replicas, timeoutMs)
       return this.guard(async () => (await pipeline.exec()) as [[Error | null, unknown], [Error | null, number]])
     }
-    let [[err, result], [waitErr, acked]] = await send(true)
-    // Not on that node yet: EVAL it (no write happened, so none is repeated).
-    if (isNoScript(err)) [[err, result], [waitErr, acked]] = await send(false)
+    let [[err, result], [waitErr, acked]] = await send(false)
+    // Not on that node yet: EVAL it, or load the library there (no write happened, so none is repeated).
+    if (way.missing(err)) {
+      await this.guard(() => way.heal?.() ?? Promise.resolve())
+      ;[[err, result], [waitErr, acked]] = await send(true)
+    }
     if (err !== null) throw storeFailure(err)
     if (waitErr !== null || acked < replicas) {
       throw new NotReplicated(`The store did not confirm the write on ${replicas} replica(s) within ${timeoutMs} ms`)
@@ -166,6 +223,9 @@ export class RedisCore {
 
 /** Redis refusing for a while (out of memory, loading, failing over, a cluster slot down): come back shortly. */
 const TRANSIENT = /^(OOM|LOADING|BUSY|MASTERDOWN|READONLY|CLUSTERDOWN|TRYAGAIN|NOREPLICAS|MISCONF)\b/
+
+/** Redis answered a command with a refusal of it (not a transient one): FUNCTION unknown, or not allowed. */
+const refused = (err: unknown): boolean => (err as Error).name === 'ReplyError' && !TRANSIENT.test((err as Error).message)
 
 /**
  * What the driver threw, as a store error: Redis not answering (a connection lost or refused, a

@@ -3,19 +3,26 @@ import { RECORD_OVERHEAD } from './limits.js'
 import type { RedisCore } from './redis-core.js'
 import type { IdempotencyStore, IdempotentStart } from './types.js'
 import { REGISTRY } from './redis-keys.js'
+import { Ledger } from './redis-ledger.js'
 
 /** A ledger's answer (see `redis-scripts-registry.ts`): 'ok', or the bound reached, ms until space frees, the limit. */
 type Verdict = [string, number?, string?]
 
 /**
  * A {@link RedisStore}'s idempotency records: each on its own slot (`P i:{h:<requestId>}`), counted
- * in a registry index that bounds them over all owners.
+ * in a ledger that bounds them over all owners (in shards by owner: see `redis-ledger.ts`).
  */
 export class RedisIdempotency implements IdempotencyStore {
   readonly #r: RedisCore
+  readonly ledger: Ledger
 
   constructor(core: RedisCore) {
     this.#r = core
+    const L = core.limits
+    this.ledger = new Ledger(core.keys.prefix, REGISTRY.idempotency, core.ledgerShards, [
+      [L.maxIdempotencyRecords, L.maxIdempotencyRecordsPerPrincipal],
+      [L.maxIdempotencyBytes, L.maxIdempotencyBytesPerPrincipal]
+    ])
   }
 
   /**
@@ -37,9 +44,10 @@ export class RedisIdempotency implements IdempotencyStore {
   }
 
   #indexIdempotent(member: string, ms: number, bytes: number, mode: 'claim' | 'finish' | 'renew' | 'drop'): Promise<unknown> {
-    const L = this.#r.limits
-    const bounds = [L.maxIdempotencyRecords, L.maxIdempotencyBytes, L.maxIdempotencyRecordsPerPrincipal, L.maxIdempotencyBytesPerPrincipal]
-    return this.#r.run('mcpIndexIdempotent', this.#r.keys.registry(REGISTRY.idempotency), member, ms, bytes, mode, ...bounds)
+    const [L, ledger] = [this.#r.limits, this.ledger]
+    const k = ledger.shardOf(member)
+    const bounds = [ledger.share(L.maxIdempotencyRecords, k), ledger.share(L.maxIdempotencyBytes, k), L.maxIdempotencyRecordsPerPrincipal, L.maxIdempotencyBytesPerPrincipal]
+    return this.#r.run('mcpIndexIdempotent', ledger.key(k), member, ms, bytes, mode, ...bounds)
   }
 
   async renewIdempotent(owner: string, requestId: string, leaseMs: number): Promise<boolean> {

@@ -1,4 +1,4 @@
-import { lua } from './redis-lua.js'
+import { freesMemory, lua } from './redis-lua.js'
 import { PART } from './redis-keys.js'
 
 /**
@@ -7,11 +7,13 @@ import { PART } from './redis-keys.js'
  */
 export const CONNECTION_SCRIPTS = {
   /** K connection: drop everything it holds; returns its subscriptions (to leave their URI sets). */
-  mcpForget: lua(`
+  mcpForget: freesMemory(
+    lua(`
 local subs = redis.call('SMEMBERS', K .. '${PART.subs}')
 redis.call('DEL', K, K .. '${PART.subs}', K .. '${PART.notifications}', K .. '${PART.requestOrder}', K .. '${PART.requestMessages}', K .. '${PART.requestStates}')
 return subs
-`),
+`)
+  ),
 
   /** K connection, A(1) field, A(2) value: set a connection field (log level, legacy client). */
   mcpSetField: lua(`

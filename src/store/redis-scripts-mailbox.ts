@@ -1,4 +1,4 @@
-import { LATER, lua, type Definitions } from './redis-lua.js'
+import { LATER, freesMemory, lua, type Definitions, type Lua } from './redis-lua.js'
 import { KIND, PART } from './redis-keys.js'
 
 /**
@@ -32,7 +32,7 @@ end`
   ]
 ]
 
-const script = (body: string): string => lua(body, SHARED)
+const script = (body: string): Lua => lua(body, SHARED)
 
 /**
  * Scripts on one logical connection's slot (K is its hash `P c:{h}`): its notification queue and
@@ -85,7 +85,8 @@ return g
 `),
 
   /** K connection, A(1) group id: 1 when it was the current group (or the one acknowledged last). */
-  mcpAck: script(`
+  mcpAck: freesMemory(
+    script(`
 if redis.call('HGET', K, 'gid') == A(1) then
   redis.call('HDEL', K, 'group', 'gid')
   redis.call('HSET', K, 'acked', A(1))
@@ -93,7 +94,8 @@ if redis.call('HGET', K, 'gid') == A(1) then
 end
 if redis.call('HGET', K, 'acked') == A(1) then return 1 end
 return 0
-`),
+`)
+  ),
 
   /**
    * K connection, A(1) id, A(2) request JSON, A(3) max requests, A(4) 1 to discard the oldest active
@@ -147,8 +149,10 @@ return 1
 `),
 
   /** K connection, A(1) id: withdraw a request nobody waits for any more (and a late answer). */
-  mcpWithdraw: script(`
+  mcpWithdraw: freesMemory(
+    script(`
 withdraw(A(1))
 redis.call('DEL', answerKey(A(1)))
 `)
+  )
 } as const

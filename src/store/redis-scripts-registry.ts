@@ -1,17 +1,20 @@
-import { lua, type Definitions } from './redis-lua.js'
+import { lua, readsOnly, type Definitions, type Lua } from './redis-lua.js'
 import { PART, REGISTRY } from './redis-keys.js'
 
 /**
  * Scripts on the registry slot (`P {g}:...`, one slot for the whole deployment): which connections
- * exist and in what order they were used, sessions, and the indexes that bound tasks and idempotency
- * records over all owners. Each is one small sorted-set step; the owners' own state is elsewhere.
+ * exist and in what order they were used, and sessions; and the ledgers that bound tasks and
+ * idempotency records over all owners, on the registry slot or in shards on slots of their own
+ * (`P {g<k>.<j>}:...`, see `redis-ledger.ts`). Each is one small sorted-set step; the owners' own
+ * state is elsewhere.
  *
  * Their shared definitions (each script takes only those it names, see {@link lua}): `G` the
- * registry's key prefix, `stamp(now)` a use stamp, and a ledger. The ledger keeps records `N`
- * (`P {g}:<N>`, member -> expiry), their bytes (`:b`, member -> bytes), the bytes in all and per
- * owner (`:u`, '*' and <h> -> bytes, and '~' the time of the last sweep), and each owner's records
- * (`:o:<h>`, member -> expiry). A member is `<h>:<id>`, h the owner's SHA-1. Tasks also keep the
- * running ones (`:r`, and per owner `:r:<h>`).
+ * registry's key prefix, `stamp(now)` a use stamp, and a ledger Z, which is the script's K (a
+ * ledger's parts are named after it, so a shard's are on its slot). It keeps records (Z, member ->
+ * expiry), their bytes (`:b`, member -> bytes), the bytes in all and per owner (`:u`, '*' and <h> ->
+ * bytes, and '~' the time of the last sweep), and each owner's records (`:o:<h>`, member -> expiry).
+ * A member is `<h>:<id>`, h the owner's SHA-1. Tasks also keep the running ones (`:r`, and per owner
+ * `:r:<h>`). The store-wide bounds a script is given are its shard's share.
  *
  * Every `redis.call` costs about a microsecond of Redis' one thread, so the steps are counted: what
  * expired is dropped in batches (a sweep at most every 100 ms, or at once when a bound would refuse),
@@ -29,12 +32,11 @@ const SHARED: Definitions = [
 end`
   ],
   ['owner', "local function owner(m) return string.match(m, '^([^:]+):') end"],
-  // Drop the members ms of N: their bytes, their place in every set, their owners' totals.
+  // Drop the members ms of the ledger Z: their bytes, their place in every set, their owners' totals.
   [
     'dropAll',
-    `local function dropAll(N, ms)
+    `local function dropAll(Z, ms)
   if #ms == 0 then return end
-  local Z = G .. N
   local U = Z .. '${PART.ledgerUsage}'
   local bs = redis.call('HMGET', Z .. '${PART.ledgerBytes}', unpack(ms))
   redis.call('HDEL', Z .. '${PART.ledgerBytes}', unpack(ms))
@@ -57,12 +59,11 @@ end`
   redis.call('HINCRBY', U, '*', -total)
 end`
   ],
-  ['drop', 'local function drop(N, m) dropAll(N, { m }) end'],
+  ['drop', 'local function drop(Z, m) dropAll(Z, { m }) end'],
   // A record's bytes are now b (old before it: 0 for a new one).
   [
     'recount',
-    `local function recount(N, m, b, old)
-  local Z = G .. N
+    `local function recount(Z, m, b, old)
   redis.call('HSET', Z .. '${PART.ledgerBytes}', m, b)
   if b ~= old then
     redis.call('HINCRBY', Z .. '${PART.ledgerUsage}', '*', b - old)
@@ -73,11 +74,10 @@ end`
   // A record of b bytes (old before it: 0 for a new one), expiring at the time at.
   [
     'put',
-    `local function put(N, m, at, b, old)
-  local Z = G .. N
+    `local function put(Z, m, at, b, old)
   redis.call('ZADD', Z, at, m)
   redis.call('ZADD', Z .. '${PART.ledgerOwner}' .. owner(m), at, m)
-  recount(N, m, b, old)
+  recount(Z, m, b, old)
 end`
   ],
   // Drop what expired, when a sweep is due (100 ms after the last) or forced (a bound would refuse:
@@ -85,14 +85,13 @@ end`
   // last: the '~' field when the caller read it with the totals (else it is read here).
   [
     'sweep',
-    `local function sweep(N, now, force, last)
-  local Z = G .. N
+    `local function sweep(Z, now, force, last)
   if not force and now - tonumber(last or redis.call('HGET', Z .. '${PART.ledgerUsage}', '~') or 0) < 100 then return false end
   redis.call('HSET', Z .. '${PART.ledgerUsage}', '~', now)
   local ms
   repeat
     ms = redis.call('ZRANGE', Z, '-inf', now, 'BYSCORE', 'LIMIT', 0, 500)
-    dropAll(N, ms)
+    dropAll(Z, ms)
   until #ms < 500
   return true
 end`
@@ -108,7 +107,7 @@ end`
   ]
 ]
 
-const registry = (body: string): string => lua(body, SHARED)
+const registry = (body: string): Lua => lua(body, SHARED)
 
 export const REGISTRY_SCRIPTS = {
   /**
@@ -128,7 +127,7 @@ return gone
 `),
 
   /** K connections, A(1..n) owners: those of them still live (all live ones when none is given). */
-  mcpLive: registry(`
+  mcpLive: readsOnly(registry(`
 local fresh = nowms() - CONN_TTL
 if #ARGV == 0 then return redis.call('ZRANGE', K, '(' .. fresh, '+inf', 'BYSCORE') end
 local out = {}
@@ -137,7 +136,7 @@ for i = 1, #ARGV do
   if at and tonumber(at) > fresh then out[#out + 1] = ARGV[i] end
 end
 return out
-`),
+`)),
 
   /** K sessions, A(1) id, A(2) ttl, A(3) most sessions: a new session; beyond the bound the least recently used goes. */
   mcpCreateSession: registry(`
@@ -161,14 +160,14 @@ return 0
 `),
 
   /**
-   * K task index `P {g}:tasks`, A(1) member (`<h>:<taskId>`), A(2) ttl ms, A(3) bytes, A(4) 'create'
+   * K task index `P {g}:tasks` (or a shard's), A(1) member (`<h>:<taskId>`), A(2) ttl ms, A(3) bytes, A(4) 'create'
    * or 'finish', A(5) most running, A(6) most running per owner, A(7) most bytes, A(8) most bytes per
    * owner. create: {'ok'}, or the bound reached ('quota' an owner's, 'running' or 'full' the
    * store's) with the ms until its first record expires, the limit (and for a quota, of what). finish: the task leaves the
    * running ones and counts its new bytes; {'large'} when they do not fit (the caller keeps it small).
    */
   mcpIndexTask: registry(`
-local N, m = '${REGISTRY.tasks}', A(1)
+local m = A(1)
 local oh = owner(m)
 local R, RO, U = K .. '${PART.ledgerRunning}', K .. '${PART.ledgerRunningOwner}' .. oh, K .. '${PART.ledgerUsage}'
 local b = tonumber(A(3))
@@ -182,17 +181,17 @@ if A(4) == 'create' then
     if tonumber(u[2] or 0) + b > tonumber(A(7)) then return { 'full', first(K, now), A(7) } end
   end
   u = redis.call('HMGET', U, oh, '*', '~')
-  local swept = sweep(N, now, false, u[3])
+  local swept = sweep(K, now, false, u[3])
   if swept then u = redis.call('HMGET', U, oh, '*') end
   local refused = refusal()
   if refused and not swept then
-    sweep(N, now, true)
+    sweep(K, now, true)
     u = redis.call('HMGET', U, oh, '*')
     refused = refusal()
   end
   if refused then return refused end
   local at = now + tonumber(A(2))
-  put(N, m, at, b, 0)
+  put(K, m, at, b, 0)
   redis.call('ZADD', R, at, m)
   redis.call('ZADD', RO, at, m)
   return { 'ok' }
@@ -205,19 +204,19 @@ local function finish()
   local old = tonumber(redis.call('HGET', K .. '${PART.ledgerBytes}', m))
   local u = redis.call('HMGET', U, oh, '*')
   if tonumber(u[1] or 0) - old + b > tonumber(A(8)) or tonumber(u[2] or 0) - old + b > tonumber(A(7)) then return { 'large' } end
-  recount(N, m, b, old)
+  recount(K, m, b, old)
   return { 'ok' }
 end
 local out = finish()
 if out[1] == 'large' then
-  sweep(N, nowms(), true)
+  sweep(K, nowms(), true)
   out = finish()
 end
 return out
 `),
 
   /**
-   * K idempotency index `P {g}:idem`, A(1) member (`<h>:<requestId>`), A(2) ms it lives from now,
+   * K idempotency index `P {g}:idem` (or a shard's), A(1) member (`<h>:<requestId>`), A(2) ms it lives from now,
    * A(3) bytes, A(4) 'claim' | 'finish' | 'renew' | 'drop', A(5) most records, A(6) most bytes,
    * A(7) most records per owner, A(8) most bytes per owner. Never evicts: a claim or outcome that
    * does not fit is refused, {'quota' | 'full', ms until the first record expires, the limit}
@@ -225,10 +224,10 @@ return out
    */
   mcpIndexIdempotent: registry(`
 local now = nowms()
-local N, m, mode = '${REGISTRY.idempotency}', A(1), A(4)
+local m, mode = A(1), A(4)
 local oh = owner(m)
 local O = K .. '${PART.ledgerOwner}' .. oh
-if mode == 'drop' then drop(N, m) return { 'ok' } end
+if mode == 'drop' then drop(K, m) return { 'ok' } end
 if mode == 'renew' then
   if redis.call('ZSCORE', K, m) then
     redis.call('ZADD', K, now + tonumber(A(2)), m)
@@ -236,7 +235,7 @@ if mode == 'renew' then
   end
   return { 'ok' }
 end
-local swept = sweep(N, now, false)
+local swept = sweep(K, now, false)
 local b = tonumber(A(3))
 local function refusal()
   local old = tonumber(redis.call('HGET', K .. '${PART.ledgerBytes}', m) or 0)
@@ -254,14 +253,14 @@ local function refusal()
 end
 local refused, old = refusal()
 if refused and not swept then
-  sweep(N, now, true)
+  sweep(K, now, true)
   refused, old = refusal()
 end
 if refused then
-  if mode == 'finish' then drop(N, m) end
+  if mode == 'finish' then drop(K, m) end
   return refused
 end
-put(N, m, now + tonumber(A(2)), b, old)
+put(K, m, now + tonumber(A(2)), b, old)
 return { 'ok' }
 `)
 } as const

@@ -1,10 +1,10 @@
-import { lua, type Definitions } from './redis-lua.js'
+import { freesMemory, lua, readsOnly, type Definitions, type Lua } from './redis-lua.js'
 import { PART } from './redis-keys.js'
 
 /** What the task scripts share: TERMINAL, the terminal statuses as stored (JSON strings). */
 const SHARED: Definitions = [['TERMINAL', 'local TERMINAL = { [\'"completed"\'] = true, [\'"failed"\'] = true, [\'"cancelled"\'] = true }']]
 
-const script = (body: string): string => lua(body, SHARED)
+const script = (body: string): Lua => lua(body, SHARED)
 
 /**
  * Scripts on one task's slot (K is its hash `P t:{h:<taskId>}`, with `:in` its outstanding input
@@ -32,14 +32,14 @@ redis.call('PEXPIRE', K, ttl)
    * K task: {fields, inputRequests} or nil. The outstanding requests are read only when the field
    * inputRequests says there are some (what the store decodes them by): most polls skip a command.
    */
-  mcpGetTask: script(`
+  mcpGetTask: readsOnly(script(`
 local fields = redis.call('HGETALL', K)
 if #fields == 0 then return nil end
 for i = 1, #fields, 2 do
   if fields[i] == 'inputRequests' then return { fields, redis.call('HGETALL', K .. '${PART.inputRequests}') } end
 end
 return { fields, {} }
-`),
+`)),
 
   /**
    * K task, A(1) lastUpdatedAt JSON, A(2) 'keep' | 'set' | 'del' for inputRequests, A(3) number of
@@ -148,7 +148,7 @@ return { 'new' }
 `),
 
   /** K any key: delete it (through the scripts, so that a store outage fails the same way everywhere). */
-  mcpDel: script('redis.call("DEL", K)'),
+  mcpDel: freesMemory(script('redis.call("DEL", K)')),
 
   /** K record, A(1) ms: extend a running claim; 1 when it still was one. */
   mcpRenewIdempotent: script(`

@@ -5,6 +5,7 @@ import { answerArgs, createArgs, patchArgs, taskText, toTask } from './redis-cod
 import type { RedisCore } from './redis-core.js'
 import { TERMINAL, type TaskRecord, type TaskStore, type TaskText } from './types.js'
 import { PART, REGISTRY } from './redis-keys.js'
+import { Ledger } from './redis-ledger.js'
 
 /** A ledger's answer (see `redis-scripts-registry.ts`): 'ok', or the bound reached, ms until space frees, the limit. */
 type Verdict = [string, number?, string?, string?]
@@ -25,14 +26,20 @@ function updated(out: unknown): TaskRecord | true | undefined {
 }
 
 /**
- * A {@link RedisStore}'s tasks: each on its own slot (`P t:{h:<taskId>}`), counted in a registry
- * index that bounds them over all owners.
+ * A {@link RedisStore}'s tasks: each on its own slot (`P t:{h:<taskId>}`), counted in a ledger
+ * that bounds them over all owners (in shards by owner: see `redis-ledger.ts`).
  */
 export class RedisTasks implements TaskStore {
   readonly #r: RedisCore
+  readonly ledger: Ledger
 
   constructor(core: RedisCore) {
     this.#r = core
+    const L = core.limits
+    this.ledger = new Ledger(core.keys.prefix, REGISTRY.tasks, core.ledgerShards, [
+      [L.maxTasks, L.maxTasksPerPrincipal],
+      [L.maxTaskBytes, L.maxTaskBytesPerPrincipal]
+    ])
   }
 
   /**
@@ -59,9 +66,11 @@ export class RedisTasks implements TaskStore {
     throw new StoreFull('bytes of tasks', Number(limit), ms!)
   }
 
+  /** In the ledger's shard of the member's owner, with that shard's share of the store-wide bounds. */
   #index(member: string, ms: number, bytes: number, mode: 'create' | 'finish'): Promise<unknown> {
-    const L = this.#r.limits
-    return this.#r.run('mcpIndexTask', this.#r.keys.registry(REGISTRY.tasks), member, ms, bytes, mode, L.maxTasks, L.maxTasksPerPrincipal, L.maxTaskBytes, L.maxTaskBytesPerPrincipal)
+    const [L, ledger] = [this.#r.limits, this.ledger]
+    const k = ledger.shardOf(member)
+    return this.#r.run('mcpIndexTask', ledger.key(k), member, ms, bytes, mode, ledger.share(L.maxTasks, k), L.maxTasksPerPrincipal, ledger.share(L.maxTaskBytes, k), L.maxTaskBytesPerPrincipal)
   }
 
   async getTask(owner: string, taskId: string): Promise<TaskRecord | undefined> {

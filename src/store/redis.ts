@@ -54,6 +54,8 @@ export class RedisStore implements Store {
       connectionTtlMs: options.connectionTtlMs ?? 86_400_000,
       answerTtlMs: options.answerTtlMs ?? 600_000,
       sweepMs: options.sweepMs ?? 5000,
+      functions: options.functions ?? 'auto',
+      ledgerShards: ledgerShards(options),
       ...(wait === undefined ? {} : { wait })
     })
     this.connections = new RedisConnections(this.#core)
@@ -68,14 +70,22 @@ export class RedisStore implements Store {
     return this.#core.scriptShas()
   }
 
+  /**
+   * The function library this store's steps run from (FCALL), or undefined when they run as scripts
+   * (EVALSHA): Redis before 7, functions refused, or `functions: 'off'`. Waits for the choice.
+   */
+  functionLibrary(): Promise<string | undefined> {
+    return this.#core.functionLibrary()
+  }
+
   /** The command connection, for plugins that share it (the rate limiter): a `Redis`, or a `Cluster`. */
   get client(): Redis | Cluster {
     return this.#core.client
   }
 
-  /** Ready once Redis answers and the subscriber listens: until then a cancel or wake-up is missed. */
+  /** Ready once Redis answers, the subscriber listens (until then a cancel or wake-up is missed) and the steps have their way (functions or scripts). */
   async ping(): Promise<void> {
-    await Promise.all([this.#core.guard(() => this.#core.client.ping()), this.#core.bus.ready])
+    await Promise.all([this.#core.guard(() => this.#core.client.ping()), this.#core.bus.ready, this.#core.guard(() => this.#core.chosen())])
   }
 
   async close(): Promise<void> {
@@ -92,6 +102,16 @@ export class RedisStore implements Store {
     this.#core.sub.disconnect()
     this.#core.client.disconnect()
   }
+}
+
+/**
+ * The most shards of each ledger: only a Redis Cluster spreads them over its masters, so 16 there
+ * (fewer when the bounds leave no room, see `redis-ledger.ts`) and one elsewhere (exact bounds).
+ */
+function ledgerShards(options: RedisStoreOptions): number {
+  const n = options.ledgerShards ?? (options.clusterNodes === undefined ? 1 : 16)
+  if (!Number.isInteger(n) || n < 1 || n > 256) throw new Error(`RedisStore: ledgerShards must be an integer from 1 to 256, not ${n}`)
+  return n
 }
 
 /**

@@ -185,45 +185,77 @@ t.test('ownerTag: the SHA-1 of an owner id, remembered, whatever the number or l
 
 t.test('lua(): a script carries the prelude definitions it uses, with theirs, and reads literal arguments as ARGV', async (t) => {
   const { lua } = await import('../../src/store/redis-lua.js')
-  const small = lua('return redis.call("HGET", K, A(1))')
+  const small = lua('return redis.call("HGET", K, A(1))').script
   t.match(small, /local K = KEYS\[1\]/)
   t.match(small, /redis\.call\("HGET", K, ARGV\[1\]\)/, 'A(1) is ARGV[1]: the configuration is written into the script, not sent')
   t.notMatch(small, /local function A\(/, 'no A where every argument index is literal')
   t.notMatch(small, /nowms|wake|TAG|CONN_TTL|PUB/, 'nothing it does not name')
-  const waking = lua('-- A comment that names A (no call)\nwake(K)\nfor i = 2, #ARGV do redis.call("DEL", A(i)) end')
+  const waking = lua('-- A comment that names A (no call)\nwake(K)\nfor i = 2, #ARGV do redis.call("DEL", A(i)) end').script
   t.match(waking, /local P = __PREFIX__[\s\S]*local PUB = __PUB__[\s\S]*local K = KEYS\[1\][\s\S]*local function A\([\s\S]*local TAG = [\s\S]*local function wake\(/, 'wake brings P, PUB, K and TAG, in order; A(i) keeps A')
   t.notMatch(waking, /nowms|CONN_TTL|MAX_CONNS/)
-  t.notMatch(lua('-- A stamp\nreturn 1'), /local function A\(/, 'a comment is not a call')
+  t.notMatch(lua('-- A stamp\nreturn 1').script, /local function A\(/, 'a comment is not a call')
   const own = [
     ['q|qb', "local q, qb = K .. ':nq', K .. ':nqb'"],
     ['pop', "local function pop() return redis.call('LPOP', q) end"],
     ['unused', 'local function unused() return 1 end']
   ] as const
-  const popping = lua('return pop()', own)
+  const popping = lua('return pop()', own).script
   t.match(popping, /^local K = KEYS\[1\]\nlocal q, qb = [^\n]*\nlocal function pop\(/, "a family's own definitions come after the prelude's they use")
   t.notMatch(popping, /unused/, 'and only those the script names')
-  t.match(lua('return qb', own), /local q, qb = /, 'a definition of several names is kept for any of them')
+  t.match(lua('return qb', own).script, /local q, qb = /, 'a definition of several names is kept for any of them')
   const { LATER } = await import('../../src/store/redis-lua.js')
-  const split = lua(`local g = redis.call('GET', K)\nif g then return g end\n${LATER}\nreturn pop()`, own)
+  const split = lua(`local g = redis.call('GET', K)\nif g then return g end\n${LATER}\nreturn pop()`, own).script
   t.match(split, /^local K = KEYS\[1\]\nlocal g = [^\n]*\nif g then return g end\nlocal q, qb = [^\n]*\nlocal function pop\([\s\S]*\nreturn pop\(\)$/, 'what only the part after LATER names is defined there: an early return makes none of it')
   t.notMatch(split, LATER, 'the marker itself is gone')
   const { SCRIPTS } = await import('../../src/store/redis-scripts.js')
-  t.match(SCRIPTS.mcpTake, /if not head then return nil end\nlocal CONN_TTL = [^\n]*\nlocal function nowms\(/, 'an empty poll returns before the clock and the queue helpers are defined')
-  t.notMatch(SCRIPTS.mcpIndexTask, /local function (stamp|drop)\(/, 'the task ledger defines neither the use stamp nor drop, which it never calls')
-  t.match(SCRIPTS.mcpIndexIdempotent, /local function drop\(/, 'the idempotency ledger, which calls drop, defines it')
+  t.match(SCRIPTS.mcpTake.script, /if not head then return nil end\nlocal CONN_TTL = [^\n]*\nlocal function nowms\(/, 'an empty poll returns before the clock and the queue helpers are defined')
+  t.notMatch(SCRIPTS.mcpIndexTask.script, /local function (stamp|drop)\(/, 'the task ledger defines neither the use stamp nor drop, which it never calls')
+  t.match(SCRIPTS.mcpIndexIdempotent.script, /local function drop\(/, 'the idempotency ledger, which calls drop, defines it')
+})
+
+t.test('lua(): the function form makes per call only what reads the call; the rest is the library\'s, made once', async (t) => {
+  const { lua, LATER, readsOnly } = await import('../../src/store/redis-lua.js')
+  const waking = lua('wake(K)\nreturn { nowms(), CONN_TTL }')
+  t.match(waking.body, /^local K = KEYS\[1\]\nlocal TAG = [^\n]*\nlocal function wake\([\s\S]*\nreturn \{ nowms\(\), CONN_TTL \}$/, 'K, and TAG and wake made of it, per call')
+  t.notMatch(waking.body, /local (P|PUB|CONN_TTL) =|local function nowms/, 'the configuration and the clock are not')
+  t.same(waking.shared.map(([name]) => name), ['P', 'CONN_TTL', 'PUB', 'nowms'], 'they are shared, dependencies first')
+  t.equal(waking.noWrites, undefined)
+  t.equal(readsOnly(waking).noWrites, true)
+  const own = [['q', "local q = K .. ':nq'"], ['pop', "local function pop() return redis.call('LPOP', q) end"], ['now2', 'local function now2() return nowms() end']] as const
+  const split = lua(`local g = redis.call('GET', K)\nif g then return g end\n${LATER}\nreturn { pop(), now2() }`, own)
+  t.match(split.body, /^local K = KEYS\[1\]\nlocal g = [^\n]*\nif g then return g end\nlocal q = [^\n]*\nlocal function pop\([^\n]*\nreturn \{ pop\(\), now2\(\) \}$/, 'a helper made of K is per call, and after LATER as in the script')
+  t.same(split.shared.map(([name]) => name), ['nowms', 'now2'], "a family's helper of shared ones is shared")
+})
+
+t.test('library(): every step a function of one library named after its code; one definition of each shared name', async (t) => {
+  const { lua, readsOnly } = await import('../../src/store/redis-lua.js')
+  const { library } = await import('../../src/store/redis-functions.js')
+  const steps = { get: readsOnly(lua("return redis.call('GET', K)")), stamp: lua("redis.call('SET', P .. K, nowms())") }
+  const lib = library(steps, (text) => text.replaceAll('__PREFIX__', "'p:'"))
+  t.match(lib.name, /^mcp_pure_http_[0-9a-f]{12}$/)
+  t.same(lib.functions, { get: `${lib.name}_get`, stamp: `${lib.name}_stamp` }, 'function names are global in Redis: each carries the library')
+  t.match(lib.code, new RegExp(`^#!lua name=${lib.name}\n`))
+  t.match(lib.code, new RegExp(`function_name = '${lib.name}_get', callback = function\\(KEYS, ARGV\\)\n[\\s\\S]*end, flags = \\{ 'no-writes' \\} \\}`), 'a step that reads only is no-writes')
+  t.notMatch(lib.code, /__LIB__|__PREFIX__/, 'configured, named')
+  t.equal(lib.code.match(/local function nowms/g)?.length, 1, 'the clock is made once')
+  t.equal(library(steps, (text) => text.replaceAll('__PREFIX__', "'p:'")).name, lib.name, 'the same code, the same name')
+  t.not(library(steps, (text) => text.replaceAll('__PREFIX__', "'q:'")).name, lib.name, 'another configuration (or version), another library')
+  const clash = [['X', 'local X = 1']] as const
+  const other = [['X', 'local X = 2']] as const
+  t.throws(() => library({ a: lua('return X', clash), b: lua('return X', other) }, (text) => text), /Two definitions of X/, 'two families may not define one name two ways')
 })
 
 t.test('configure(): the store configuration as Lua literals; any prefix is one safe string', async (t) => {
   const { configure, lua, luaString } = await import('../../src/store/redis-lua.js')
   t.equal(luaString("a'\n"), "'\\97\\39\\10'", 'every byte a decimal escape: no quote or newline can end it')
   t.equal(luaString('é'), "'\\195\\169'", 'UTF-8 bytes')
-  const text = configure(lua('wake(K)\nreturn { CONN_TTL, MAX_CONNS }'), { prefix: 'p:', connectionTtlMs: 5000, maxConnections: 7, publish: 'SPUBLISH' })
+  const text = configure(lua('wake(K)\nreturn { CONN_TTL, MAX_CONNS }').script, { prefix: 'p:', connectionTtlMs: 5000, maxConnections: 7, publish: 'SPUBLISH' })
   t.match(text, /local P = '\\112\\58'/)
   t.match(text, /local CONN_TTL = 5000\n/)
   t.match(text, /local MAX_CONNS = 7\n/)
   t.match(text, /local PUB = '\\83\\80\\85\\66\\76\\73\\83\\72'/)
   t.notMatch(text, /__[A-Z_]+__/, 'no placeholder left')
-  t.throws(() => configure(lua('return MAX_CONNS'), { prefix: 'p:', connectionTtlMs: 1.5, maxConnections: 7, publish: 'PUBLISH' }), /connectionTtlMs must be an integer/)
+  t.throws(() => configure(lua('return MAX_CONNS').script, { prefix: 'p:', connectionTtlMs: 1.5, maxConnections: 7, publish: 'PUBLISH' }), /connectionTtlMs must be an integer/)
 })
 
 t.test('copyOf: a shallow copy as a spread makes it, own __proto__ keys included', async (t) => {
@@ -283,6 +315,31 @@ t.test('a Redis script: EVALSHA, EVAL only after NOSCRIPT, and every failure thr
   await t.rejects(evalScript(client(throwing).c, s, ['k'], fail), { message: 'store: closed' }, 'EVALSHA that throws: a rejection')
   await t.rejects(evalScript(client(() => Promise.reject(new Error('NOSCRIPT x')), throwing).c, s, ['k'], fail), { message: 'store: closed' }, 'EVAL that throws')
   await t.rejects(evalScript(client(() => Promise.reject(new Error('NOSCRIPT x')), () => Promise.reject(new Error('OOM'))).c, s, ['k'], fail), { message: 'store: OOM' }, 'EVAL that fails')
+})
+
+t.test('a Redis function: FCALL; after "Function not found" the library is loaded and the call sent once more', async (t) => {
+  const { functionsWay, runStep } = await import('../../src/store/redis-eval.js')
+  const s = { ...script('return 1'), fn: 'lib_step' }
+  const fail = (err: unknown) => new Error(`store: ${(err as Error).message}`)
+  const sent: string[] = []
+  const replies = [() => Promise.reject(new Error('ERR Function not found')), async () => 'called']
+  const c = {
+    fcall: (...args: unknown[]) => {
+      sent.push(`fcall ${String(args[0])} ${String(args[1])} ${String(args[2])}`)
+      return replies.shift()!()
+    }
+  }
+  let loads = 0
+  const way = functionsWay(async () => {
+    loads++
+  })
+  t.equal(await runStep(c as never, way, s, ['k'], fail), 'called')
+  t.same([sent, loads], [['fcall lib_step 1 k', 'fcall lib_step 1 k'], 1], 'loaded once, then called again')
+  const refusing = functionsWay(() => Promise.reject(new Error('NOPERM')))
+  replies.push(() => Promise.reject(new Error('ERR Function not found')))
+  await t.rejects(runStep(c as never, refusing, s, ['k'], fail), { message: 'store: NOPERM' }, 'a load that fails fails the call, through fail')
+  replies.push(() => Promise.reject(new Error('ERR Function not found')), () => Promise.reject(new Error('ERR Function not found')))
+  await t.rejects(runStep(c as never, way, s, ['k'], fail), { message: 'store: ERR Function not found' }, 'once more only')
 })
 
 t.test('a representation sent where nothing said Vary before: Vary is ours alone', async (t) => {

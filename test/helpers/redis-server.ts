@@ -47,12 +47,14 @@ export interface RedisOptions {
   persist?: boolean
   /** Start again where a killed one was (its port and directory: `persist` brings its data back). */
   after?: RedisServer
+  /** On this port (one the caller held until now). */
+  port?: number
 }
 
 /** A throw-away redis-server on a free loopback port: no persistence unless asked, its own temp dir. */
 export async function startRedis(options: RedisOptions = {}): Promise<RedisServer> {
   const bin = prerequisite('redis-server')
-  const port = options.after?.port ?? (await freePort())
+  const port = options.after?.port ?? options.port ?? (await freePort())
   const dir = options.after?.dir ?? mkdtempSync(join(tmpdir(), 'mcp-redis-'))
   const aof = options.persist === true ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']
   const child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...aof, '--dir', dir], {

@@ -126,7 +126,7 @@ t.test('storeFailure: what the driver throws, as our errors', async (t) => {
 t.test('guard: a command that throws before it is sent rejects in our words, like one that fails', async (t) => {
   const redis = await startRedis()
   t.teardown(() => redis.stop())
-  const core = new RedisCore({ url: redis.url }, 'guard:', DEFAULT_LIMITS, { connectionTtlMs: 60_000, answerTtlMs: 60_000, sweepMs: 5000 })
+  const core = new RedisCore({ url: redis.url }, 'guard:', DEFAULT_LIMITS, { connectionTtlMs: 60_000, answerTtlMs: 60_000, sweepMs: 5000, ledgerShards: 1 })
   t.teardown(() => {
     core.bus.close()
     core.client.disconnect()

@@ -45,6 +45,9 @@ t.test('MCP_REDIS_*: one of three forms, with their options', async (t) => {
   })
   t.equal(redisFromConfig(loadConfig({})), undefined)
   t.match(redisFromConfig(loadConfig({ MCP_REDIS_URL: redis.url, MCP_REDIS_COMMAND_TIMEOUT_MS: '250' })), { commandTimeoutMs: 250 })
+  t.match(redisFromConfig(loadConfig({ MCP_REDIS_URL: redis.url, MCP_REDIS_FUNCTIONS: 'off' })), { functions: 'off' })
+  t.notOk('functions' in redisFromConfig(loadConfig({ MCP_REDIS_URL: redis.url }))!, 'unset: the store\'s default, auto')
+  t.throws(() => loadConfig({ MCP_REDIS_URL: redis.url, MCP_REDIS_FUNCTIONS: 'on' }), /MCP_REDIS_FUNCTIONS/)
   t.throws(() => loadConfig({ MCP_REDIS_URL: redis.url, MCP_REDIS_CLUSTER_NODES: 'a:1' }), /Set only one of MCP_REDIS_URL, MCP_REDIS_CLUSTER_NODES/)
   t.throws(() => loadConfig({ MCP_REDIS_SENTINELS: 'a:1' }), /MCP_REDIS_SENTINELS and MCP_REDIS_SENTINEL_MASTER go together/)
   t.throws(() => loadConfig({ MCP_REDIS_PASSWORD: 'x', MCP_REDIS_TLS: 'true' }), /MCP_REDIS_PASSWORD, MCP_REDIS_TLS are set without/)
@@ -82,6 +85,16 @@ t.test('MCP_REDIS_WAIT_REPLICAS on a Redis without replicas: the write is refuse
   t.match(err, { code: 'ERR_STORE_NOT_REPLICATED', message: 'The store did not confirm the write on 1 replica(s) within 50 ms' })
   t.match(wireErrorOf(err), { status: 503, message: 'The store did not confirm the write on 1 replica(s) within 50 ms', headers: { 'retry-after': '1' } })
   t.equal(await store.connections.getLogLevel('alice'), 'info', 'written on the primary all the same')
+  // A write with WAIT whose step the node lost: loaded again (functions) or sent whole (scripts), once.
+  const admin = new Redis(redis.url)
+  t.teardown(() => admin.quit())
+  const scripted = new RedisStore({ url: redis.url, prefix, waitReplicas: 1, waitTimeoutMs: 50, functions: 'off' })
+  t.teardown(() => scripted.close())
+  for (const [s, flush, level] of [[store, 'FUNCTION', 'error'], [scripted, 'SCRIPT', 'debug']] as const) {
+    await admin.call(flush, 'FLUSH')
+    await t.rejects(s.connections.setLogLevel('erin', level), { code: 'ERR_STORE_NOT_REPLICATED' }, `${flush} FLUSH: sent again, then WAIT`)
+    t.equal(await s.connections.getLogLevel('erin'), level, 'written once found')
+  }
   const raw = new Redis(redis.url)
   t.teardown(() => raw.quit())
   await raw.set(`${prefix}c:{${sha1('bob')}}`, 'not a hash')

@@ -7,6 +7,8 @@ import { createStore, MemoryStore } from '../../src/store/index.js'
 import { storeContract } from '../helpers/store-contract.js'
 import { redisStoreFactory } from '../helpers/redis-store-factory.js'
 import { startRedis } from '../helpers/redis-server.js'
+import { createServer, type AddressInfo } from 'node:net'
+import { once } from 'node:events'
 import { startRedisProxy } from '../../bench/lib/redis-proxy.js'
 import { createDemoServer } from '../../src/demo/catalogue.js'
 import { encodeJsonHeader } from '../../src/headers.js'
@@ -20,8 +22,12 @@ t.teardown(() => redis.stop())
 
 const open = (options: Partial<RedisStoreOptions> = {}) => new RedisStore({ url: redis.url, ...options })
 
-t.test('the contract', async (t) => {
+t.test('the contract, by Redis Functions (the default on Redis 7)', async (t) => {
   storeContract(t, redisStoreFactory(open))
+})
+
+t.test('the contract, by scripts (functions off, as on Redis 6.2)', async (t) => {
+  storeContract(t, redisStoreFactory((options) => open({ ...options, functions: 'off' })))
 })
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -141,7 +147,8 @@ t.test('scripts run by EVALSHA; one the node no longer has (a restart, a failove
   const proxy = await startRedisProxy(redis.url)
   t.teardown(() => proxy.close())
   // No background sweep of its own during the test (it runs scripts too).
-  const store = open({ url: proxy.url, prefix: `s${randomUUID().slice(0, 8)}:`, sweepMs: 600_000 })
+  const store = open({ url: proxy.url, prefix: `s${randomUUID().slice(0, 8)}:`, sweepMs: 600_000, functions: 'off' })
+  t.equal(await store.functionLibrary(), undefined, 'functions off: scripts')
   t.teardown(() => store.close())
   const admin = new Redis(redis.url)
   t.teardown(() => admin.quit())
@@ -167,6 +174,90 @@ t.test('scripts run by EVALSHA; one the node no longer has (a restart, a failove
   t.same((await store.mailbox.takeNotifications('alice'))?.notifications, [{ method: 'one' }, { method: 'two' }, { method: 'three' }, { method: 'four' }], 'each pushed once')
   const [pipelineScripts] = [Object.keys((store.client as unknown as { scriptsSet: object }).scriptsSet)]
   t.same(pipelineScripts, [], 'no script is defined on the client (ioredis would copy each onto every pipeline)')
+})
+
+t.test('Redis Functions: one library per code, loaded once; FUNCTION FLUSH heals; a second store finds it loaded', async (t) => {
+  const proxy = await startRedisProxy(redis.url)
+  t.teardown(() => proxy.close())
+  const admin = new Redis(redis.url)
+  t.teardown(() => admin.quit())
+  const prefix = `fn${randomUUID().slice(0, 8)}:`
+  const sent = (verb: string) => Object.entries(proxy.counts().byName).filter(([name]) => name.startsWith(verb)).reduce((n, [, k]) => n + k, 0)
+  const store = open({ url: proxy.url, prefix, sweepMs: 600_000 })
+  t.teardown(() => store.close())
+  const name = (await store.functionLibrary())!
+  t.match(name, /^mcp_pure_http_[0-9a-f]{12}$/, 'chosen at connect: functions')
+  const listed = (await admin.call('FUNCTION', 'LIST', 'LIBRARYNAME', name)) as unknown[][]
+  t.equal(listed.length, 1, 'FUNCTION LIST shows it')
+  const functions = listed[0]![5] as unknown[][]
+  t.equal(functions.length, Object.keys(store.scriptShas()).length, 'every step a function')
+  const flags = Object.fromEntries(functions.map((f) => [String(f[1]), f[5]]))
+  t.same([flags[`${name}_mcpGetTask`], flags[`${name}_mcpLive`], flags[`${name}_mcpTake`]], [['no-writes'], ['no-writes'], []], 'no-writes only where the step writes nothing')
+  t.same(['mcpAck', 'mcpForget', 'mcpDel', 'mcpWithdraw'].map((step) => flags[`${name}_${step}`]), [['allow-oom'], ['allow-oom'], ['allow-oom'], ['allow-oom']], 'allow-oom where the step makes room')
+  t.equal(sent('FUNCTION LOAD'), 1, 'loaded once')
+  const evalsBefore = sent('EVAL')
+  await store.mailbox.pushNotification('alice', { method: 'one' })
+  const fcalls = sent('FCALL')
+  t.ok(fcalls > 0, `a push is ${fcalls} FCALL`)
+  t.equal(sent('EVAL'), evalsBefore, 'and no script')
+
+  // A second store of the same code (another instance) finds the library and loads nothing.
+  const peer = open({ url: proxy.url, prefix, sweepMs: 600_000 })
+  t.teardown(() => peer.close())
+  t.equal(await peer.functionLibrary(), name)
+  t.equal(sent('FUNCTION LOAD'), 1, 'FUNCTION LIST found it: no second load')
+  // Another configuration (here a prefix; a version of the server likewise) is another library, beside it.
+  const other = open({ url: proxy.url, prefix: `o${prefix}` })
+  t.teardown(() => other.close())
+  t.not(await other.functionLibrary(), name)
+  t.equal(((await admin.call('FUNCTION', 'LIST', 'LIBRARYNAME', name)) as unknown[]).length, 1, 'loading it left the first in place')
+
+  // FUNCTION FLUSH (or a new empty master): "Function not found", the library again, the call again.
+  await admin.call('FUNCTION', 'FLUSH')
+  const loads = sent('FUNCTION LOAD')
+  await Promise.all([store.mailbox.pushNotification('alice', { method: 'two' }), store.mailbox.pushNotification('alice', { method: 'three' })])
+  t.equal(sent('FUNCTION LOAD') - loads, 1, 'loaded once for both calls that missed it')
+  t.same((await peer.mailbox.takeNotifications('alice'))?.notifications, [{ method: 'one' }, { method: 'two' }, { method: 'three' }], 'nothing lost, nothing twice')
+})
+
+t.test('functions refused (an ACL without FUNCTION): the store runs scripts, chosen once', async (t) => {
+  const admin = new Redis(redis.url)
+  t.teardown(() => admin.quit())
+  const user = `nofn${randomUUID().slice(0, 8)}`
+  await admin.call('ACL', 'SETUSER', user, 'on', '>secret-pw', '~*', '&*', '+@all', '-function')
+  t.teardown(() => admin.call('ACL', 'DELUSER', user))
+  const url = redis.url.replace('redis://', `redis://${user}:secret-pw@`)
+  const store = open({ url, prefix: `acl${randomUUID().slice(0, 8)}:` })
+  t.teardown(() => store.close())
+  await store.ping()
+  t.equal(await store.functionLibrary(), undefined, 'FUNCTION LIST answered NOPERM: scripts')
+  const stats = async () => (await admin.info('commandstats')).match(/cmdstat_(fcall|evalsha|function\|list):calls=\d+/g)?.join(' ')
+  const before = await stats()
+  await store.mailbox.pushNotification('alice', { method: 'n' })
+  t.same((await store.mailbox.takeNotifications('alice'))?.notifications, [{ method: 'n' }])
+  const after = await stats()
+  t.match(after, /cmdstat_evalsha/, 'by EVALSHA')
+  t.equal(/cmdstat_fcall:calls=\d+/.exec(after!)?.[0], /cmdstat_fcall:calls=\d+/.exec(before!)?.[0], 'no FCALL')
+  t.equal(/function\|list:calls=\d+/.exec(after!)?.[0], /function\|list:calls=\d+/.exec(before!)?.[0], 'and not asked again')
+})
+
+t.test('Redis not answering at connect decides nothing: the next step asks again, and gets functions', async (t) => {
+  // A port that takes connections and drops them at once: held, so that nobody else takes it meanwhile.
+  const holder = createServer((socket) => socket.destroy()).listen(0, '127.0.0.1')
+  await once(holder, 'listening')
+  const { port } = holder.address() as AddressInfo
+  const store = open({ url: `redis://127.0.0.1:${port}`, prefix: `late${randomUUID().slice(0, 8)}:`, commandTimeoutMs: 200 })
+  t.teardown(() => store.close())
+  await t.rejects(store.mailbox.pushNotification('alice', { method: 'n' }), { name: 'StoreUnavailable' }, 'nobody there: 503')
+  holder.close()
+  await once(holder, 'close')
+  const late = await startRedis({ port })
+  t.teardown(() => late.stop())
+  // The client reconnects by itself (its backoff): wait for it, then the step chooses.
+  while ((await store.ping().then(() => true, () => false)) === false) await sleep(50)
+  t.match(await store.functionLibrary(), /^mcp_pure_http_/, 'functions once Redis answered')
+  await store.mailbox.pushNotification('alice', { method: 'n' })
+  t.same((await store.mailbox.takeNotifications('alice'))?.notifications, [{ method: 'n' }])
 })
 
 t.test("getTaskText: a task's wire form built from its stored JSON is the text of tasks/get's object", async (t) => {
@@ -267,7 +358,7 @@ t.test('the polling connections remembered are bounded like the registry: one fo
   t.teardown(() => raw.disconnect())
   const store = open({ prefix: `b${randomUUID().slice(0, 8)}:`, connectionTtlMs: 600_000, sweepMs: 600_000, limits: { maxConnections: 2 } })
   t.teardown(() => store.close())
-  const scripts = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await raw.info('commandstats'))?.[1] ?? 0)
+  const scripts = async () => Number(/cmdstat_fcall:calls=(\d+)/.exec(await raw.info('commandstats'))?.[1] ?? 0)
   const commandsOfPoll = async (owner: string) => {
     const before = await scripts()
     await store.mailbox.takeNotifications(owner)
@@ -353,4 +444,25 @@ t.test('waiters of one connection share its wake-up channel; stray wake-ups are 
   t.same(await first, { result: { n: 1 } })
   await peer.mailbox.completeRequest('alice', 'r2', { result: { n: 2 } })
   t.same(await second, { result: { n: 2 } })
+})
+
+t.test('Redis full (maxmemory, noeviction): a push is refused, and an acknowledgement (allow-oom) still runs and makes room', async (t) => {
+  const full = await startRedis()
+  t.teardown(() => full.stop())
+  const admin = new Redis(full.url)
+  t.teardown(() => admin.quit())
+  const store = new RedisStore({ url: full.url, prefix: 'oom:' })
+  t.teardown(() => store.close())
+  const big = { method: 'notifications/message', params: { data: 'x'.repeat(10_000) } }
+  for (let i = 0; i < 20; i++) await store.mailbox.pushNotification('alice', big)
+  const group = (await store.mailbox.takeNotifications('alice'))!
+  t.equal(group.notifications.length, 20)
+  // Over the limit from here on: Redis refuses any function not flagged allow-oom.
+  const used = Number(/^used_memory:(\d+)/m.exec(await admin.info('memory'))![1])
+  await admin.config('SET', 'maxmemory-policy', 'noeviction')
+  await admin.config('SET', 'maxmemory', String(used - 1000))
+  t.teardown(() => admin.config('SET', 'maxmemory', '0'))
+  await t.rejects(store.mailbox.pushNotification('bob', big), { name: 'StoreUnavailable' }, 'full: a push is refused')
+  t.equal(await store.mailbox.ackNotifications('alice', group.id), true, 'the acknowledgement runs')
+  await t.resolves(store.mailbox.pushNotification('bob', big), 'and made room')
 })
