@@ -1,6 +1,6 @@
 // The programs only some tests run (puppeteer-core for the pages, redocly and @hey-api/openapi-ts for
-// the OpenAPI document, the conformance suite, server-everything and server-filesystem behind the
-// gateway) are not devDependencies: they were a sixth of every contributor's `npm install` by count
+// the OpenAPI document, the conformance suite, the third-party MCP servers behind the gateway) are
+// not devDependencies: they were a sixth of every contributor's `npm install` by count
 // and a quarter by size (docs/development.md, "A lighter install"). They live in test/tools/package.json,
 // with their own lock, and this script installs them into test/tools/node_modules with `npm ci` the first
 // time a test run needs them and again whenever test/tools/package-lock.json changes. `npm test`,

@@ -126,16 +126,25 @@ export async function direct(t: Test, spec: { command: string; args?: string[]; 
   const client = new Client({ name: 'direct', version: '1' }, { capabilities: { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} } })
   // The environment a gateway gives its child: the SDK's default plus the spec's.
   const env = { ...getDefaultEnvironment(), ...spec.env }
-  await client.connect(new StdioClientTransport({ command: spec.command, args: spec.args ?? [], env, stderr: 'ignore' }))
+  const transport = new StdioClientTransport({ command: spec.command, args: spec.args ?? [], env, stderr: 'ignore' })
+  await client.connect(transport)
   t.teardown(() => client.close())
-  /** A tools/call: its result, or the JSON-RPC error it answered ({ code, message } without the SDK's prefix). */
-  const callTool = async (name: string, args: Record<string, unknown>): Promise<Record<string, unknown>> => {
-    try {
-      return (await client.callTool({ name, arguments: args })) as Record<string, unknown>
-    } catch (err) {
-      const e = err as { code: number; message: string }
-      return { error: { code: e.code, message: e.message.replace(/^MCP error -?\d+: /, '') } }
-    }
+  // The answers as they came on the pipe: the SDK's own parse (zod) puts an object's known keys
+  // first (a resource's `name` before its `uri`, `$schema` after `type`), so "the same bytes" is
+  // judged on what the upstream sent, not on what the SDK made of it.
+  let answer: { result?: Record<string, unknown>; error?: { code: number; message: string } } = {}
+  const onmessage = transport.onmessage!
+  transport.onmessage = (message) => {
+    if ('id' in message && ('result' in message || 'error' in message)) answer = message as typeof answer
+    onmessage(message)
   }
-  return { client, callTool }
+  /** What answered `request` (one at a time), as sent: its result, or `{ error: { code, message } }`. */
+  const wire = async (request: () => Promise<unknown>): Promise<Record<string, unknown>> => {
+    answer = {}
+    await request().catch(() => undefined)
+    return answer.error === undefined ? answer.result! : { error: { code: answer.error.code, message: answer.error.message } }
+  }
+  /** A tools/call: its result, or the JSON-RPC error it answered ({ code, message }), as sent. */
+  const callTool = (name: string, args: Record<string, unknown>): Promise<Record<string, unknown>> => wire(() => client.callTool({ name, arguments: args }))
+  return { client, callTool, wire }
 }

@@ -9,3 +9,5 @@ export const FILESYSTEM = modules('@modelcontextprotocol/server-filesystem/dist/
 export const REDOCLY = modules('.bin/redocly')
 export const MEMORY = modules('@modelcontextprotocol/server-memory/dist/index.js')
 export const SEQUENTIAL_THINKING = modules('@modelcontextprotocol/server-sequential-thinking/dist/index.js')
+export const DESKTOP_COMMANDER = modules('@wonderwhy-er/desktop-commander/dist/index.js')
+export const CODE_RUNNER = modules('mcp-server-code-runner/dist/cli.js')
