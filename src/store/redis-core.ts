@@ -76,9 +76,11 @@ export class RedisCore {
     c.client.on('error', () => undefined)
     c.sub.on('error', () => undefined)
     this.bus = new RedisBus(c.client, c.sub, c.sharded, this.keys, o.sweepMs)
+    // Else chosen at the first step (or readiness ping), not here: a command sent now opens one of
+    // ioredis' auto-pipelines, which runs only at the next turn of the event loop, and a plugin that
+    // defines a command on this client in between (the rate limiter's) and calls it before that turn
+    // (Fastify's inject does) finds it missing on that pipeline.
     if (this.#library === undefined) this.#way = BY_SCRIPTS
-    // Chosen at once, so that the first request does not wait for it (a failure is tried again by the next step).
-    else this.chosen().catch(() => undefined)
   }
 
   /**
