@@ -1,3 +1,4 @@
+import type { FunctionsBench } from './lib/functions.js'
 import type { TelemetryBench } from './lib/telemetry.js'
 import type { Capacity } from './lib/capacity.js'
 import type { LedgerSpread } from './lib/ledger.js'
@@ -52,6 +53,7 @@ export interface Results {
   capacity?: Capacity
   /** Task creation's Redis CPU on each master (bench/lib/ledger.ts). */
   ledger?: LedgerSpread
+  functions?: FunctionsBench
   /** Workloads of the issue not run, with the feature they wait for. */
   skipped: { workload: string; reason: string }[]
   notes: string[]

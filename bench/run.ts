@@ -7,6 +7,7 @@
  *   npm run bench -- --only list,MRTR  only workloads (or phases) whose id contains one of these: partial.{json,svg}
  *   npm run bench -- --only core --skip cluster   and not those whose id contains one of these
  *   npm run bench -- --only capacity   Redis memory per connection, notification, task, replay record
+ *   npm run bench -- --only functions  Redis CPU per store step, Redis Functions against scripts
  *   npm run bench -- --only roundtrips Redis round trips and commands per request of each Redis workload
  *   npm run bench -- --only ledger     task creation's Redis CPU on each master: one Redis, a Cluster
  *   npm run bench -- --soak 600        10-minute soak of the demo server at a steady rate: memory growth
@@ -23,6 +24,7 @@ import { parseArgs } from 'node:util'
 import { h2load, type LoadResult, type RequestSpec } from './lib/h2load.js'
 import { cpuSeconds, memory, settle, startRedis, startServer, type Running } from './lib/procs.js'
 import { capacity, capacityTable } from './lib/capacity.js'
+import { functionsBench, functionsTable } from './lib/functions.js'
 import { ledgerSpread, ledgerTable } from './lib/ledger.js'
 import { fairness } from './lib/fair.js'
 import { profile } from './lib/profile.js'
@@ -138,6 +140,11 @@ async function benchmark(): Promise<void> {
     // Deterministic too: Redis memory per connection, notification, task and replay record.
     results.capacity = await capacity(quick ? 10_000 : 100_000)
     console.log(`Redis memory per unit of state:\n${capacityTable(results.capacity)}`)
+  }
+  if (only === undefined || only.some((o) => 'functions'.includes(o))) {
+    // Redis' CPU per step by Redis Functions against scripts (7.0: both ways on one server).
+    results.functions = await functionsBench(quick ? 2000 : 8000, Math.max(5, settings.launches))
+    console.log(`Redis Functions against scripts:\n${functionsTable(results.functions)}`)
   }
   if (only === undefined || only.some((o) => 'ledger'.includes(o))) {
     // Task creation's Redis CPU on each master: one Redis, and a Cluster with one ledger and in shards.
