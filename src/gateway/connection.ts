@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { IncomingMessage, Server } from 'node:http'
 import { createInterface } from 'node:readline'
-import type { Readable } from 'node:stream'
+import type { Readable, Writable } from 'node:stream'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import type { KeyLookup } from '../auth/api-keys.js'
 import type { Logger } from '../core/request-context.js'
@@ -111,6 +111,33 @@ function transportOf(sdk: Sdk, spec: UpstreamSpec, name: string, log: Logger, st
     stderr(line)
   })
   return transport
+}
+
+/**
+ * Writes to `stream` (a stdio child's stdin) made in one turn of the event loop leave together: the
+ * stream is corked at the first and uncorked in the turn's check phase, after the callbacks of every
+ * socket that was readable (each HTTP request's upstream message is written from its own). One
+ * writev for the calls of many clients, where each was a system call of its own: under 32 clients,
+ * 16% of the gateway's busy CPU was in those writes. Only while `busy` (other requests in flight):
+ * with one client there is nothing to gather, and waiting for the check phase cost it 5% of its calls.
+ */
+export function coalesceWrites(stream: Writable | undefined, busy: () => boolean): void {
+  if (stream === undefined) return
+  const write = stream.write.bind(stream) as (...args: unknown[]) => boolean
+  let corked = false
+  const uncork = () => {
+    corked = false
+    stream.uncork()
+  }
+  stream.write = ((...args: unknown[]) => {
+    // Alone in flight, a message would only wait: it leaves at once.
+    if (!corked && busy()) {
+      corked = true
+      stream.cork()
+      setImmediate(uncork)
+    }
+    return write(...args)
+  }) as Writable['write']
 }
 
 /**

@@ -1,8 +1,9 @@
+import type { Writable } from 'node:stream'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import type { Logger } from '../core/request-context.js'
 import { errors, messageOf } from '../errors.js'
 import type { ServerMessage } from '../store/types.js'
-import { newConnection, type Progress, type UpstreamSpec } from './connection.js'
+import { coalesceWrites, newConnection, type Progress, type UpstreamSpec } from './connection.js'
 import { DEFAULT_REQUEST_TIMEOUT_MS, Deadline, NO_TIMEOUT } from './deadline.js'
 import { upstreamError } from './errors.js'
 import { loadSdk, type Sdk } from './sdk.js'
@@ -157,6 +158,8 @@ export class Upstream {
       return false
     }
     this.#pid = (transport as { pid?: number | null }).pid ?? undefined
+    // The SDK's child (not part of its API: without it, each message is written on its own).
+    coalesceWrites((transport as { _process?: { stdin: Writable } })._process?.stdin, () => this.#deadlines.size > 1)
     this.#connectedOnce = true
     this.client = client
     this.state = 'up'

@@ -417,3 +417,32 @@ t.test('a gateway that replaces another (a reload changed its entry) takes over 
   await after.gw.unsubscribeUpstream('odd://r/0-2', 0, 'virtual')
   t.equal(await subs(), 'odd://r/0-3', "the virtual server's hold came along: its last subscriber gone, unsubscribed")
 })
+
+t.test("writes to a stdio child's stdin made in one turn of the event loop leave in one writev", async (t) => {
+  const { Writable } = await import('node:stream')
+  const { coalesceWrites } = await import('../../src/gateway/connection.js')
+  const batches: number[] = []
+  const pipe = new Writable({
+    write(_chunk, _encoding, done) {
+      batches.push(1)
+      done()
+    },
+    writev(chunks, done) {
+      batches.push(chunks.length)
+      done()
+    }
+  })
+  let inFlight = 3
+  coalesceWrites(pipe, () => inFlight > 1)
+  coalesceWrites(undefined, () => true)
+  for (const line of ['a\n', 'b\n', 'c\n']) pipe.write(line)
+  t.same(batches, [], 'held until the turn ends')
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(batches, [3], 'then written at once')
+  pipe.write('d\n')
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(batches, [3, 1], 'and the next turn on its own')
+  inFlight = 1
+  pipe.write('e\n')
+  t.same(batches, [3, 1, 1], 'alone in flight: written at once')
+})
