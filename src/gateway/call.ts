@@ -72,9 +72,9 @@ export class UpstreamCall {
     return this.ctx.principal.id
   }
 
-  /** Run the upstream request; `send` gets the call's signal. */
-  run(send: (signal: AbortSignal) => Promise<Record<string, unknown>>): void {
-    send(this.abort.signal).then(
+  /** Run the upstream request; `send` gets the call's controller (its deadline aborts it when it passes). */
+  run(send: (abort: AbortController) => Promise<Record<string, unknown>>): void {
+    send(this.abort).then(
       (result) => this.#settle({ ok: true, result }),
       (error: unknown) => this.#settle({ ok: false, error })
     )

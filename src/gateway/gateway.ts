@@ -156,7 +156,7 @@ export class Gateway implements Forwarder {
     const ref = ctx.requestState as RoundRef | undefined
     if (ref !== undefined) return handlerReturn((await this.rounds.resume(ref, ctx.inputResponses ?? {}, ctx)) as never)
     const asTask = method === 'tools/call' && clientTakesTasks(ctx.clientCapabilities)
-    const send = (signal: AbortSignal, call: UpstreamCall) => this.upstream.request(method, params, { signal, onprogress: progressOf(call) })
+    const send = (abort: AbortController, call: UpstreamCall) => this.upstream.request(method, params, { abort, onprogress: progressOf(call) })
     const outcome = await this.rounds.start(ctx, send, asTask ? (this.#opts.taskAfterMs ?? 5000) : undefined)
     if (outcome.kind !== 'running') return handlerReturn(outcome as never)
     return this.#task(ctx as CallContext, outcome.call, mcp)

@@ -36,12 +36,12 @@ export class Rounds {
    */
   async start(
     ctx: RequestContext,
-    send: (signal: AbortSignal, call: UpstreamCall) => Promise<Record<string, unknown>>,
+    send: (abort: AbortController, call: UpstreamCall) => Promise<Record<string, unknown>>,
     waitMs?: number
   ): Promise<Outcome | { kind: 'running'; call: UpstreamCall }> {
     const call = new UpstreamCall(this.instance, ctx, this.ttlMs, (c) => this.#calls.delete(c.id))
     this.#calls.set(call.id, call)
-    call.run((signal) => send(signal, call))
+    call.run((abort) => send(abort, call))
     const next = await call.next(ctx.signal, ctx.clientCapabilities, waitMs)
     if (next.kind === 'running') return { kind: 'running', call }
     if (next.kind === 'ask') {

@@ -220,7 +220,7 @@ export class Upstream {
   async request(
     method: string,
     params: Record<string, unknown>,
-    options: { signal?: AbortSignal | undefined; onprogress?: (p: Progress) => void } = {}
+    options: { signal?: AbortSignal | undefined; abort?: AbortController; onprogress?: (p: Progress) => void } = {}
   ): Promise<Record<string, unknown>> {
     const client = this.client
     if (client === undefined) {
@@ -229,8 +229,10 @@ export class Upstream {
       throw errors.upstreamDown(`The upstream server ${this.#opts.name} is ${this.state === 'closed' ? 'stopped' : 'down'}; try again later`, wait)
     }
     const sdk = await loadSdk()
-    const { onprogress, signal } = options
-    const deadline = new Deadline(this.#opts.requestTimeoutMs, signal)
+    const { onprogress, abort } = options
+    // The caller's: its signal, or (a call's own, which only it aborts) its controller, which the deadline then aborts too.
+    const signal = abort?.signal ?? options.signal
+    const deadline = new Deadline(this.#opts.requestTimeoutMs, abort ?? signal)
     this.#deadlines.add(deadline)
     if (this.#asking === 0) deadline.start()
     const token = onprogress === undefined ? undefined : `gw-${this.#tokens++}`

@@ -171,7 +171,7 @@ t.test('roots/list during a call: asked when the caller declared roots, else -32
   const rounds = new Rounds('i', new MemoryRelay(), 60_000, quiet, 16)
   const signal = new AbortController().signal
   const ctx = (clientCapabilities: unknown) => ({ principal: ANONYMOUS, signal, clientCapabilities }) as never
-  const forever = (s: AbortSignal) => new Promise<never>((_resolve, reject) => s.addEventListener('abort', () => reject(asError(s.reason))))
+  const forever = ({ signal: s }: AbortController) => new Promise<never>((_resolve, reject) => s.addEventListener('abort', () => reject(asError(s.reason))))
   const plain = rounds.start(ctx(undefined), forever)
   await t.rejects(rounds.asked({ method: 'roots/list' }, signal), { code: -32601, message: /offers no roots/ })
   await rounds.close()
@@ -394,6 +394,20 @@ t.test("a deadline follows its caller's signal, and says when it passed by itsel
   done.end()
   ended.abort()
   t.equal(done.signal.aborted, false, 'ended: the caller is no longer followed')
+  // A call's own controller: the deadline aborts it when it passes, and is not fooled by the caller's abort.
+  const call = new AbortController()
+  const timed = new Deadline(1, call)
+  t.equal(timed.signal, call.signal, 'no signal of its own')
+  timed.start()
+  await new Promise((resolve) => call.signal.addEventListener('abort', resolve, { once: true }))
+  t.same([timed.passed, (call.signal.reason as Error).message], [true, 'nothing for 1 ms'], 'passed: the call aborted with its reason')
+  const cancelled = new AbortController()
+  const first = new Deadline(1, cancelled)
+  first.start()
+  cancelled.abort(new Error('cancelled'))
+  // A timer of the same length set after it runs after it (Node keeps them in order).
+  await new Promise((resolve) => setTimeout(resolve, 1))
+  t.same([first.passed, (cancelled.signal.reason as Error).message], [false, 'cancelled'], 'cancelled before it passed: not passed')
 })
 
 t.test('a gateway that replaces another (a reload changed its entry) takes over its upstream subscriptions, holders and all', async (t) => {
