@@ -102,7 +102,7 @@ export const ConfigSchema = Type.Object({
   MCP_MAX_STREAMS: Int(1, 10_000_000, 10_000, 'Streams (SSE answers) open at once on this instance, all clients (503 beyond).'),
   MCP_MAX_EVENT_LOOP_DELAY_MS: Int(0, 60_000, 0, 'Shed load (503) while the event loop lags more than this (e.g. 1000); 0: off.'),
   MCP_MAX_HEAP_USED_BYTES: Int(0, Number.MAX_SAFE_INTEGER, 0, 'Shed load (503) while the heap is larger than this; 0: off.'),
-  MCP_SHUTDOWN_GRACE_MS: Int(0, 600_000, 10_000, 'On SIGTERM, how long in-flight requests may finish before the process exits.'),
+  MCP_SHUTDOWN_GRACE_MS: Int(0, 600_000, 10_000, 'On SIGTERM, how long in-flight requests may finish before the process exits (and, at a gateway\'s reload, the calls of a server removed or changed).'),
   MCP_TRUST_PROXY: Str('Trust X-Forwarded-For from: true (any), or addresses/CIDRs, comma-separated (default: none).'),
   MCP_METRICS: Type.Union([Type.Literal('true'), Type.Literal('false')], { default: 'false', description: 'Serve GET /metrics (Prometheus text format) outside the MCP routes.' }),
   MCP_METRICS_PORT: Int(0, 65535, 0, 'Serve /metrics on this port of its own instead (0: on PORT).'),
