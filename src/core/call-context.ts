@@ -93,6 +93,11 @@ export class CallContext implements RequestContext {
     return this.#abortController().signal
   }
 
+  /** Whether the call was cancelled (its client went away, notifications/cancelled, tasks/cancel), as far as anyone looked. */
+  get cancelled(): boolean {
+    return this.#controller?.signal.aborted === true
+  }
+
   /** Abort the call (notifications/cancelled, tasks/cancel); a signal read later is already aborted. */
   abort(reason: Error): void {
     this.#abortController().abort(reason)

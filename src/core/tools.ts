@@ -123,7 +123,10 @@ function handlerFailed(ctx: CallContext, name: string, err: unknown): Record<str
     ctx.log.error({ err, tool: name }, 'tool misuses the library')
     throw errors.internal()
   }
-  ctx.log.warn({ err, tool: name }, 'tool handler failed')
+  // Failed because its caller cancelled it (a gateway's upstream request is, with the call): nothing
+  // went wrong here, and a client that goes away mid-call is no news for an operator.
+  if (ctx.cancelled) ctx.log.debug({ err, tool: name }, 'tool call cancelled')
+  else ctx.log.warn({ err, tool: name }, 'tool handler failed')
   return toolError(ctx, messageOf(err))
 }
 

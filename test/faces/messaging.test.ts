@@ -39,6 +39,13 @@ function server(limits: Partial<StoreLimits> = {}, answerTimeoutMs = 5000) {
     started?.()
     return new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve(`aborted: ${(ctx.signal.reason as Error).message}`)))
   })
+  mcp.tool({ name: 'fail_on_cancel' }, (_args, ctx) => {
+    started?.()
+    return new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('gave up: cancelled'))))
+  })
+  mcp.tool({ name: 'fail' }, () => {
+    throw new Error('broken')
+  })
   mcp.tool({ name: 'llm' }, async (_a, ctx) => `model ${(await ctx.sample({ messages: [], maxTokens: 1 })).model}`)
   mcp.resource({ uri: 'x:watched', name: 'w' }, () => 'w')
   mcp.resource({ uri: 'x:other', name: 'o' }, () => 'o')
@@ -259,6 +266,19 @@ t.test('notifications/cancelled aborts the running request it names', async (t) 
   t.equal((await pending).body.content[0].text, 'aborted: user hit stop')
   const bad = await call(app, { method: 'POST', url: '/notifications', payload: [{ method: 'notifications/cancelled', params: {} }] })
   t.same([bad.status, bad.body.code], [400, -32602])
+})
+
+t.test('a handler that fails because its call was cancelled is logged at debug, not as a failure', async (t) => {
+  const lines: string[] = []
+  const { app } = await build(t, { mcp: server(), logger: { level: 'debug', stream: { write: (l: string) => lines.push(l) } } as never })
+  const running = new Promise<void>((resolve) => (started = resolve))
+  const pending = call(app, { method: 'POST', url: '/tools/fail_on_cancel/calls', payload: {}, headers: { 'mcp-request-id': 'call-9' } })
+  await running
+  await app.inject({ method: 'POST', url: '/notifications', payload: [{ method: 'notifications/cancelled', params: { requestId: 'call-9' } }] })
+  t.equal((await pending).body.content[0].text, 'gave up: cancelled')
+  await call(app, { method: 'POST', url: '/tools/fail/calls', payload: {} })
+  const logged = lines.map((l) => JSON.parse(l) as { level: number; msg: string; tool?: string }).filter((l) => l.tool !== undefined)
+  t.same(logged.map((l) => [l.level, l.msg, l.tool]), [[20, 'tool call cancelled', 'fail_on_cancel'], [40, 'tool handler failed', 'fail']])
 })
 
 t.test('client notifications reach listeners', async (t) => {
