@@ -3,28 +3,19 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { alive, post, start } from '../helpers/gateway-cli-helper.js'
+import { handWritten } from '../helpers/gateway-hostile.js'
+import { until } from '../helpers/gateway-helper.js'
 
 /**
  * A stdio upstream that says who it is: `pid` answers its process id and `$WHO`; `wait` answers
  * once the file named in its arguments exists (a call that stays in flight as long as the test
  * wants), and makes that name with `.$WHO` appended as it starts.
  */
-const GATED = `
-  const { existsSync, writeFileSync } = require('node:fs')
-  const write = (m) => process.stdout.write(JSON.stringify(m) + '\\n')
-  const text = (s) => ({ content: [{ type: 'text', text: s }] })
-  const tools = ['pid', 'wait'].map((name) => ({ name, inputSchema: { type: 'object' } }))
-  let buffer = ''
-  process.stdin.on('data', (chunk) => {
-    buffer += chunk
-    let nl
-    while ((nl = buffer.indexOf('\\n')) >= 0) {
-      const m = JSON.parse(buffer.slice(0, nl))
-      buffer = buffer.slice(nl + 1)
-      if (m.method === 'initialize') write({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'gated', version: '1' } } })
-      else if (m.method === 'ping') write({ jsonrpc: '2.0', id: m.id, result: {} })
-      else if (m.method === 'tools/list') write({ jsonrpc: '2.0', id: m.id, result: { tools } })
-      else if (m.method === 'tools/call' && m.params.name === 'pid') write({ jsonrpc: '2.0', id: m.id, result: text(process.pid + ' ' + process.env.WHO) })
+const GATED = handWritten(
+  'gated',
+  ['pid', 'wait'],
+  `
+      if (m.method === 'tools/call' && m.params.name === 'pid') write({ jsonrpc: '2.0', id: m.id, result: text(process.pid + ' ' + process.env.WHO) })
       else if (m.method === 'tools/call') {
         writeFileSync(m.params.arguments.file + '.' + process.env.WHO, '')
         const timer = setInterval(() => {
@@ -32,21 +23,13 @@ const GATED = `
           clearInterval(timer)
           write({ jsonrpc: '2.0', id: m.id, result: text('opened') })
         }, 50)
-      }
-    }
-  })
-`
+      }`,
+  "const { existsSync, writeFileSync } = require('node:fs')"
+)
 
 const gated = (who: string) => ({ command: process.execPath, args: ['-e', GATED], env: { WHO: who } })
 
-/** Until `check` holds, for up to a minute (a machine shared with other test files). */
-async function until(what: string, check: () => Promise<boolean> | boolean): Promise<void> {
-  for (let i = 0; !(await check()); i++) {
-    if (i === 600) throw new Error(`not within a minute: ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-}
-
+// The waits below allow a minute: children start and end on a machine shared with other test files.
 interface Root {
   servers: { name: string; path?: string }[]
   virtualServers?: { name: string; servers: string[] }[]
@@ -77,7 +60,7 @@ t.test('gateway --config: reloaded on SIGHUP and on change, the servers that sta
   // Calls in flight through the reload: on a server that stays and on one that goes.
   const waitKeep = post(`${gw.base}/keep/tools/wait/calls`, { arguments: { file: gate } })
   const waitGone = post(`${gw.base}/gone/tools/wait/calls`, { arguments: { file: gate } })
-  await until('both calls reached their upstreams', () => existsSync(`${gate}.keep`) && existsSync(`${gate}.gone`))
+  await until(() => existsSync(`${gate}.keep`) && existsSync(`${gate}.gone`), 'both calls reached their upstreams', 60)
 
   // A stream open on the app before the reload ends with it (its client opens the next on the new one).
   const listen = await fetch(`${gw.base}/keep/subscriptions/listen`, {
@@ -90,7 +73,7 @@ t.test('gateway --config: reloaded on SIGHUP and on change, the servers that sta
 
   write({ keep: gated('keep'), changed: gated('changed-2'), added: gated('added') })
   gw.child.kill('SIGHUP')
-  await until('the new configuration served', async () => (await root()).servers.some((s) => s.name === 'added'))
+  await until(async () => (await root()).servers.some((s) => s.name === 'added'), 'the new configuration served', 60)
   const second = await root()
   t.same(second.servers.map((s) => s.name), ['keep', 'changed', 'added'], 'servers in the order of the new file')
   t.same(second.virtualServers?.[0]?.servers, ['keep', 'changed', 'added'], 'the virtual server picks from the new set')
@@ -108,13 +91,13 @@ t.test('gateway --config: reloaded on SIGHUP and on change, the servers that sta
   const [kept, ended] = await Promise.all([waitKeep, waitGone])
   t.same([kept.status, kept.body.content?.[0].text], [200, 'opened'], 'the call on the server that stays went through the reload')
   t.same([ended.status, ended.body.content?.[0].text], [200, 'opened'], 'and so did the one on the server that went')
-  await until('the removed server ended once the calls did', () => !alive(pidOf(gone)))
-  await until('the old child of the changed entry too', () => !alive(pidOf(changed)))
+  await until(() => !alive(pidOf(gone)), 'the removed server ended once the calls did', 60)
+  await until(() => !alive(pidOf(changed)), 'the old child of the changed entry too', 60)
 
   // A file that cannot be served changes nothing, and says why.
   writeFileSync(config, '{ "mcpServers": ')
   gw.child.kill('SIGHUP')
-  await until('the failed reload reported', async () => (await root()).configuration.reloadFailed !== undefined)
+  await until(async () => (await root()).configuration.reloadFailed !== undefined, 'the failed reload reported', 60)
   const failed = await root()
   t.match(failed.configuration.reloadFailed, { at: String, reason: /--config .*mcp\.json: .*JSON/ })
   t.same(failed.servers.map((s) => s.name), ['keep', 'changed', 'added'], 'the configuration before serves on')
@@ -123,7 +106,7 @@ t.test('gateway --config: reloaded on SIGHUP and on change, the servers that sta
 
   // A change of the file alone (no signal) is seen too.
   write({ keep: gated('keep') })
-  await until('the file change served', async () => (await root()).servers.length === 1)
+  await until(async () => (await root()).servers.length === 1, 'the file change served', 60)
   const third = await root()
   t.equal(third.configuration.reloadFailed, undefined, 'a reload that worked clears the failure')
   t.ok(Date.parse(third.configuration.loadedAt) >= Date.parse(failed.configuration.loadedAt))
@@ -133,15 +116,15 @@ t.test('gateway --config: reloaded on SIGHUP and on change, the servers that sta
 
   // The same again: nothing starts or stops; and then the first server (whose store the round relay uses) goes.
   gw.child.kill('SIGHUP')
-  await until('the same reloaded', () => /"added":\[\],"removed":\[\],"changed":\[\]/.test(gw.log()))
+  await until(() => /"added":\[\],"removed":\[\],"changed":\[\]/.test(gw.log()), 'the same reloaded', 60)
   t.equal(await who('/keep/tools/pid/calls'), keep)
   t.match((await fetch(`${gw.base}/all/tools`).then((r) => r.json())) as unknown, { tools: [{ name: 'pid' }] }, 'the virtual server serves on')
   write({ other: gated('other') })
-  await until('the first server replaced', async () => (await root()).servers[0]!.name === 'other')
+  await until(async () => (await root()).servers[0]!.name === 'other', 'the first server replaced', 60)
   t.match(await who('/other/tools/pid/calls'), / other$/)
-  await until('its child ended', () => !alive(pidOf(keep)))
+  await until(() => !alive(pidOf(keep)), 'its child ended', 60)
 
   gw.child.kill('SIGTERM')
-  await until('the gateway exited', () => gw.child.exitCode !== null || gw.child.signalCode !== null)
+  await until(() => gw.child.exitCode !== null || gw.child.signalCode !== null, 'the gateway exited', 60)
   t.equal(gw.child.exitCode, 0)
 })

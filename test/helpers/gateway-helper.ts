@@ -99,9 +99,9 @@ export const caps = (c: Record<string, unknown>, extra: Record<string, unknown> 
   ...extra
 })
 
-/** Wait until `check` holds, polling (the tests wait for an event, not for a while). */
-export async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
+/** Wait until `check` holds, polling (the tests wait for an event, not for a while), for up to `seconds`. */
+export async function until(check: () => boolean | Promise<boolean>, what: string, seconds = 10): Promise<void> {
+  for (let i = 0; i < seconds * 100; i++) {
     if (await check()) return
     await new Promise((resolve) => setTimeout(resolve, 10))
   }

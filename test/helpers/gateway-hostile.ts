@@ -1,16 +1,17 @@
 import type { UpstreamSpec } from '../../src/gateway/upstream.js'
 
 /**
- * A stdio upstream that writes its JSON lines by hand, to do what no SDK server does: `cut` answers
- * with half a line, `wrong-id` answers a request nobody made, `silent` never answers, `chatty`
- * reports progress every 250 ms for 3 s before it answers, `cancelled` lists the requests it was
- * told were cancelled, `ok` answers at once.
+ * The source of a stdio MCP server written by hand, for `node -e`: JSON lines in and out;
+ * `initialize`, `ping` and `tools/list` (the tools named, each taking any object) answered; every
+ * other message given to `handle`, statements with the message `m`, `write(message)` and
+ * `text(string)` (a tool result) in scope, after `prelude`.
  */
-const script = `
+export function handWritten(name: string, tools: readonly string[], handle: string, prelude = ''): string {
+  return `
+  ${prelude}
   const write = (m) => process.stdout.write(JSON.stringify(m) + '\\n')
-  const cancelled = []
   const text = (s) => ({ content: [{ type: 'text', text: s }] })
-  const tools = ['cut', 'wrong-id', 'silent', 'chatty', 'cancelled', 'ok'].map((name) => ({ name, inputSchema: { type: 'object' } }))
+  const tools = ${JSON.stringify(tools)}.map((name) => ({ name, inputSchema: { type: 'object' } }))
   let buffer = ''
   process.stdin.on('data', (chunk) => {
     buffer += chunk
@@ -18,10 +19,27 @@ const script = `
     while ((nl = buffer.indexOf('\\n')) >= 0) {
       const m = JSON.parse(buffer.slice(0, nl))
       buffer = buffer.slice(nl + 1)
-      if (m.method === 'initialize') write({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'hostile', version: '1' } } })
+      if (m.method === 'initialize') write({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: ${JSON.stringify(name)}, version: '1' } } })
       else if (m.method === 'ping') write({ jsonrpc: '2.0', id: m.id, result: {} })
       else if (m.method === 'tools/list') write({ jsonrpc: '2.0', id: m.id, result: { tools } })
-      else if (m.method === 'notifications/cancelled') cancelled.push(m.params.requestId)
+      else {
+${handle}
+      }
+    }
+  })`
+}
+
+/**
+ * A stdio upstream that writes its JSON lines by hand, to do what no SDK server does: `cut` answers
+ * with half a line, `wrong-id` answers a request nobody made, `silent` never answers, `chatty`
+ * reports progress every 250 ms for 3 s before it answers, `cancelled` lists the requests it was
+ * told were cancelled, `ok` answers at once.
+ */
+const script = handWritten(
+  'hostile',
+  ['cut', 'wrong-id', 'silent', 'chatty', 'cancelled', 'ok'],
+  `
+      if (m.method === 'notifications/cancelled') cancelled.push(m.params.requestId)
       else if (m.method === 'tools/call') {
         const name = m.params.name
         if (name === 'cut') process.stdout.write('{"jsonrpc":"2.0","id":' + m.id + ',"result":{"content":[{"type":"te\\n')
@@ -36,9 +54,9 @@ const script = `
           }, 250)
         } else if (name === 'cancelled') write({ jsonrpc: '2.0', id: m.id, result: text(JSON.stringify(cancelled)) })
         else if (name === 'ok') write({ jsonrpc: '2.0', id: m.id, result: text('ok') })
-      }
-    }
-  })`
+      }`,
+  'const cancelled = []'
+)
 
 export const hostileUpstream: UpstreamSpec = { command: process.execPath, args: ['-e', script] }
 
