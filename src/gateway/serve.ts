@@ -163,15 +163,14 @@ export class GatewayHost {
 
   /** Reload on SIGHUP, and when `file` changes. */
   #watch(file: string): void {
-    const hangup = () => void this.reload()
-    process.on('SIGHUP', hangup)
+    const reload = () => void this.reload()
+    process.on('SIGHUP', reload)
     // Polled (once a second): it follows a file replaced by a rename or a symlink swap, as editors
     // and Kubernetes' ConfigMaps do, where an fs.watch of the file loses it.
-    const changed = () => void this.reload()
-    watchFile(file, { interval: 1000, persistent: false }, changed)
+    watchFile(file, { interval: 1000, persistent: false }, reload)
     this.#unwatch = () => {
-      process.removeListener('SIGHUP', hangup)
-      unwatchFile(file, changed)
+      process.removeListener('SIGHUP', reload)
+      unwatchFile(file, reload)
     }
   }
 

@@ -41,11 +41,6 @@ export class AppSlot {
     return this.server
   }
 
-  /** The app that takes new requests. */
-  get app(): FastifyInstance | undefined {
-    return this.#current?.app
-  }
-
   /**
    * From now on `app` (built with {@link factory} last, and ready) takes the new requests. The app
    * before it closes; the promise settles once the last of its requests is answered.
