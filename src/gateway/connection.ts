@@ -1,13 +1,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { IncomingMessage, Server } from 'node:http'
-import { createInterface } from 'node:readline'
-import type { Readable, Writable } from 'node:stream'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import type { KeyLookup } from '../auth/api-keys.js'
 import type { Logger } from '../core/request-context.js'
 import type { ServerMessage } from '../store/types.js'
 import { boundToUs } from './child.js'
 import type { Sdk } from './sdk.js'
+import { StdioChild } from './stdio.js'
 import { exchanging, type Caller, type TokenExchangeSpec, type UpstreamFetch } from './token-exchange.js'
 
 /** One MCP server behind the gateway: a command to run (stdio) or a Streamable HTTP (or HTTP+SSE) URL. */
@@ -71,7 +71,7 @@ const REQUESTS = ['ElicitRequestSchema', 'CreateMessageRequestSchema', 'ListRoot
  * what the upstream sends, and its transport (not connected yet). A stdio child's stderr goes to
  * `log`, a line each.
  */
-export function newConnection(sdk: Sdk, spec: UpstreamSpec, name: string, log: Logger, handlers: Handlers): { client: Client; transport: unknown } {
+export function newConnection(sdk: Sdk, spec: UpstreamSpec, name: string, log: Logger, handlers: Handlers): { client: Client; transport: Transport } {
   const client = new sdk.Client(
     { name: 'mcp-pure-http-gateway', version: '0.1.0' },
     { capabilities: { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} } }
@@ -92,52 +92,23 @@ export function newConnection(sdk: Sdk, spec: UpstreamSpec, name: string, log: L
   return { client, transport: transportOf(sdk, spec, name, log, handlers.stderr) }
 }
 
-function transportOf(sdk: Sdk, spec: UpstreamSpec, name: string, log: Logger, stderr: (line: string) => void): unknown {
+function transportOf(sdk: Sdk, spec: UpstreamSpec, name: string, log: Logger, stderr: (line: string) => void): Transport {
   if ('url' in spec) {
     const options = { requestInit: { headers: spec.headers ?? {} }, fetch: fetchFor(spec, name, log) }
     if (spec.sse === true) return sseTransport(sdk, new URL(spec.url), options)
     return new sdk.StreamableHTTPClientTransport(new URL(spec.url), options)
   }
   const env = { ...sdk.getDefaultEnvironment(), ...spec.env }
-  const transport = new sdk.StdioClientTransport({
+  return new StdioChild({
     ...boundToUs(spec.command, spec.args ?? [], env, spec.cwd),
     env,
-    stderr: 'pipe',
-    ...(spec.cwd === undefined ? {} : { cwd: spec.cwd })
-  })
-  const lines = createInterface({ input: transport.stderr as Readable })
-  lines.on('line', (line) => {
-    log.warn({ upstream: name, stderr: line }, 'upstream stderr')
-    stderr(line)
-  })
-  return transport
-}
-
-/**
- * Writes to `stream` (a stdio child's stdin) made in one turn of the event loop leave together: the
- * stream is corked at the first and uncorked in the turn's check phase, after the callbacks of every
- * socket that was readable (each HTTP request's upstream message is written from its own). One
- * writev for the calls of many clients, where each was a system call of its own: under 32 clients,
- * 16% of the gateway's busy CPU was in those writes. Only while `busy` (other requests in flight):
- * with one client there is nothing to gather, and waiting for the check phase cost it 5% of its calls.
- */
-export function coalesceWrites(stream: Writable | undefined, busy: () => boolean): void {
-  if (stream === undefined) return
-  const write = stream.write.bind(stream) as (...args: unknown[]) => boolean
-  let corked = false
-  const uncork = () => {
-    corked = false
-    stream.uncork()
-  }
-  stream.write = ((...args: unknown[]) => {
-    // Alone in flight, a message would only wait: it leaves at once.
-    if (!corked && busy()) {
-      corked = true
-      stream.cork()
-      setImmediate(uncork)
+    cwd: spec.cwd,
+    validate: (message) => sdk.types.JSONRPCMessageSchema.parse(message),
+    stderr: (line) => {
+      log.warn({ upstream: name, stderr: line }, 'upstream stderr')
+      stderr(line)
     }
-    return write(...args)
-  }) as Writable['write']
+  })
 }
 
 /**
@@ -148,7 +119,7 @@ export function coalesceWrites(stream: Writable | undefined, busy: () => boolean
  * is connected again as after any lost connection. Closed a microtask later: EventSource arms its
  * reconnect timer after the error handler returns, and close() must find it to clear it.
  */
-function sseTransport(sdk: Sdk, url: URL, options: ConstructorParameters<Sdk['SSEClientTransport']>[1]): unknown {
+function sseTransport(sdk: Sdk, url: URL, options: ConstructorParameters<Sdk['SSEClientTransport']>[1]): Transport {
   const transport = new sdk.SSEClientTransport(url, options)
   transport.onerror = (err) => {
     if (err instanceof sdk.SseError) queueMicrotask(() => void transport.close())

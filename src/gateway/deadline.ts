@@ -4,9 +4,6 @@
  */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000
 
-// setTimeout's longest delay (about 24.8 days): the SDK's per-request timeout, which ours replaces.
-export const NO_TIMEOUT = 2 ** 31 - 1
-
 /**
  * An upstream request's deadline: `ms` of silence, counted again from each sign of life (`touch`),
  * stopped while paused (the upstream waits for an answer of ours); 0: none. `signal` aborts when it

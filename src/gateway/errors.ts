@@ -7,21 +7,30 @@ export class Cancelled extends Error {
   override readonly name = 'Cancelled'
 }
 
-/** An upstream failure as the error our client gets. */
+/** The upstream's own error answer to a request of ours (its code, words and data, as it said them). */
+export class UpstreamAnswer extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data: unknown
+  ) {
+    super(message)
+  }
+}
+
+/**
+ * An upstream failure as the error our client gets: the upstream's own error answer keeps its code,
+ * words and data, with the status the binding gives the code (an internal error, or a code that is
+ * not an integer, is a 502 that names the upstream).
+ */
 export function upstreamError(err: unknown, name: string, signal?: AbortSignal): McpError | Cancelled {
   if (err instanceof McpError) return err
-  const code = (err as { code?: unknown }).code
   // Cancelled by our caller: a tool's result says so (the caller asked for it; nothing failed here).
   if (signal?.aborted === true) return new Cancelled(`Cancelled: ${messageOf(signal.reason)}`)
-  if (code === -32000) return errors.upstreamClosed(name)
-  if (code === -32001) return errors.upstreamTimeout(name)
-  if (typeof code === 'number' && Number.isInteger(code) && code !== -32603) {
-    const data = (err as { data?: unknown }).data
-    // The SDK prefixes "MCP error <code>: "; the client gets the upstream's own words.
-    const message = messageOf(err).replace(/^MCP error -?\d+: /, '')
-    return errors.upstream(code, message, STATUS[code] ?? 502, data)
+  if (err instanceof UpstreamAnswer && Number.isInteger(err.code) && err.code !== -32603) {
+    return errors.upstream(err.code, err.message, STATUS[err.code] ?? 502, err.data)
   }
-  return errors.upstreamFailed(`The upstream server ${name} failed: ${messageOf(err).replace(/^MCP error -?\d+: /, '')}`)
+  return errors.upstreamFailed(`The upstream server ${name} failed: ${messageOf(err)}`)
 }
 
 /**

@@ -6,7 +6,7 @@ import { MetaKey } from '../protocol.js'
 import { fetchFor, type UpstreamSpec } from './connection.js'
 import { Deadline } from './deadline.js'
 import type { UpstreamFetch } from './token-exchange.js'
-import { upstreamError } from './errors.js'
+import { UpstreamAnswer, upstreamError } from './errors.js'
 import { copyOf } from '../core/results.js'
 import type { Logger } from '../core/request-context.js'
 
@@ -125,7 +125,7 @@ async function post(
   if (!isPlainObject(answer)) throw errors.upstreamBadAnswer(`The upstream server ${target.name} answered no JSON-RPC message`)
   if (isPlainObject(answer.error)) {
     const e = answer.error
-    const err = upstreamError(Object.assign(new Error(String(e.message)), { code: e.code, data: e.data }), target.name)
+    const err = upstreamError(new UpstreamAnswer(e.code as number, String(e.message), e.data), target.name)
     // 2026-07-28 gives each refusal its status (400 -32021, 404 -32601...): the caller gets the same.
     if (err instanceof McpError && res.status >= 400 && res.status < 500) throw err.with({ status: res.status })
     throw err

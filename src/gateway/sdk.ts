@@ -5,7 +5,6 @@
  */
 export interface Sdk {
   Client: typeof import('@modelcontextprotocol/sdk/client/index.js').Client
-  StdioClientTransport: typeof import('@modelcontextprotocol/sdk/client/stdio.js').StdioClientTransport
   getDefaultEnvironment: typeof import('@modelcontextprotocol/sdk/client/stdio.js').getDefaultEnvironment
   StreamableHTTPClientTransport: typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js').StreamableHTTPClientTransport
   SSEClientTransport: typeof import('@modelcontextprotocol/sdk/client/sse.js').SSEClientTransport
@@ -30,7 +29,6 @@ export function loadSdk(): Promise<Sdk> {
     ])
     return {
       Client: client.Client,
-      StdioClientTransport: stdio.StdioClientTransport,
       getDefaultEnvironment: stdio.getDefaultEnvironment,
       StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
       SSEClientTransport: sse.SSEClientTransport,

@@ -1,12 +1,13 @@
-import type { Writable } from 'node:stream'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import type { Logger } from '../core/request-context.js'
 import { errors, messageOf } from '../errors.js'
 import type { ServerMessage } from '../store/types.js'
-import { coalesceWrites, newConnection, type Progress, type UpstreamSpec } from './connection.js'
-import { DEFAULT_REQUEST_TIMEOUT_MS, Deadline, NO_TIMEOUT } from './deadline.js'
+import { newConnection, type Progress, type UpstreamSpec } from './connection.js'
+import { DEFAULT_REQUEST_TIMEOUT_MS, Deadline } from './deadline.js'
 import { upstreamError } from './errors.js'
 import { loadSdk, type Sdk } from './sdk.js'
+import { StdioChild } from './stdio.js'
+import { Wire } from './wire.js'
 
 export type { Progress, UpstreamSpec } from './connection.js'
 
@@ -37,8 +38,9 @@ export interface UpstreamOptions {
    * How long an upstream request may go without a sign of life (its answer, or a progress
    * notification, each of which starts the wait again) before it fails with 504 and the upstream is
    * told `notifications/cancelled`; the wait stops while the upstream waits for a client's answer to
-   * one of its own requests. Default 60 s (the SDK's own default); 0: no deadline. A malformed answer
-   * or one with an id nobody asked for is dropped by the SDK: the deadline is what ends its request.
+   * one of its own requests. Default 60 s (the SDK's own default); 0: no deadline. An answer that
+   * is not JSON, or has an id nobody asked for, is logged and dropped: the deadline is what ends its
+   * request. (One with the request's id but neither a result nor an error fails it at once, 502.)
    */
   requestTimeoutMs?: number
   /** How long connecting (initialize) may take (default 30 s). */
@@ -63,7 +65,9 @@ export interface UpstreamEvents {
 const STABLE_MS = 10_000
 
 /**
- * A supervised connection to an upstream MCP server through the official SDK's `Client`. A stdio
+ * A supervised connection to an upstream MCP server. The official SDK's `Client` opens it
+ * (`initialize`) and hears what the upstream sends of its own (notifications, requests); the
+ * gateway's requests go on a {@link Wire} beside it, and a stdio child is a {@link StdioChild}. A stdio
  * child that exits, an HTTP server that cannot be reached, or either that stops answering pings is
  * reconnected with exponential backoff; meanwhile requests fail at once with 503 and
  * `Retry-After`, never hang, and requests in flight when it died fail with 502.
@@ -72,6 +76,8 @@ export class Upstream {
   state: UpstreamState = 'starting'
   /** The current connection's client, while `up`. */
   client: Client | undefined
+  /** The gateway's requests on the current connection, while `up`. */
+  #wire: Wire | undefined
   /** Why the last connection failed or ended (with the child's last line on stderr, when it wrote one). */
   lastError = 'not connected yet'
   #stderr: string | undefined
@@ -131,9 +137,17 @@ export class Upstream {
       stderr: (line) => (this.#stderr = line)
     })
     const started = Date.now()
+    // What the connection could not read (a line that is not JSON, an answer to nobody): dropped,
+    // and said; at warn once a connection (a server that logs on stdout would fill the log).
+    let dropped = 0
+    client.onerror = (err) => {
+      const log = this.#opts.log
+      ;(dropped++ === 0 ? log.warn : log.debug).call(log, { upstream: this.#opts.name, reason: err.message }, 'upstream message dropped')
+    }
     client.onclose = () => {
       if (this.client !== client) return
       this.client = undefined
+      this.#wire = undefined
       this.#pid = undefined
       clearInterval(this.#pinger)
       // A race to test: whether a connection lasted STABLE_MS depends on the machine's speed.
@@ -157,13 +171,16 @@ export class Upstream {
       await client.close()
       return false
     }
-    this.#pid = (transport as { pid?: number | null }).pid ?? undefined
-    // The SDK's child (not part of its API: without it, each message is written on its own).
-    coalesceWrites((transport as { _process?: { stdin: Writable } })._process?.stdin, () => this.#deadlines.size > 1)
+    const wire = new Wire(transport, this.#opts.name)
+    if (transport instanceof StdioChild) {
+      this.#pid = transport.pid
+      transport.busy = () => wire.size > 1
+    }
     this.#connectedOnce = true
     this.client = client
+    this.#wire = wire
     this.state = 'up'
-    this.#pinger = setInterval(() => void this.#ping(client), this.#opts.pingIntervalMs)
+    this.#pinger = setInterval(() => void this.#ping(client, wire), this.#opts.pingIntervalMs)
     this.#pinger.unref()
     this.#opts.log.info({ upstream: this.#opts.name, server: client.getServerVersion() }, 'upstream connected')
     this.#events.connected(client)
@@ -182,9 +199,9 @@ export class Upstream {
   }
 
   /** A ping not answered in time (a hung or vanished server): the connection is closed, and restarted. */
-  async #ping(client: Client): Promise<void> {
+  async #ping(client: Client, wire: Wire): Promise<void> {
     try {
-      await client.ping({ timeout: this.#opts.pingTimeoutMs })
+      await wire.request('ping', {}, AbortSignal.timeout(this.#opts.pingTimeoutMs))
     } catch (err) {
       // A race no test orders: the ping failed after the connection was lost and replaced.
       /* c8 ignore next */
@@ -222,13 +239,12 @@ export class Upstream {
     params: Record<string, unknown>,
     options: { signal?: AbortSignal | undefined; abort?: AbortController; onprogress?: (p: Progress) => void } = {}
   ): Promise<Record<string, unknown>> {
-    const client = this.client
-    if (client === undefined) {
+    const wire = this.#wire
+    if (wire === undefined) {
       if (this.state === 'failed') throw errors.upstreamFailed(`The upstream server ${this.#opts.name} could not start: ${this.lastError}`)
       const wait = Math.max(1, Math.ceil((this.#retryAt - Date.now()) / 1000))
       throw errors.upstreamDown(`The upstream server ${this.#opts.name} is ${this.state === 'closed' ? 'stopped' : 'down'}; try again later`, wait)
     }
-    const sdk = await loadSdk()
     const { onprogress, abort } = options
     // The caller's: its signal, or (a call's own, which only it aborts) its controller, which the deadline then aborts too.
     const signal = abort?.signal ?? options.signal
@@ -245,9 +261,7 @@ export class Upstream {
       params = { ...params, _meta: { ...(params._meta as object | undefined), progressToken: token } }
     }
     try {
-      // The deadline is ours (it restarts on progress); the SDK's own timeout is set past any use.
-      const options = { timeout: NO_TIMEOUT, signal: deadline.signal }
-      return (await client.request({ method, params } as never, sdk.types.ResultSchema, options)) as Record<string, unknown>
+      return await wire.request(method, params, deadline.signal)
     } catch (err) {
       if (deadline.passed) throw errors.upstreamTimeout(this.#opts.name, this.#opts.requestTimeoutMs)
       throw upstreamError(err, this.#opts.name, signal)
@@ -259,7 +273,7 @@ export class Upstream {
     }
   }
 
-  /** Stop: no more restarts; the child is ended (the SDK sends SIGTERM, then SIGKILL). */
+  /** Stop: no more restarts; a stdio child is ended (stdin closed, then SIGTERM, then SIGKILL). */
   async close(): Promise<void> {
     this.state = 'closed'
     if (!watched.upstreams) upstreams.delete(this)
@@ -267,7 +281,8 @@ export class Upstream {
     clearInterval(this.#pinger)
     const client = this.client
     this.client = undefined
-    // The SDK waits for the child on unref'd timers: without a handle of our own, a gateway with
+    this.#wire = undefined
+    // The child is waited for on unref'd timers: without a handle of our own, a gateway with
     // nothing else left to do would exit before its child has ended, leaving it running.
     const hold = setInterval(() => undefined, 1000)
     try {

@@ -5,7 +5,7 @@ import { register, relayLog } from '../../src/gateway/catalogue.js'
 import { Rounds, toWire } from '../../src/gateway/rounds.js'
 import { MemoryRelay } from '../../src/gateway/relay.js'
 import { LateLogger } from '../../src/gateway/serve.js'
-import { Cancelled, upstreamError } from '../../src/gateway/errors.js'
+import { Cancelled, UpstreamAnswer, upstreamError } from '../../src/gateway/errors.js'
 import { Upstream } from '../../src/gateway/upstream.js'
 import { McpError, asError } from '../../src/errors.js'
 import { ANONYMOUS } from '../../src/core/request-context.js'
@@ -18,11 +18,17 @@ import { oddUpstream, oddUpstreamNamed } from '../helpers/gateway-odd.js'
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} }
 
+const pick = (err: Error) => [(err as McpError).code, (err as McpError).status, err.message]
+
 t.test('upstream errors as the client sees them', async (t) => {
-  const bad = upstreamError(Object.assign(new Error('MCP error -32602: no such thing'), { code: -32602, data: { x: 1 } }), 'u')
+  const bad = upstreamError(new UpstreamAnswer(-32602, 'no such thing', { x: 1 }), 'u')
   t.same([bad.constructor, (bad as McpError).code, (bad as McpError).status, bad.message, (bad as McpError).data], [McpError, -32602, 400, 'no such thing', { x: 1 }])
-  t.equal((upstreamError(Object.assign(new Error('t'), { code: -32001 }), 'u') as McpError).status, 504)
-  t.equal((upstreamError(Object.assign(new Error('odd'), { code: -31999 }), 'u') as McpError).status, 502, 'an unknown code: 502')
+  // A code the JSON-RPC range leaves to servers keeps its code and words (it was once taken for the SDK's "connection closed").
+  t.same(pick(upstreamError(new UpstreamAnswer(-32000, 'quota spent', undefined), 'u')), [-32000, 502, 'quota spent'])
+  t.same(pick(upstreamError(new UpstreamAnswer(-31999, 'odd', undefined), 'u')), [-31999, 502, 'odd'], 'an unknown code: 502')
+  t.same(pick(upstreamError(new UpstreamAnswer(-32603, 'it broke', undefined), 'u')), [-32603, 502, 'The upstream server u failed: it broke'])
+  t.same(pick(upstreamError(new UpstreamAnswer(1.5 as number, 'half', undefined), 'u')), [-32603, 502, 'The upstream server u failed: half'], 'a code that is not an integer')
+  t.same(pick(upstreamError(new Error('Not connected'), 'u')), [-32603, 502, 'The upstream server u failed: Not connected'])
   const own = new McpError(-32602, 'x', 400)
   t.equal(upstreamError(own, 'u'), own)
   const ac = new AbortController()
@@ -430,33 +436,4 @@ t.test('a gateway that replaces another (a reload changed its entry) takes over 
   t.equal(await subs(), 'odd://r/0-2,odd://r/0-3')
   await after.gw.unsubscribeUpstream('odd://r/0-2', 0, 'virtual')
   t.equal(await subs(), 'odd://r/0-3', "the virtual server's hold came along: its last subscriber gone, unsubscribed")
-})
-
-t.test("writes to a stdio child's stdin made in one turn of the event loop leave in one writev", async (t) => {
-  const { Writable } = await import('node:stream')
-  const { coalesceWrites } = await import('../../src/gateway/connection.js')
-  const batches: number[] = []
-  const pipe = new Writable({
-    write(_chunk, _encoding, done) {
-      batches.push(1)
-      done()
-    },
-    writev(chunks, done) {
-      batches.push(chunks.length)
-      done()
-    }
-  })
-  let inFlight = 3
-  coalesceWrites(pipe, () => inFlight > 1)
-  coalesceWrites(undefined, () => true)
-  for (const line of ['a\n', 'b\n', 'c\n']) pipe.write(line)
-  t.same(batches, [], 'held until the turn ends')
-  await new Promise((resolve) => setImmediate(resolve))
-  t.same(batches, [3], 'then written at once')
-  pipe.write('d\n')
-  await new Promise((resolve) => setImmediate(resolve))
-  t.same(batches, [3, 1], 'and the next turn on its own')
-  inFlight = 1
-  pipe.write('e\n')
-  t.same(batches, [3, 1, 1], 'alone in flight: written at once')
 })

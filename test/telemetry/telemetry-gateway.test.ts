@@ -2,6 +2,7 @@ import t from 'tap'
 import parse from 'parse-prometheus-text-format'
 import { Gateway } from '../../src/gateway/gateway.js'
 import { MemoryRelay } from '../../src/gateway/relay.js'
+import { StdioChild } from '../../src/gateway/stdio.js'
 import { buildServer } from '../../src/server.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import { everythingStdio } from '../helpers/gateway-helper.js'
@@ -20,14 +21,14 @@ t.test("the gateway's upstream call: a CLIENT span under the request's, its cont
     store: gw.wrapStore(new MemoryStore()),
     telemetry: { traces: true, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } }
   })
-  // What the upstream is sent, seen at the SDK client the gateway holds.
+  // What the upstream is sent, seen where it is written to the child.
   const sent: Array<Record<string, unknown>> = []
-  const client = gw.upstream.client!
-  const request = client.request.bind(client)
-  client.request = ((message: { params: Record<string, unknown> }, ...rest: unknown[]) => {
-    sent.push(message.params)
-    return (request as (...args: unknown[]) => unknown)(message, ...rest)
-  }) as typeof client.request
+  const send = StdioChild.prototype.send
+  StdioChild.prototype.send = function (this: StdioChild, message) {
+    if ('params' in message && message.params !== undefined) sent.push(message.params)
+    return send.call(this, message)
+  }
+  t.teardown(() => void (StdioChild.prototype.send = send))
   const res = await app.inject({ method: 'POST', url: '/tools/echo/calls', payload: { arguments: { message: 'hi' } } })
   t.equal(res.statusCode, 200, res.payload)
   await app.close()

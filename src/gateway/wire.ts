@@ -1,0 +1,108 @@
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
+import { errors } from '../errors.js'
+import { UpstreamAnswer } from './errors.js'
+import { StdioChild } from './stdio.js'
+
+interface Waiting {
+  method: string
+  resolve(result: Record<string, unknown>): void
+  reject(err: unknown): void
+  signal: AbortSignal | undefined
+  onAbort: (() => void) | undefined
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/**
+ * The gateway's requests on a connection the SDK's `Client` opened (it did `initialize`, and still
+ * answers the upstream's own requests and hears its notifications): sent on its transport with ids
+ * of ours, and their answers taken off the transport before the `Client` sees them. The `Client`
+ * sends nothing after `initialize` (id 0), so the ids (from 1) are ours alone. An answer is checked
+ * for what the gateway needs (a result object, or an error with a code and a message) and is
+ * otherwise the upstream's, as it said it; the SDK validated each against its schemas, and its
+ * `request` cost the gateway more than the rest of a call's bookkeeping.
+ */
+export class Wire {
+  #next = 1
+  readonly #waiting = new Map<number, Waiting>()
+
+  constructor(
+    readonly transport: Transport,
+    readonly name: string
+  ) {
+    const take = (message: unknown): boolean => this.#take(message)
+    if (transport instanceof StdioChild) transport.take = take
+    else {
+      // Set by the Client's connect.
+      const deliver = transport.onmessage!
+      transport.onmessage = (message, extra) => {
+        if (!take(message)) deliver(message, extra)
+      }
+    }
+    const closed = transport.onclose
+    transport.onclose = () => {
+      const lost = errors.upstreamClosed(name)
+      for (const waiting of this.#waiting.values()) this.#settle(waiting, undefined, lost)
+      this.#waiting.clear()
+      closed?.()
+    }
+  }
+
+  /** Requests waiting for their answer. */
+  get size(): number {
+    return this.#waiting.size
+  }
+
+  /**
+   * Send a request; its result, or the upstream's error answer ({@link UpstreamAnswer}), or the
+   * upstream closed (502). `signal` aborting: the upstream is told `notifications/cancelled`, and the
+   * promise rejects with an Error of its reason.
+   */
+  request(method: string, params: Record<string, unknown>, signal?: AbortSignal): Promise<Record<string, unknown>> {
+    if (signal?.aborted === true) return Promise.reject(new Error(String(signal.reason)))
+    const id = this.#next++
+    return new Promise((resolve, reject) => {
+      const waiting: Waiting = { method, resolve, reject, signal, onAbort: undefined }
+      if (signal !== undefined) {
+        // Removed when the request settles: it fires only while the request waits.
+        waiting.onAbort = () => {
+          this.#waiting.delete(id)
+          this.#settle(waiting, undefined, new Error(String(signal.reason)))
+          const cancelled = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: String(signal.reason) } } as const
+          this.transport.send(cancelled).catch(() => undefined)
+        }
+        signal.addEventListener('abort', waiting.onAbort, { once: true })
+      }
+      this.#waiting.set(id, waiting)
+      this.transport.send({ jsonrpc: '2.0', id, method, params } as JSONRPCMessage).catch((err: unknown) => {
+        if (this.#waiting.delete(id)) this.#settle(waiting, undefined, err)
+      })
+    })
+  }
+
+  /** An answer to one of ours: settled here (true); anything else is the Client's. */
+  #take(message: unknown): boolean {
+    if (!isObject(message) || message.method !== undefined) return false
+    // The SDK matched ids as numbers ("3" answering 3): servers that did so keep working.
+    const id = typeof message.id === 'number' ? message.id : typeof message.id === 'string' ? Number(message.id) : NaN
+    const waiting = this.#waiting.get(id)
+    if (waiting === undefined) return false
+    this.#waiting.delete(id)
+    const { result, error } = message
+    if (isObject(result)) this.#settle(waiting, result)
+    else if (isObject(error) && Number.isInteger(error.code) && typeof error.message === 'string') {
+      this.#settle(waiting, undefined, new UpstreamAnswer(error.code as number, error.message, error.data))
+    } else {
+      const what = result === undefined && error === undefined ? 'neither a result nor an error' : error === undefined ? 'a result that is not an object' : 'a malformed error'
+      this.#settle(waiting, undefined, errors.upstreamBadAnswer(`The upstream server ${this.name} answered ${waiting.method} with ${what}`))
+    }
+    return true
+  }
+
+  #settle(waiting: Waiting, result: Record<string, unknown> | undefined, err?: unknown): void {
+    if (waiting.onAbort !== undefined) waiting.signal!.removeEventListener('abort', waiting.onAbort)
+    if (result !== undefined) waiting.resolve(result)
+    else waiting.reject(err)
+  }
+}
