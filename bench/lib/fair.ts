@@ -14,11 +14,17 @@ import type { Phase } from '../workloads.js'
 const MADE = new Set(['taskId', 'createdAt', 'lastUpdatedAt', 'requestState'])
 const stable = (json: string) => JSON.stringify(JSON.parse(json), (key, value) => (MADE.has(key) ? typeof value : value))
 
+// Headers made per request (present in both, values not compared), and the connection's own.
+const MADE_HEADERS = new Set(['mcp-request-id', 'mcp-message-group', 'etag', 'location'])
+const TRANSPORT_HEADERS = new Set(['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'])
+
 interface Answer {
   status: number
   type: string | null
   body: string
   group: string | null
+  /** Every header but the transport's, by lowercase name. */
+  headers?: Record<string, string>
 }
 
 /** One request as h2load sends it (its path or the first of its URIs, its body file, its headers). */
@@ -29,7 +35,9 @@ async function ask(base: string, spec: RequestSpec): Promise<Answer> {
     headers: spec.headers ?? {},
     ...(spec.bodyFile === undefined ? {} : { body: readFileSync(spec.bodyFile) })
   })
-  return { status: res.status, type: res.headers.get('content-type'), body: await res.text(), group: res.headers.get('mcp-message-group') }
+  const headers: Record<string, string> = {}
+  for (const [name, value] of res.headers) if (!TRANSPORT_HEADERS.has(name)) headers[name] = value
+  return { status: res.status, type: res.headers.get('content-type'), body: await res.text(), group: res.headers.get('mcp-message-group'), headers }
 }
 
 /** How two answers to the same request differ (none: they match). */
@@ -37,6 +45,7 @@ export function differences(ours: Answer, bare: Answer, expectedStatus = 200): s
   const why: string[] = []
   if (ours.status !== expectedStatus) why.push(`ours answers ${ours.status}, the bench expects ${expectedStatus}`)
   if (bare.status !== ours.status) why.push(`status ${bare.status} from bare, ${ours.status} from ours`)
+  if (ours.headers !== undefined && bare.headers !== undefined) why.push(...headerDifferences(ours.headers, bare.headers))
   if (ours.status === 304) {
     if (ours.body !== '' || bare.body !== '') why.push('a body with a 304')
     return why
@@ -46,6 +55,18 @@ export function differences(ours: Answer, bare: Answer, expectedStatus = 200): s
   const volatile = [...MADE].some((key) => ours.body.includes(`"${key}"`))
   if (volatile ? safeStable(bare.body) !== safeStable(ours.body) : bare.body !== ours.body) {
     why.push(`bodies differ${volatile ? ' (but for ids, clocks and sealed state)' : ''}: bare ${bare.body.slice(0, 200)} / ours ${ours.body.slice(0, 200)}`)
+  }
+  return why
+}
+
+/** The same headers, with the same values but for those made per request (ids, and an etag or a location made of them). */
+function headerDifferences(ours: Record<string, string>, bare: Record<string, string>): string[] {
+  const why: string[] = []
+  for (const name of new Set([...Object.keys(ours), ...Object.keys(bare)])) {
+    if (name === 'content-type') continue
+    const [a, b] = [ours[name], bare[name]]
+    if (a === undefined || b === undefined) why.push(`header ${name} from ${a === undefined ? 'bare' : 'ours'} only`)
+    else if (!MADE_HEADERS.has(name) && a !== b) why.push(`header ${name}: ${b} from bare, ${a} from ours`)
   }
   return why
 }

@@ -1,5 +1,5 @@
-import Fastify from 'fastify'
-import { createHash } from 'node:crypto'
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
+import { createHash, randomBytes } from 'node:crypto'
 import { StateSealer, digestArguments } from '../../src/mrtr/seal.js'
 import { redisCeiling } from './redis-ceiling.js'
 import { benchNotification, benchTools, connectionCount, connectionId, fillerAnswer, notificationCount, port, toolCount } from '../catalogue.js'
@@ -12,6 +12,24 @@ import { benchNotification, benchTools, connectionCount, connectionId, fillerAns
  */
 const tools = benchTools(toolCount())
 const app = Fastify({ logger: false, forceCloseConnections: true })
+
+// The headers every answer of ours carries (the binding's request id and protocol version, and
+// CORS's Vary), set the cheapest way a Fastify app can: in the handler, one call.
+const PREFIX = randomBytes(9).toString('base64url')
+let requestCount = 0
+const VARY_REPRESENTATION = 'Origin, Mcp-Protocol-Version, Mcp-Meta, Authorization'
+function mcpHeaders(reply: FastifyReply, vary = 'Origin'): FastifyReply {
+  return reply.headers({ 'mcp-request-id': `${PREFIX}.${++requestCount}`, 'mcp-protocol-version': '2026-07-28', vary })
+}
+
+/** A task as ours answers a poll: a representation with its ETag, revalidated by If-None-Match. */
+function sendTask(request: FastifyRequest, reply: FastifyReply, task: Record<string, unknown>): FastifyReply {
+  const body = JSON.stringify({ resultType: 'complete', ...task })
+  const etag = `"${createHash('sha1').update(body).digest('base64url')}"`
+  mcpHeaders(reply, VARY_REPRESENTATION).headers({ etag, 'cache-control': 'private, max-age=0' })
+  if (request.headers['if-none-match'] === etag) return reply.code(304).send()
+  return reply.type('application/json; charset=utf-8').send(body)
+}
 
 // The catalogue and the task tool of the task workloads, as ours lists them (one page).
 const benchTask = { name: 'bench_task', title: 'Bench task', inputSchema: { type: 'object', properties: {} }, execution: { taskSupport: 'optional' } }
@@ -26,7 +44,7 @@ const listEtag = `"${createHash('sha1').update(listBody).digest('base64url')}"`
 const listBytes = Buffer.from(listBody)
 
 app.get('/tools', (request, reply) => {
-  reply.header('etag', listEtag).header('cache-control', 'private, max-age=0')
+  mcpHeaders(reply, VARY_REPRESENTATION).headers({ etag: listEtag, 'cache-control': 'private, max-age=0' })
   if (request.headers['if-none-match'] === listEtag) return reply.code(304).send()
   return reply.type('application/json; charset=utf-8').send(listBytes)
 })
@@ -45,6 +63,7 @@ app.post<{ Params: { name: string }; Body: { arguments: Record<string, string> }
   },
   async (request, reply) => {
     const { name } = request.params
+    mcpHeaders(reply)
     if (!names.has(name)) return reply.code(404).send({ code: -32602, message: `Unknown tool: ${name}` })
     const text = name === 'echo' ? String(request.body.arguments.text) : fillerAnswer(name, String(request.body.arguments.query))
     return { content: [{ type: 'text', text }], resultType: 'complete' }
@@ -64,7 +83,8 @@ app.post<{ Body: { arguments: { a: number; b: number } } }>(
       }
     }
   },
-  async (request) => {
+  async (request, reply) => {
+    mcpHeaders(reply)
     const structuredContent = { sum: request.body.arguments.a + request.body.arguments.b }
     return { structuredContent, content: [{ type: 'text', text: JSON.stringify(structuredContent) }], resultType: 'complete' }
   }
@@ -100,6 +120,7 @@ app.post<{ Body: WorkItemBody }>(
     }
   },
   async (request, reply) => {
+    mcpHeaders(reply)
     const { workItemId, fields } = request.body.arguments
     const binding = { principal: 'anonymous', method: 'tools/call', target: 'update_work_item', args: digestArguments(request.body.arguments) }
     if (request.body.requestState !== undefined) {
@@ -147,6 +168,7 @@ const redis = process.env.MCP_REDIS_URL === undefined ? undefined : await redisC
 
 if (redis !== undefined) {
   app.get('/notifications', async (_request, reply) => {
+    mcpHeaders(reply)
     const taken = await redis.take()
     if (taken !== undefined) reply.header('mcp-message-group', taken.id)
     return reply.type('application/json; charset=utf-8').send(taken?.json ?? '[]')
@@ -154,18 +176,20 @@ if (redis !== undefined) {
   app.post<{ Body: { task?: { ttl?: number } } }>('/tools/bench_task/calls', async (request, reply) => {
     const now = new Date().toISOString()
     const task = { taskId: `t-${process.pid}-${++taskCount}`, status: 'working', createdAt: now, lastUpdatedAt: now, ttlMs: request.body.task?.ttl ?? 3_600_000, pollIntervalMs: 1000 }
+    mcpHeaders(reply)
     if (!(await redis.createTask(task))) return reply.code(429).send({ code: -32603, message: 'Too many tasks' })
     // The work finishes after the answer, as the library's background task does.
     void redis.completeTask(task.taskId, { status: 'completed', lastUpdatedAt: now, result: { content: [{ type: 'text', text: 'done' }] } })
-    return reply.code(202).send({ resultType: 'task', ...task })
+    return reply.code(202).headers({ location: `/tasks/${task.taskId}`, 'retry-after': '1' }).send({ resultType: 'task', ...task })
   })
   app.get<{ Params: { id: string } }>('/tasks/:id', async (request, reply) => {
-    if (!declaresTasks(request.headers['mcp-meta'])) return reply.code(400).send(MISSING_TASKS)
+    if (!declaresTasks(request.headers['mcp-meta'])) return mcpHeaders(reply).code(400).send(MISSING_TASKS)
     const task = await redis.getTask(request.params.id)
-    return task === undefined ? reply.code(404).send({ code: -32602, message: 'Unknown task' }) : reply.send({ resultType: 'complete', ...task })
+    return task === undefined ? mcpHeaders(reply).code(404).send({ code: -32602, message: 'Unknown task' }) : sendTask(request, reply, task)
   })
 } else {
   app.get<{ Querystring: { c?: string } }>('/notifications', (request, reply) => {
+    mcpHeaders(reply)
     const c = request.query.c
     const mine = c === undefined ? { id: 'g-1', notifications: group } : (groups.get(connectionId(c)) ?? { id: '', notifications: [] })
     if (mine.notifications.length > 0) reply.header('mcp-message-group', mine.id)
@@ -173,16 +197,17 @@ if (redis !== undefined) {
   })
   app.post<{ Body: { task?: { ttl?: number } } }>('/tools/bench_task/calls', (request, reply) => {
     const now = new Date().toISOString()
+    mcpHeaders(reply)
     const taskId = `t-${++taskCount}`
     const task = { taskId, status: 'working', createdAt: now, lastUpdatedAt: now, ttlMs: request.body.task?.ttl ?? 3_600_000, pollIntervalMs: 1000 }
     tasks.set(taskId, { ...task, status: 'completed', result: { content: [{ type: 'text', text: 'done' }] } })
     if (tasks.size > 10_000) tasks.delete(tasks.keys().next().value!)
-    return reply.code(202).send({ resultType: 'task', ...task })
+    return reply.code(202).headers({ location: `/tasks/${task.taskId}`, 'retry-after': '1' }).send({ resultType: 'task', ...task })
   })
   app.get<{ Params: { id: string } }>('/tasks/:id', (request, reply) => {
-    if (!declaresTasks(request.headers['mcp-meta'])) return reply.code(400).send(MISSING_TASKS)
+    if (!declaresTasks(request.headers['mcp-meta'])) return mcpHeaders(reply).code(400).send(MISSING_TASKS)
     const task = tasks.get(request.params.id)
-    return task === undefined ? reply.code(404).send({ code: -32602, message: 'Unknown task' }) : reply.send({ resultType: 'complete', ...task })
+    return task === undefined ? mcpHeaders(reply).code(404).send({ code: -32602, message: 'Unknown task' }) : sendTask(request, reply, task)
   })
 }
 

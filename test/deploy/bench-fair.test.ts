@@ -75,4 +75,11 @@ t.test('the check finds each kind of difference', async (t) => {
   t.match(differences(answer('{"taskId":"x"}'), answer('oops')), [/bodies differ/], 'a body that is not JSON')
   t.same(differences(answer('', 304), answer('', 304), 304), [])
   t.match(differences(answer('', 304), answer('x', 304), 304), [/a body with a 304/])
+  const withHeaders = (headers: Record<string, string>) => ({ ...answer('{"a":1}'), headers })
+  const ours = { 'mcp-request-id': 'a.1', 'mcp-protocol-version': '2026-07-28', vary: 'Origin', location: '/tasks/x', 'content-type': json }
+  t.same(differences(withHeaders(ours), withHeaders({ ...ours, 'mcp-request-id': 'b.7', location: '/tasks/y' })), [], 'ids made per request: present in both, values not compared')
+  const { vary: _, ...noVary } = ours
+  t.same(differences(withHeaders(ours), withHeaders(noVary)), ['header vary from ours only'])
+  t.same(differences(withHeaders(noVary), withHeaders(ours)), ['header vary from bare only'])
+  t.same(differences(withHeaders(ours), withHeaders({ ...ours, vary: 'Origin, Accept' })), ['header vary: Origin, Accept from bare, Origin from ours'])
 })
