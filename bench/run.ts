@@ -6,6 +6,7 @@
  *   npm run bench -- --quick           short runs for iteration: bench/results/quick.{json,svg}
  *   npm run bench -- --only list,MRTR  only workloads (or phases) whose id contains one of these: partial.{json,svg}
  *   npm run bench -- --only core --skip cluster   and not those whose id contains one of these
+ *   npm run bench -- --only targeted --servers ours,bare --launches 5   the workloads with a target (issue 40), ours and bare only
  *   npm run bench -- --only capacity   Redis memory per connection, notification, task, replay record
  *   npm run bench -- --only functions  Redis CPU per store step, Redis Functions against scripts
  *   npm run bench -- --only roundtrips Redis round trips and commands per request of each Redis workload
@@ -34,7 +35,7 @@ import { soak } from './lib/soak.js'
 import { webhookBench } from './lib/webhooks.js'
 import { telemetryBench, telemetryLine } from './lib/telemetry.js'
 import { svg } from './chart.js'
-import { checks, median, table, verdicts, type Measurement, type Results } from './report.js'
+import { RATIO_TARGETS, checks, median, table, verdicts, type Measurement, type Results } from './report.js'
 import { Files } from './requests.js'
 import { PENDING, phases, processOf, type Phase, type Workload } from './workloads.js'
 import { startRedisCluster, type RedisCluster } from '../test/helpers/redis-cluster.js'
@@ -47,6 +48,7 @@ const { values: flags } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
     only: { type: 'string' },
+    servers: { type: 'string' },
     skip: { type: 'string' },
     soak: { type: 'string' },
     profile: { type: 'string' },
@@ -75,7 +77,12 @@ const settings = {
 }
 const only = flags.only?.split(',').map((s) => s.trim().toLowerCase())
 const skip = flags.skip?.split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== '') ?? []
-const matches = (phase: Phase, w: Workload, o: string) => w.id.toLowerCase().includes(o) || phase.id.toLowerCase().includes(o)
+// `targeted`: the workloads that have a target (RATIO_TARGETS), each by its exact id.
+const matches = (phase: Phase, w: Workload, o: string) =>
+  o === 'targeted' ? RATIO_TARGETS[w.id] !== undefined : w.id.toLowerCase().includes(o) || phase.id.toLowerCase().includes(o)
+// --servers: drive only these targets (the others' servers are not started).
+const onlyServers = flags.servers?.split(',').map((s) => s.trim()).filter((s) => s !== '')
+const wanted = (target: string) => onlyServers === undefined || onlyServers.includes(target)
 const selected = (phase: Phase, w: Workload) =>
   (only === undefined || only.some((o) => matches(phase, w, o))) && !skip.some((o) => matches(phase, w, o))
 
@@ -235,6 +242,7 @@ async function launchPhase(phase: Phase, results: Results, record: (workload: st
       }
     }
     for (const spec of phase.servers) {
+      if (onlyServers !== undefined && !onlyServers.some((t) => processOf(t) === spec.id)) continue
       const shared = { ...(redis === undefined ? {} : { MCP_REDIS_URL: redis.url }), ...(cluster === undefined ? {} : { MCP_REDIS_CLUSTER_NODES: cluster.seeds }) }
       // Bare Fastify takes the phase's Redis too: its Redis ceiling (bench/servers/redis-ceiling.ts).
       const env = spec.id === 'ours' ? { ...spec.env, ...shared, ...phase.oursEnv } : spec.id === 'bare' ? { ...spec.env, ...shared } : spec.env
@@ -279,7 +287,7 @@ async function launchPhase(phase: Phase, results: Results, record: (workload: st
  * its CPU per request too: only one target runs at a time, so what Redis spent was for that target.
  */
 async function measure(phase: Phase, workload: Workload, running: Map<string, Running>, pids: number[], results: Results, redisPid?: number): Promise<Map<string, Run[]>> {
-  const targets = Object.keys(workload.requests)
+  const targets = Object.keys(workload.requests).filter(wanted)
   const serverOf = (target: string) => running.get(processOf(target))!
   const specs = new Map<string, RequestSpec>()
   for (const target of targets) {

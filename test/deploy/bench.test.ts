@@ -45,17 +45,19 @@ const fixture = (): Results => ({
 
 t.test('checks: the issue targets, from the same run', async (t) => {
   const byName = Object.fromEntries(checks(fixture()).map((c) => [c.name, c]))
-  t.match(byName['tools/call echo: req/s vs bare Fastify'], { value: 0.9, op: '>=', limit: 0.85, pass: true })
-  t.ok(Math.abs(byName['tools/call echo: req/s vs bare Fastify']!.byCpu! - 0.9) < 1e-9, 'the same ratio from CPU per request')
+  const echo = byName['tools/call echo: CPU per request vs bare Fastify']!
+  t.match(echo, { op: '<=', limit: 1.15, pass: true })
+  t.ok(Math.abs(echo.value - 50 / 45) < 1e-9, "ours' CPU per request over bare's")
+  t.ok(Math.abs(echo.rps! - 0.9) < 1e-9, 'the req/s ratio of the same launches beside it')
   t.equal(byName['tools/call echo: p99 vs bare Fastify']!.byCpu, undefined, 'latency has no CPU form')
   t.match(byName['tools/call echo: p99 vs bare Fastify'], { op: '<=', limit: 1.5, pass: true })
   t.match(byName['tools/call echo: req/s vs SDK v1 (Express)'], { value: 45, pass: true })
   t.match(byName['tools/call echo: req/s vs SDK v2 (Fastify adapter)'], { value: 15, pass: false })
-  t.match(byName['tools/list 304 (200 tools): req/s vs bare Fastify'], { value: 0.8, limit: 0.9, pass: false })
-  t.notOk(byName['tools/list 304 (200 tools): p99 vs bare Fastify'], 'no p99 target for a 304')
-  t.notOk(byName['tools/list (200 tools): req/s vs bare Fastify'], 'no ratio without a bare number')
+  t.match(byName['tools/list 304 (200 tools): CPU per request vs bare Fastify'], { value: 1.25, limit: 1.15, pass: false })
+  t.match(byName['tools/list 304 (200 tools): p99 vs bare Fastify'], { value: 1, limit: 1.5, pass: true })
+  t.notOk(byName['tools/list (200 tools): CPU per request vs bare Fastify'], 'no ratio without a bare number')
   t.match(byName['tools/list (200 tools): req/s vs SDK v2 createMcpHandler'], { value: 900, pass: true })
-  t.match(byName['MRTR round 1 (seal): req/s vs bare Fastify'], { value: 4000 / 3000, limit: 0.85, pass: true })
+  t.match(byName['MRTR round 1 (seal): CPU per request vs bare Fastify'], { value: 3000 / 4000, limit: 1.15, pass: true })
   t.match(byName['seal + open one requestState'], { value: 25, pass: true })
   t.match(byName['soak 600 s: RSS growth'], { value: 25, pass: false })
   const bare = { ...fixture(), seal: undefined, soak: undefined } as Results
@@ -97,14 +99,14 @@ t.test('table: one row per workload and server, with the ratios', async (t) => {
 
 t.test('verdicts: PASS or FAIL with the value and the target', async (t) => {
   const text = verdicts(fixture())
-  t.match(text, 'PASS  tools/call echo: req/s vs bare Fastify: 0.90x (target >= 0.85x; by CPU per request 0.90x)')
+  t.match(text, 'PASS  tools/call echo: CPU per request vs bare Fastify: 1.11x (target <= 1.15x; req/s 0.90x)')
   t.match(text, 'PASS  tools/call echo: p99 vs bare Fastify: 1.20x (target <= 1.50x)\n')
   t.match(text, 'MISS  tools/call echo: req/s vs SDK v2 (Fastify adapter): 15x (target >= 20x; by CPU per request 15x)')
   t.match(text, 'PASS  seal + open one requestState: 25.0 µs (target <= 100 µs)')
   t.match(text, 'MISS  soak 600 s: RSS growth: 25.0 % (target <= 10 %)')
   const odd = fixture()
   odd.measurements[1] = m('tools/call echo', 'bare', 0, 1)
-  t.match(verdicts(odd), 'req/s vs bare Fastify: - (target')
+  t.match(verdicts(odd), 'MISS  tools/call echo: CPU per request vs bare Fastify: - (target', 'a bare run with no requests decides nothing')
 })
 
 t.test('svg: both panels, escaped text, targets dashed', async (t) => {
@@ -157,14 +159,15 @@ t.test('launches: each ratio the median of per-launch pairs, with its spread', a
   t.same(pairedRatios(ours, bare, (x) => x.rps), [0.8, 0.9, 0.6])
   t.same(pairedRatios(m('a', 'ours', 10, 1), bare, (x) => x.rps), [10 / 50_000], 'without launches: once, from the top-level numbers')
   const r: Results = { ...fixture(), measurements: [ours, bare], seal: undefined, soak: undefined }
-  const echo = checks(r).find((c) => c.name === 'tools/call echo: req/s vs bare Fastify')!
-  t.match(echo, { value: 0.8, pass: false, spread: { min: 0.6, max: 0.9, launches: 3 } }, 'the median misses 0.85 though one launch met it')
-  t.match(verdicts(r), 'MISS  tools/call echo: req/s vs bare Fastify: 0.80x, median of 3 launches, 0.60x-0.90x (target >= 0.85x; by CPU per request 0.80x)')
+  const echo = checks(r).find((c) => c.name === 'tools/call echo: CPU per request vs bare Fastify')!
+  t.match(echo, { value: 1.25, pass: false, spread: { max: 50 / 30, launches: 3 } }, 'the median misses 1.15 though one launch met it')
+  t.ok(Math.abs(echo.spread!.min - 50 / 45) < 1e-9)
+  t.match(verdicts(r), 'MISS  tools/call echo: CPU per request vs bare Fastify: 1.25x, median of 3 launches, 1.11x-1.67x (target <= 1.15x; req/s 0.80x)')
   t.match(table(r), '| tools/call echo | mcp-pure-http | 40000 | 0.30 | 1.20 | 12.5 |  | 90 | 80.0% (60.0-90.0) |  |')
   // The chart draws what the verdict counts: 0.75, the median of 40/60, 45/50 and 30/40, not the
   // ratio of the medians (40,000 / 50,000 = 0.80).
   const uneven: Results = { ...r, measurements: [ours, { ...bare, launches: launches([60_000, 50_000, 40_000]) }] }
-  t.match(verdicts(uneven), 'req/s vs bare Fastify: 0.75x')
+  t.match(verdicts(uneven), 'CPU per request vs bare Fastify: 1.33x, median of 3 launches, 1.11x-1.50x (target <= 1.15x; req/s 0.75x)')
   t.match(svg(uneven), '>75%<')
   t.notMatch(svg(uneven), '>80%<')
 })
