@@ -14,8 +14,10 @@ import type { Phase } from '../workloads.js'
 const MADE = new Set(['taskId', 'createdAt', 'lastUpdatedAt', 'requestState'])
 const stable = (json: string) => JSON.stringify(JSON.parse(json), (key, value) => (MADE.has(key) ? typeof value : value))
 
-// Headers made per request (present in both, values not compared), and the connection's own.
-const MADE_HEADERS = new Set(['mcp-request-id', 'mcp-message-group', 'etag', 'location'])
+// Headers made per request (present in both, values not compared), those compared on their own
+// (the content type, the message group's presence), and the connection's own.
+const MADE_HEADERS = new Set(['mcp-request-id', 'etag', 'location'])
+const OWN_CHECK = new Set(['content-type', 'mcp-message-group'])
 const TRANSPORT_HEADERS = new Set(['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'])
 
 interface Answer {
@@ -63,7 +65,7 @@ export function differences(ours: Answer, bare: Answer, expectedStatus = 200): s
 function headerDifferences(ours: Record<string, string>, bare: Record<string, string>): string[] {
   const why: string[] = []
   for (const name of new Set([...Object.keys(ours), ...Object.keys(bare)])) {
-    if (name === 'content-type') continue
+    if (OWN_CHECK.has(name)) continue
     const [a, b] = [ours[name], bare[name]]
     if (a === undefined || b === undefined) why.push(`header ${name} from ${a === undefined ? 'bare' : 'ours'} only`)
     else if (!MADE_HEADERS.has(name) && a !== b) why.push(`header ${name}: ${b} from bare, ${a} from ours`)

@@ -7,14 +7,12 @@ import { fetchFor, type UpstreamSpec } from './connection.js'
 import { Deadline } from './deadline.js'
 import type { UpstreamFetch } from './token-exchange.js'
 import { UpstreamAnswer, upstreamError } from './errors.js'
+import { MAX_ANSWER_BYTES } from './stdio.js'
 import { copyOf } from '../core/results.js'
 import type { Logger } from '../core/request-context.js'
 
 /** The era whose calls answer `input_required` (SEP-2322) instead of asking on a stream. */
 export const MODERN = '2026-07-28'
-
-/** The largest answer taken from an upstream (JSON or the whole event stream). */
-const MAX_ANSWER_BYTES = 32 * 1024 * 1024
 
 /** Where an upstream speaking {@link MODERN} on Streamable HTTP is reached, and how. */
 export interface ModernTarget {

@@ -4,8 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
 
-/** The longest line a stdio upstream may write (the limit of an HTTP upstream's answer too). */
-export const MAX_LINE_BYTES = 32 * 1024 * 1024
+/** The largest answer taken from an upstream: a stdio line, or an HTTP upstream's JSON or event stream. */
+export const MAX_ANSWER_BYTES = 32 * 1024 * 1024
 
 export interface StdioChildOptions {
   command: string
@@ -16,7 +16,7 @@ export interface StdioChildOptions {
   validate(message: unknown): JSONRPCMessage
   /** Each line the child writes on stderr. */
   stderr(line: string): void
-  /** Longest line accepted on stdout (default {@link MAX_LINE_BYTES}); past it the connection is closed. */
+  /** Longest line accepted on stdout (default {@link MAX_ANSWER_BYTES}); past it the connection is closed. */
   maxLineBytes?: number
 }
 
@@ -129,7 +129,7 @@ export class StdioChild implements Transport {
     if (from === chunk.length) return
     this.#heldBytes += chunk.length - from
     this.#held.push(from === 0 ? chunk : chunk.subarray(from))
-    const max = this.#opts.maxLineBytes ?? MAX_LINE_BYTES
+    const max = this.#opts.maxLineBytes ?? MAX_ANSWER_BYTES
     if (this.#heldBytes > max) {
       this.#held = []
       this.#heldBytes = 0

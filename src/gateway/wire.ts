@@ -1,6 +1,7 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
 import { errors } from '../errors.js'
+import { isPlainObject } from '../headers.js'
 import { UpstreamAnswer } from './errors.js'
 import { StdioChild } from './stdio.js'
 
@@ -11,8 +12,6 @@ interface Waiting {
   signal: AbortSignal | undefined
   onAbort: (() => void) | undefined
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /**
  * The gateway's requests on a connection the SDK's `Client` opened (it did `initialize`, and still
@@ -83,15 +82,15 @@ export class Wire {
 
   /** An answer to one of ours: settled here (true); anything else is the Client's. */
   #take(message: unknown): boolean {
-    if (!isObject(message) || message.method !== undefined) return false
+    if (!isPlainObject(message) || message.method !== undefined) return false
     // The SDK matched ids as numbers ("3" answering 3): servers that did so keep working.
     const id = typeof message.id === 'number' ? message.id : typeof message.id === 'string' ? Number(message.id) : NaN
     const waiting = this.#waiting.get(id)
     if (waiting === undefined) return false
     this.#waiting.delete(id)
     const { result, error } = message
-    if (isObject(result)) this.#settle(waiting, result)
-    else if (isObject(error) && Number.isInteger(error.code) && typeof error.message === 'string') {
+    if (isPlainObject(result)) this.#settle(waiting, result)
+    else if (isPlainObject(error) && Number.isInteger(error.code) && typeof error.message === 'string') {
       this.#settle(waiting, undefined, new UpstreamAnswer(error.code as number, error.message, error.data))
     } else {
       const what = result === undefined && error === undefined ? 'neither a result nor an error' : error === undefined ? 'a result that is not an object' : 'a malformed error'

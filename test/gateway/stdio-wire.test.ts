@@ -5,6 +5,7 @@ import { McpError } from '../../src/errors.js'
 import { UpstreamAnswer } from '../../src/gateway/errors.js'
 import { StdioChild } from '../../src/gateway/stdio.js'
 import { Wire } from '../../src/gateway/wire.js'
+import { handWritten } from '../helpers/gateway-hostile.js'
 
 /** A child running `script` under node, with what it says kept: messages, errors, stderr lines, and its close. */
 function child(script: string, options: { maxLineBytes?: number; validate?: (m: unknown) => JSONRPCMessage } = {}) {
@@ -128,17 +129,11 @@ t.test("writes to a stdio child's stdin made in one turn of the event loop leave
   t.same(batches, [3, 1, 1], 'alone in flight: written at once')
 })
 
-/** A server answering each method its own way, and saying which cancellations it heard. */
-const answering = `
-  const write = (m) => process.stdout.write(JSON.stringify(m) + '\\n')
-  const cancelled = []
-  let buffer = ''
-  process.stdin.on('data', (chunk) => {
-    buffer += chunk
-    let nl
-    while ((nl = buffer.indexOf('\\n')) >= 0) {
-      const m = JSON.parse(buffer.slice(0, nl))
-      buffer = buffer.slice(nl + 1)
+/** A server answering each method its own way (the framing is handWritten's), and saying which cancellations it heard. */
+const answering = handWritten(
+  'answering',
+  [],
+  `
       const id = m.id
       switch (m.method) {
         case 'notifications/cancelled': cancelled.push(m.params); break
@@ -155,9 +150,9 @@ const answering = `
           break
         case 'cancelled': write({ jsonrpc: '2.0', id, result: { cancelled } }); break
         case 'exit': process.exit(0)
-      }
-    }
-  })`
+      }`,
+  'const cancelled = []'
+)
 
 t.test('the wire: results, the upstream error, malformed answers, cancellation, and a close with requests in flight', async (t) => {
   const { c, heard } = child(answering)
@@ -207,7 +202,6 @@ t.test('the wire: results, the upstream error, malformed answers, cancellation, 
 
 t.test("an upstream's unreadable lines are dropped and logged: the first of a connection at warn, the rest at debug", async (t) => {
   const { Upstream } = await import('../../src/gateway/upstream.js')
-  const { handWritten } = await import('../helpers/gateway-hostile.js')
   const said: [string, string, unknown][] = []
   const at = (level: string) => (o: { reason?: unknown }, msg: string) => void said.push([level, msg, o.reason])
   const log = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }
