@@ -1,7 +1,7 @@
-import { context, type TextMapPropagator } from '@opentelemetry/api'
+import { context, trace, type TextMapPropagator } from '@opentelemetry/api'
 import type { McpServer } from '../core/mcp-server.js'
 import { isPlainObject } from '../headers.js'
-import { SERVED, type Served } from './hooks.js'
+import { servedBy, type Served } from './hooks.js'
 import { spanContextOf, traceparentOf, type TaskLinks } from './links.js'
 import { PREFIX } from './metrics.js'
 import { copyOf } from '../core/results.js'
@@ -10,7 +10,7 @@ import { copyOf } from '../core/results.js'
 const ORIGIN = 'otel.tp'
 const ROUND = 'otel.n'
 
-const served = (): Served | undefined => context.active().getValue(SERVED) as Served | undefined
+const served = (): Served | undefined => servedBy(trace.getSpan(context.active()))
 
 /**
  * What only the core knows, told to the request's span: a tool's `isError` (the conventions'
@@ -29,24 +29,22 @@ export function observeCore(mcp: McpServer, propagator: TextMapPropagator, tasks
       if (s.span !== undefined) tasks.set(result.taskId, s.span.spanContext())
     }
   }
-  const callTool = mcp.callTool.bind(mcp)
-  mcp.callTool = async (name, body, ctx) => {
-    const result = await callTool(name, body, ctx)
+  // One promise more per call at most, not two (an async wrapper's own and its await's): with
+  // traces on, every promise also pays the context manager's hooks on Node 20.
+  const told = <T>(result: T): T => {
     outcome(result)
     return result
+  }
+  const callTool = mcp.callTool.bind(mcp)
+  mcp.callTool = (name, body, ctx) => {
+    // A call answered at once (the core's fast path) stays at once.
+    const result = callTool(name, body, ctx)
+    return result instanceof Promise ? result.then(told) : told(result)
   }
   const getPrompt = mcp.getPrompt.bind(mcp)
-  mcp.getPrompt = async (name, body, ctx) => {
-    const result = await getPrompt(name, body, ctx)
-    outcome(result)
-    return result
-  }
+  mcp.getPrompt = (name, body, ctx) => getPrompt(name, body, ctx).then(told)
   const readResource = mcp.readResource.bind(mcp)
-  mcp.readResource = async (uri, params, ctx) => {
-    const result = await readResource(uri, params, ctx)
-    outcome(result)
-    return result
-  }
+  mcp.readResource = (uri, params, ctx) => readResource(uri, params, ctx).then(told)
 
   const sealer = mcp.sealer
   const seal = sealer.seal.bind(sealer)

@@ -1,5 +1,5 @@
 import {
-  ROOT_CONTEXT, SpanKind, SpanStatusCode, context, createContextKey, defaultTextMapGetter, trace,
+  ROOT_CONTEXT, SpanKind, SpanStatusCode, context, defaultTextMapGetter, trace,
   type Attributes, type Context, type Link, type Span, type TextMapPropagator, type Tracer
 } from '@opentelemetry/api'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
@@ -30,8 +30,14 @@ export interface Served {
 /** Where a route's config keeps its MCP method by HTTP method ('' for JSON-RPC on `/mcp`). */
 const OPS = Symbol('mcp-pure-http operations')
 
-/** Where the core's wrappers find the request being served. */
-export const SERVED = createContextKey('mcp-pure-http served request')
+/**
+ * Where the core's wrappers find the request being served: by its span, the active one while the
+ * handler runs (one context made per request, not two: each `setValue` copies the context's map).
+ */
+const SERVED = new WeakMap<Span, Served>()
+export const servedBy = (span: Span | undefined): Served | undefined => (span === undefined ? undefined : SERVED.get(span))
+/** Where a request keeps what it records (a request decorator). */
+const SERVED_ON = Symbol('mcp-pure-http served')
 
 export interface Kit {
   tracer: Tracer | undefined
@@ -57,7 +63,13 @@ const KNOWN = new Set([
  */
 export function requestHooks(fastify: FastifyInstance, mcp: McpServer, kit: Kit): void {
   const prefix = fastify.prefix
-  const served = new WeakMap<FastifyRequest, Served>()
+  // On the request itself (a decorator: every request has the slot, so its shape never changes);
+  // a scope inside another instrumented one shares its parent's.
+  if (!fastify.hasRequestDecorator(SERVED_ON)) fastify.decorateRequest(SERVED_ON, null)
+  const served = {
+    get: (request: FastifyRequest) => (request as unknown as Record<symbol, Served | null>)[SERVED_ON] ?? undefined,
+    set: (request: FastifyRequest, s: Served) => void ((request as unknown as Record<symbol, Served | null>)[SERVED_ON] = s)
+  }
 
   // Each route's MCP method, worked out when it is registered (the routes come after this hook):
   // a request only reads its route's config.
@@ -74,24 +86,28 @@ export function requestHooks(fastify: FastifyInstance, mcp: McpServer, kit: Kit)
       served.set(request, s)
       kit.m.active.n++
       // Sent, or the client went away first (Fastify's onRequestAbort only covers a body still
-      // arriving, and onResponse never comes then): either way the response is closed.
-      reply.raw.once('close', () => {
+      // arriving, and onResponse never comes then): either way the response is closed, once
+      // (`on`, not `once`: a response closes once, and once's wrapper costs every request).
+      reply.raw.on('close', () => {
         if (s.done !== true) finish(request, reply.raw.headersSent ? reply.statusCode : undefined, s, mcp, kit)
       })
     }
     done()
   })
 
-  fastify.addHook('preHandler', (request, _reply, done) => {
-    const s = served.get(request)
-    if (s === undefined) return done()
-    s.op = operationOf(request, s, kit)
-    if (s.op === undefined) return done()
-    // The handler and everything it awaits run in this context: their spans are the request's children.
-    // Metrics alone need no context: on Node 20 an active AsyncLocalStorage costs every promise.
-    if (kit.tracer === undefined) return done()
-    context.with(begin(request, s, kit), done)
-  })
+  // The handler and everything it awaits run in the span's context: their spans are the request's
+  // children. Metrics alone need neither (on Node 20 an active AsyncLocalStorage costs every
+  // promise): the operation is worked out when the response is done.
+  const tracer = kit.tracer
+  if (tracer !== undefined) {
+    fastify.addHook('preHandler', (request, _reply, done) => {
+      const s = served.get(request)
+      if (s === undefined) return done()
+      s.op = operationOf(request, s, kit)
+      if (s.op === undefined) return done()
+      context.with(begin(request, s, kit, tracer), done)
+    })
+  }
 
   fastify.addHook('onError', (request, _reply, _err, done) => {
     const s = served.get(request)
@@ -103,7 +119,7 @@ export function requestHooks(fastify: FastifyInstance, mcp: McpServer, kit: Kit)
     const s = served.get(request)
     if (s !== undefined && typeof payload === 'string') {
       if (s.failed === true || reply.statusCode >= 400) wireError(s, payload)
-      else if (s.op?.method === 'tools/call' && payload.includes('"isError":true')) toolError(s, payload)
+      else if ((s.route === '' ? (s.op ??= operationOf(request, s, kit))?.method : s.route) === 'tools/call' && payload.includes('"isError":true')) toolError(s, payload)
     }
     done(null, payload)
   })
@@ -114,9 +130,8 @@ function operationOf(request: FastifyRequest, s: Served, kit: Kit): Operation | 
 }
 
 /** Start the span (its parent from `_meta`, else the HTTP headers) and the context the handler runs in. */
-function begin(request: FastifyRequest, s: Served, kit: Kit): Context {
+function begin(request: FastifyRequest, s: Served, kit: Kit, tracer: Tracer): Context {
   const op = s.op!
-  if (kit.tracer === undefined) return context.active().setValue(SERVED, s)
   const fromMeta = op.meta === undefined ? undefined : kit.propagator.extract(ROOT_CONTEXT, op.meta, metaGetter)
   const fromHttp = kit.propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter)
   const metaParent = fromMeta === undefined ? undefined : trace.getSpanContext(fromMeta)
@@ -129,13 +144,14 @@ function begin(request: FastifyRequest, s: Served, kit: Kit): Context {
   const task = op.taskId === undefined ? undefined : kit.tasks.get(op.taskId)
   if (task !== undefined) links.push({ context: task, attributes: { [`${PREFIX}.link`]: 'task' } })
   const parent = metaParent !== undefined ? fromMeta! : fromHttp
-  s.span = kit.tracer.startSpan(op.target === undefined ? op.method : `${op.method} ${op.target}`, {
+  s.span = tracer.startSpan(op.target === undefined ? op.method : `${op.method} ${op.target}`, {
     kind: SpanKind.SERVER,
     startTime: s.startTime,
     attributes: spanAttributes(request, op),
     links
   }, parent)
-  return trace.setSpan(parent, s.span).setValue(SERVED, s)
+  SERVED.set(s.span, s)
+  return trace.setSpan(parent, s.span)
 }
 
 function spanAttributes(request: FastifyRequest, op: Operation): Attributes {
@@ -187,29 +203,24 @@ function finish(request: FastifyRequest, status: number | undefined, s: Served, 
   s.done = true
   kit.m.active.n--
   if (status === 429 || status === 503) kit.m.refusals.add(1, { 'http.response.status_code': status })
-  // Refused before its handler (admission, rate limit, load shedding): the span starts now, dated back.
-  if (s.op === undefined) {
-    s.op = operationOf(request, s, kit)
-    if (s.op === undefined) return
-    begin(request, s, kit)
-  }
-  const op = s.op
+  // Metrics alone, or refused before its handler (admission, rate limit, load shedding): the
+  // operation now, and a span started now, dated back.
+  const op = (s.op ??= operationOf(request, s, kit))
+  if (op === undefined) return
+  if (kit.tracer !== undefined && s.span === undefined) begin(request, s, kit, kit.tracer)
   if (status === undefined) s.errorType ??= 'aborted'
   else if (s.errorType === undefined && status >= 500) s.errorType = String(status)
   const version = (request.mcpState as { version?: string } | null)?.version
-  const attributes: Attributes = {
-    'mcp.method.name': KNOWN.has(op.method) ? op.method : '_OTHER',
-    'network.transport': 'tcp',
-    'network.protocol.name': 'http',
-    'network.protocol.version': request.raw.httpVersion
-  }
-  if (version !== undefined) attributes['mcp.protocol.version'] = version
+  const method = KNOWN.has(op.method) ? op.method : '_OTHER'
+  const httpVersion = request.raw.httpVersion
   // Names from the catalogue only: a client's made-up names would make the metric unbounded.
-  if (op.tool !== undefined && mcp.tools.has(op.tool)) Object.assign(attributes, { 'gen_ai.tool.name': op.tool, 'gen_ai.operation.name': 'execute_tool' })
-  if (op.prompt !== undefined && mcp.prompts.has(op.prompt)) attributes['gen_ai.prompt.name'] = op.prompt
-  if (s.errorType !== undefined) attributes['error.type'] = s.errorType
-  if (s.statusCode !== undefined) attributes['rpc.response.status_code'] = s.statusCode
-  kit.m.duration.record((performance.now() - s.started) / 1000, attributes)
+  const tool = op.tool !== undefined && mcp.tools.has(op.tool) ? op.tool : undefined
+  const prompt = op.prompt !== undefined && mcp.prompts.has(op.prompt) ? op.prompt : undefined
+  // The series by a key of its attributes' values (none holds a NUL: methods, versions, catalogue names, codes).
+  const key = `${method}\0${httpVersion}\0${version ?? ''}\0${tool ?? ''}\0${prompt ?? ''}\0${s.errorType ?? ''}\0${s.statusCode ?? ''}`
+  const duration = kit.m.duration
+  const series = duration.get(key) ?? duration.add(key, metricAttributes(method, httpVersion, version, tool, prompt, s))
+  series.record((performance.now() - s.started) / 1000)
   const span = s.span
   if (span === undefined) return
   if (version !== undefined) span.setAttribute('mcp.protocol.version', version)
@@ -220,4 +231,20 @@ function finish(request: FastifyRequest, status: number | undefined, s: Served, 
     span.setStatus({ code: SpanStatusCode.ERROR, ...(s.message === undefined ? {} : { message: s.message }) })
   }
   span.end()
+}
+
+/** The attributes of a duration series, made the first time its key is seen. */
+function metricAttributes(method: string, httpVersion: string, version: string | undefined, tool: string | undefined, prompt: string | undefined, s: Served): Attributes {
+  const attributes: Attributes = {
+    'mcp.method.name': method,
+    'network.transport': 'tcp',
+    'network.protocol.name': 'http',
+    'network.protocol.version': httpVersion
+  }
+  if (version !== undefined) attributes['mcp.protocol.version'] = version
+  if (tool !== undefined) Object.assign(attributes, { 'gen_ai.tool.name': tool, 'gen_ai.operation.name': 'execute_tool' })
+  if (prompt !== undefined) attributes['gen_ai.prompt.name'] = prompt
+  if (s.errorType !== undefined) attributes['error.type'] = s.errorType
+  if (s.statusCode !== undefined) attributes['rpc.response.status_code'] = s.statusCode
+  return attributes
 }

@@ -1,4 +1,5 @@
-import type { Counter, Histogram, Meter, UpDownCounter } from '@opentelemetry/api'
+import type { Counter, Meter, UpDownCounter } from '@opentelemetry/api'
+import { Histogram } from './histogram.js'
 
 /** Our own instruments' prefix (the conventions' `mcp.*` names are kept for theirs). */
 export const PREFIX = 'mcp_pure_http'
@@ -22,18 +23,27 @@ export interface Instruments {
   webhookDeliveries: Counter
 }
 
-export function instruments(meter: Meter): Instruments {
+/** The histograms recorded per request and per store call: ours, read through a producer (src/telemetry/histogram.ts). */
+export function histograms(): Pick<Instruments, 'duration' | 'storeDuration'> {
+  return {
+    duration: new Histogram(
+      'mcp.server.operation.duration',
+      'MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent.',
+      's',
+      DURATION_BUCKETS
+    ),
+    storeDuration: new Histogram(`${PREFIX}.store.operation.duration`, 'Duration of store round trips, by mcp_pure_http.store.operation.', 's', STORE_BUCKETS)
+  }
+}
+
+export function instruments(meter: Meter, own = histograms()): Instruments {
   const active = { n: 0 }
   meter.createObservableUpDownCounter(`${PREFIX}.requests.active`, {
     unit: '{request}',
     description: 'MCP requests being served by this instance.'
   }).addCallback((result) => result.observe(active.n))
   return {
-    duration: meter.createHistogram('mcp.server.operation.duration', {
-      unit: 's',
-      description: 'MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent.',
-      advice: { explicitBucketBoundaries: DURATION_BUCKETS }
-    }),
+    duration: own.duration,
     active,
     notificationsQueued: meter.createUpDownCounter(`${PREFIX}.notifications.queued`, {
       unit: '{notification}',
@@ -55,11 +65,7 @@ export function instruments(meter: Meter): Instruments {
       unit: '{request}',
       description: 'MCP requests refused by rate limits (429) or load shedding and an unavailable store (503).'
     }),
-    storeDuration: meter.createHistogram(`${PREFIX}.store.operation.duration`, {
-      unit: 's',
-      description: 'Duration of store round trips, by mcp_pure_http.store.operation.',
-      advice: { explicitBucketBoundaries: STORE_BUCKETS }
-    }),
+    storeDuration: own.storeDuration,
     storeErrors: meter.createCounter(`${PREFIX}.store.errors`, {
       unit: '{error}',
       description: 'Store operations that failed, by mcp_pure_http.store.operation and error.type.'

@@ -7,7 +7,7 @@ import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporte
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { OTLPTraceExporter as OTLPProtoTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto'
 import { defaultResource, envDetector, detectResources, resourceFromAttributes, type Resource } from '@opentelemetry/resources'
-import { MeterProvider, PeriodicExportingMetricReader, type MetricReader } from '@opentelemetry/sdk-metrics'
+import { AggregationTemporality, InstrumentType, MeterProvider, PeriodicExportingMetricReader, type MetricReader } from '@opentelemetry/sdk-metrics'
 import { BasicTracerProvider, BatchSpanProcessor, ConsoleSpanExporter, type SpanExporter } from '@opentelemetry/sdk-trace-base'
 import type { FastifyInstance } from 'fastify'
 import type { McpServer } from '../core/mcp-server.js'
@@ -16,7 +16,8 @@ import { observeCore } from './core.js'
 import { observeUpstreams, traceUpstream } from './gateway.js'
 import { requestHooks, type Kit } from './hooks.js'
 import { TaskLinks } from './links.js'
-import { instruments } from './metrics.js'
+import { HistogramProducer } from './histogram.js'
+import { histograms, instruments } from './metrics.js'
 import { otlpProtocol, type SettledTelemetry } from './options.js'
 import { observedStore } from './store.js'
 import { observeWebhooks } from './webhooks.js'
@@ -48,24 +49,28 @@ export function createObserver(settled: SettledTelemetry): Observer {
     traceUpstream(tracer, propagator)
   }
 
+  // The per-request histograms are ours (src/telemetry/histogram.ts), read by each reader beside the SDK's instruments.
+  const own = histograms()
+  const producer = (temporality = AggregationTemporality.CUMULATIVE) => new HistogramProducer([own.duration, own.storeDuration], resource, SCOPE, temporality)
   const readers: MetricReader[] = []
   let prometheus: PrometheusExporter | undefined
   if (settled.metrics !== false) {
-    const own = settled.metrics === true ? undefined : settled.metrics
+    const port = settled.metrics === true ? undefined : settled.metrics
     // No host: the exporter's own default (all interfaces), as when the key is absent.
-    prometheus = new PrometheusExporter(own === undefined ? { preventServerStart: true } : { port: own.port, host: own.host })
+    const server = port === undefined ? { preventServerStart: true } : { port: port.port, host: port.host }
+    prometheus = new PrometheusExporter({ ...server, metricProducers: [producer()] })
     readers.push(prometheus)
   }
   if (settled.otlpMetrics) {
     const url = endpoint(env, 'METRICS', 'v1/metrics')
     const config = url === undefined ? {} : { url }
     const exporter = otlpProtocol(env, 'METRICS') === 'http/json' ? new OTLPMetricExporter(config) : new OTLPProtoMetricExporter(config)
-    readers.push(new PeriodicExportingMetricReader({ exporter }))
+    readers.push(new PeriodicExportingMetricReader({ exporter, metricProducers: [producer(exporter.selectAggregationTemporality(InstrumentType.HISTOGRAM))] }))
   }
   const meterProvider = readers.length === 0 ? undefined : new MeterProvider({ resource, readers })
   const meter: Meter = meterProvider?.getMeter(SCOPE) ?? createNoopMeter()
   if (meterProvider !== undefined) observeUpstreams(meter)
-  const kit: Kit = { tracer, propagator, m: instruments(meter), tasks: new TaskLinks() }
+  const kit: Kit = { tracer, propagator, m: instruments(meter, own), tasks: new TaskLinks() }
   const serializer = new PrometheusSerializer()
   const cores = new WeakSet<McpServer>()
   const stopWebhooks = observeWebhooks(tracer, kit.m, kit.tasks)
@@ -73,8 +78,10 @@ export function createObserver(settled: SettledTelemetry): Observer {
   return {
     instrument(fastify: FastifyInstance, mcp: McpServer) {
       mcp.store = observedStore(mcp.store, tracer, kit.m)
-      // Its methods once: a gateway's reload serves the same server from each app it builds.
-      if (!cores.has(mcp)) observeCore(mcp, propagator, kit.tasks)
+      // Its methods once: a gateway's reload serves the same server from each app it builds. Only
+      // for traces: what the core tells is for the request's span (a tool's isError reaches the
+      // metric from the answer itself, see hooks.ts), and a wrapper costs every call.
+      if (tracer !== undefined && !cores.has(mcp)) observeCore(mcp, propagator, kit.tasks)
       cores.add(mcp)
       requestHooks(fastify, mcp, kit)
     },

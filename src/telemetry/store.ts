@@ -1,6 +1,7 @@
 import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Tracer } from '@opentelemetry/api'
 import type { Store, StoreRoles } from '../store/types.js'
 import { overlay } from '../store/compose.js'
+import type { Series } from './histogram.js'
 import type { Instruments } from './metrics.js'
 import { PREFIX } from './metrics.js'
 
@@ -68,24 +69,27 @@ function observedRole<R extends object>(store: R, redis: boolean, tracer: Tracer
     }
   }
 
-  const wrap = (name: string, fn: (...args: unknown[]) => unknown) =>
-    function observed(...args: unknown[]): unknown {
+  const wrap = (name: string, fn: (...args: unknown[]) => unknown) => {
+    let succeeded: Series | undefined
+    return function observed(...args: unknown[]): unknown {
       const started = performance.now()
       const parent = context.active()
       const span = tracer !== undefined && trace.getSpan(parent) !== undefined
         ? tracer.startSpan(`store ${name}`, { kind, attributes: { [OPERATION]: name, ...system } }, parent)
         : undefined
       const done = (err: unknown, value?: unknown): void => {
-        const attributes: Attributes = { [OPERATION]: name }
+        let series: Series
         if (err !== undefined) {
           const type = errorType(err)
-          attributes['error.type'] = type
+          const attributes: Attributes = { [OPERATION]: name, 'error.type': type }
           m.storeErrors.add(1, attributes)
+          series = m.storeDuration.get(`${name}\0${type}`) ?? m.storeDuration.add(`${name}\0${type}`, attributes)
           span?.setAttribute('error.type', type).setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message })
         } else {
           count(name, args, value)
+          series = succeeded ??= m.storeDuration.get(name) ?? m.storeDuration.add(name, { [OPERATION]: name })
         }
-        m.storeDuration.record((performance.now() - started) / 1000, attributes)
+        series.record((performance.now() - started) / 1000)
         span?.end()
       }
       let result: unknown
@@ -110,6 +114,7 @@ function observedRole<R extends object>(store: R, redis: boolean, tracer: Tracer
         }
       )
     }
+  }
 
   return new Proxy(store, {
     get(target, key) {

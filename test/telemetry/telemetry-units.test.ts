@@ -3,7 +3,7 @@ import { createNoopMeter } from '@opentelemetry/api'
 import { createDemoServer } from '../../src/demo/catalogue.js'
 import { buildServer } from '../../src/server.js'
 import type { Store } from '../../src/store/types.js'
-import { instruments } from '../../src/telemetry/metrics.js'
+import { histograms, instruments } from '../../src/telemetry/metrics.js'
 import { settleTelemetry, telemetryFromConfig, tracesWanted } from '../../src/telemetry/options.js'
 import { errorType, observedStore } from '../../src/telemetry/store.js'
 import { jsonRpcOperation, routeMethods } from '../../src/telemetry/operation.js'
@@ -266,18 +266,21 @@ t.test('per-signal endpoints and encodings: each signal goes where and how its o
 
 t.test('request hooks: a body that is no message, answers that are not JSON or carry no JSON-RPC code, an unknown method', async (t) => {
   const { default: Fastify } = await import('fastify')
-  const { MeterProvider, MetricReader } = await import('@opentelemetry/sdk-metrics')
+  const { AggregationTemporality, MeterProvider, MetricReader } = await import('@opentelemetry/sdk-metrics')
+  const { resourceFromAttributes } = await import('@opentelemetry/resources')
+  const { HistogramProducer } = await import('../../src/telemetry/histogram.js')
   const { requestHooks } = await import('../../src/telemetry/hooks.js')
   const { McpServer } = await import('../../src/core/mcp-server.js')
   class Reader extends MetricReader {
     protected override async onForceFlush(): Promise<void> {}
     protected override async onShutdown(): Promise<void> {}
   }
-  const reader = new Reader()
+  const own = histograms()
+  const reader = new Reader({ metricProducers: [new HistogramProducer([own.duration], resourceFromAttributes({}), 't', AggregationTemporality.CUMULATIVE)] })
   const exporter = new InMemorySpanExporter()
   const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
   const meter = new MeterProvider({ readers: [reader] }).getMeter('t')
-  const kit = { tracer: provider.getTracer('t'), propagator: new W3CTraceContextPropagator(), m: instruments(meter), tasks: new TaskLinks() }
+  const kit = { tracer: provider.getTracer('t'), propagator: new W3CTraceContextPropagator(), m: instruments(meter, own), tasks: new TaskLinks() }
   // Our routes always answer JSON; an application's own routes in the same scope need not.
   const app = Fastify()
   requestHooks(app, new McpServer({ name: 'm', version: '1' }), kit)
@@ -305,7 +308,7 @@ t.test('request hooks: a body that is no message, answers that are not JSON or c
   t.equal(spans.get('tools/call echo')!.attributes['error.type'], undefined, 'a tool answer that is not JSON is no tool_error')
 
   const { resourceMetrics } = await reader.collect()
-  const points = resourceMetrics.scopeMetrics[0]!.metrics.find((m) => m.descriptor.name === 'mcp.server.operation.duration')!.dataPoints
+  const points = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).find((m) => m.descriptor.name === 'mcp.server.operation.duration')!.dataPoints
   const counts = points.map((p) => `${p.attributes['mcp.method.name']} ${p.attributes['error.type'] ?? '-'} ${(p.value as { count: number }).count}`)
   t.same(counts.sort(), ['_OTHER - 2', '_OTHER 500 1', 'tools/call - 1'], 'methods the conventions do not know are _OTHER in the metric')
 })
@@ -319,6 +322,19 @@ t.test('sealed state outside a served request, or that is not an object, is seal
   const log = { warn() {} } as never
   t.same(mcp.sealer.open(mcp.sealer.seal(binding, { step: 1 }), binding, log), { step: 1 }, 'no trace keys added outside a request')
   t.equal(mcp.sealer.open(mcp.sealer.seal(binding, 'text'), binding, log), 'text')
+})
+
+t.test('a tool called outside a served request, at once or later: its answer as is, nothing told', async (t) => {
+  const { McpServer } = await import('../../src/core/mcp-server.js')
+  const { observeCore } = await import('../../src/telemetry/core.js')
+  const { coreContext } = await import('../helpers/helper.js')
+  const { Type } = await import('@sinclair/typebox')
+  const mcp = new McpServer({ name: 'm', version: '1' })
+  mcp.tool({ name: 'now', description: 'Answers at once.', input: Type.Object({}) }, () => ({ content: [{ type: 'text' as const, text: 'now' }], isError: true }))
+  mcp.tool({ name: 'later', description: 'Answers later.', input: Type.Object({}) }, async () => ({ content: [{ type: 'text' as const, text: 'later' }] }))
+  observeCore(mcp, new W3CTraceContextPropagator(), new TaskLinks())
+  t.match(await mcp.callTool('now', { arguments: {} }, coreContext(mcp)), { content: [{ text: 'now' }], isError: true })
+  t.match(await mcp.callTool('later', { arguments: {} }, coreContext(mcp)), { content: [{ text: 'later' }] })
 })
 
 t.test("a W3C carrier's keys are the _meta object's own", async (t) => {

@@ -9,7 +9,7 @@ import { Type } from '@sinclair/typebox'
 const SERVER = 2
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-async function traced(t: Test) {
+async function traced(t: Test, options: Partial<Parameters<typeof buildServer>[0]> = {}) {
   const receiver = await otlpReceiver()
   t.teardown(() => receiver.close())
   const mcp = createDemoServer({ taskStepMs: 5 })
@@ -19,7 +19,8 @@ async function traced(t: Test) {
   const app = await buildServer({
     logger: false,
     mcp,
-    telemetry: { traces: true, serviceName: 'telemetry-test', env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } }
+    telemetry: { traces: true, serviceName: 'telemetry-test', env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } },
+    ...options
   })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
@@ -94,6 +95,18 @@ t.test('errors: a JSON-RPC error and a tool error are recorded by the convention
   const list = all.find((s) => s.name === 'prompts/list')!
   t.equal(list.kind, SERVER)
   t.notOk(list.parentSpanId, 'a root span without any trace context')
+})
+
+t.test('a call refused before its handler (the rate limit) has its span too', async (t) => {
+  const { post, spans } = await traced(t, { rateLimit: { max: 1, timeWindowMs: 60_000 } })
+  t.equal((await post('/tools/echo/calls', { arguments: { text: 'a' } })).status, 200)
+  t.equal((await post('/tools/echo/calls', { arguments: { text: 'b' } })).status, 429)
+  const calls = (await spans()).filter((s) => s.name === 'tools/call echo')
+  t.equal(calls.length, 2, 'one span for each call, the refused one included')
+  const refused = calls.find((s) => s.attributes['http.response.status_code'] === 429)!
+  t.match(refused.attributes, { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'echo' })
+  t.ok(refused.attributes['error.type'] !== undefined, 'with its error')
+  t.equal(refused.status.code, 2, 'status ERROR')
 })
 
 t.test('an MRTR round trip over two requests: the second links to the first', async (t) => {
