@@ -55,13 +55,15 @@ export class Histogram {
     readonly boundaries: readonly number[]
   ) {}
 
-  /** The series `key` names, or undefined before {@link add}. */
+  /** The series `key` names, or undefined before {@link add}: the hot path, before any attributes are made. */
   get(key: string): Series | undefined {
     return this.#series.get(key)
   }
 
-  /** The series for `key` with these attributes (the overflow series past the limit). */
+  /** The series for `key`, made with these attributes if it is new (the overflow series past the limit). */
   add(key: string, attributes: Attributes): Series {
+    const known = this.#series.get(key)
+    if (known !== undefined) return known
     if (this.#series.size >= SERIES_LIMIT) return (this.#overflow ??= new Series(OVERFLOW, this.boundaries))
     const series = new Series(attributes, this.boundaries)
     this.#series.set(key, series)

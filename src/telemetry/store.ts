@@ -83,11 +83,11 @@ function observedRole<R extends object>(store: R, redis: boolean, tracer: Tracer
           const type = errorType(err)
           const attributes: Attributes = { [OPERATION]: name, 'error.type': type }
           m.storeErrors.add(1, attributes)
-          series = m.storeDuration.get(`${name}\0${type}`) ?? m.storeDuration.add(`${name}\0${type}`, attributes)
+          series = m.storeDuration.add(`${name}\0${type}`, attributes)
           span?.setAttribute('error.type', type).setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message })
         } else {
           count(name, args, value)
-          series = succeeded ??= m.storeDuration.get(name) ?? m.storeDuration.add(name, { [OPERATION]: name })
+          series = succeeded ??= m.storeDuration.add(name, { [OPERATION]: name })
         }
         series.record((performance.now() - started) / 1000)
         span?.end()

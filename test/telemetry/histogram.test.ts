@@ -21,6 +21,8 @@ t.test('a value goes in the first bucket whose inclusive upper bound holds it; p
   t.equal(s.min, 0)
   t.equal(s.max, 1e9)
   t.equal(h.get('k'), s, 'the key finds its series')
+  t.equal(h.add('k', { a: 'other' }), s, 'adding a known key gives its series, attributes as first made')
+  t.same(s.attributes, { a: 'x' })
   t.equal(h.get('other'), undefined)
 })
 

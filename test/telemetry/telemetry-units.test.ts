@@ -333,7 +333,9 @@ t.test('a tool called outside a served request, at once or later: its answer as 
   mcp.tool({ name: 'now', description: 'Answers at once.', input: Type.Object({}) }, () => ({ content: [{ type: 'text' as const, text: 'now' }], isError: true }))
   mcp.tool({ name: 'later', description: 'Answers later.', input: Type.Object({}) }, async () => ({ content: [{ type: 'text' as const, text: 'later' }] }))
   observeCore(mcp, new W3CTraceContextPropagator(), new TaskLinks())
-  t.match(await mcp.callTool('now', { arguments: {} }, coreContext(mcp)), { content: [{ text: 'now' }], isError: true })
+  const now = mcp.callTool('now', { arguments: {} }, coreContext(mcp))
+  t.notOk(now instanceof Promise, 'a call answered at once stays at once')
+  t.match(await now, { content: [{ text: 'now' }], isError: true })
   t.match(await mcp.callTool('later', { arguments: {} }, coreContext(mcp)), { content: [{ text: 'later' }] })
 })
 
