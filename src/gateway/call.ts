@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto'
+import type { CallContext } from '../core/call-context.js'
 import type { RequestContext } from '../core/request-context.js'
 import { asError, errors } from '../errors.js'
 import { missingCapabilities, questionFor } from '../mrtr/questions.js'
 import type { InputRequest } from '../schema/mrtr.js'
 import type { ServerMessage } from '../store/types.js'
+import { Cancel } from './deadline.js'
 
 /** Where a round waits: the instance holding the upstream request, the call, and the round's number. */
 export interface RoundRef {
@@ -45,7 +47,7 @@ interface Question {
  */
 export class UpstreamCall {
   readonly id = randomUUID()
-  readonly abort = new AbortController()
+  readonly abort = new Cancel()
   /** Rounds handed to the client so far; a retry must name the latest. */
   round = 0
   /** The request whose progress and log messages this call reports to (the latest local round's). */
@@ -72,8 +74,8 @@ export class UpstreamCall {
     return this.ctx.principal.id
   }
 
-  /** Run the upstream request; `send` gets the call's controller (its deadline aborts it when it passes). */
-  run(send: (abort: AbortController) => Promise<Record<string, unknown>>): void {
+  /** Run the upstream request; `send` gets the call's {@link Cancel} (its deadline aborts it when it passes). */
+  run(send: (abort: Cancel) => Promise<Record<string, unknown>>): void {
     send(this.abort).then(
       (result) => this.#settle({ ok: true, result }),
       (error: unknown) => this.#settle({ ok: false, error })
@@ -113,18 +115,18 @@ export class UpstreamCall {
   }
 
   /**
-   * Wait for the result or the next questions. `signal` (the waiting client's request) cancels the
-   * upstream request when it aborts; questions the client cannot be asked (its capabilities) end
+   * Wait for the result or the next questions. `waiting` (the client's request that waits) cancels
+   * the upstream request when it is cancelled; questions the client cannot be asked (its capabilities) end
    * the call with 400 -32021, as for our own tools. With `waitMs`, nothing after that long is
    * `running` (the call goes on; the caller may make it a task).
    */
-  async next(signal: AbortSignal | undefined, caps: Readonly<Record<string, unknown>> | undefined, waitMs?: number): Promise<Next> {
+  async next(waiting: CallContext | undefined, caps: Readonly<Record<string, unknown>> | undefined, waitMs?: number): Promise<Next> {
     clearTimeout(this.#expiry)
     this.heldUntil = undefined
     // No time at all (taskAfterMs 0): a task whatever comes first, never a race with the upstream's first question.
     if (waitMs === 0 && this.settled === undefined) return { kind: 'running' }
-    const onAbort = () => this.abort.abort(signal!.reason)
-    signal?.addEventListener('abort', onAbort, { once: true })
+    const onAbort = (reason: Error) => this.abort.abort(reason)
+    waiting?.onCancel(onAbort)
     let late = false
     const timer =
       waitMs === undefined
@@ -139,7 +141,7 @@ export class UpstreamCall {
       if (this.settled === undefined) await new Promise((resolve) => setImmediate(resolve))
     } finally {
       clearTimeout(timer)
-      signal?.removeEventListener('abort', onAbort)
+      waiting?.offCancel(onAbort)
     }
     const settled = this.settled
     if (settled !== undefined) {

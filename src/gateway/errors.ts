@@ -1,4 +1,5 @@
 import { McpError, errors, messageOf } from '../errors.js'
+import type { Cancellation } from './deadline.js'
 
 const STATUS: Record<number, number> = { [-32600]: 400, [-32601]: 404, [-32602]: 400, [-32002]: 404 }
 
@@ -23,7 +24,7 @@ export class UpstreamAnswer extends Error {
  * words and data, with the status the binding gives the code (an internal error, or a code that is
  * not an integer, is a 502 that names the upstream).
  */
-export function upstreamError(err: unknown, name: string, signal?: AbortSignal): McpError | Cancelled {
+export function upstreamError(err: unknown, name: string, signal?: Cancellation): McpError | Cancelled {
   if (err instanceof McpError) return err
   // Cancelled by our caller: a tool's result says so (the caller asked for it; nothing failed here).
   if (signal?.aborted === true) return new Cancelled(`Cancelled: ${messageOf(signal.reason)}`)

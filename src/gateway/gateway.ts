@@ -8,6 +8,7 @@ import { taskStarted } from '../core/tools.js'
 import { clientTakesTasks, startTask } from '../tasks/runner.js'
 import type { ServerMessage, Store } from '../store/types.js'
 import type { RoundRef, UpstreamCall } from './call.js'
+import type { Cancel } from './deadline.js'
 import { handlerReturn, progressOf, relayLog, unlistedPrompt, unlistedResource, unlistedTool, type Forwarder } from './catalogue.js'
 import { UpstreamLists } from './lists.js'
 import type { RoundRelay } from './relay.js'
@@ -154,12 +155,13 @@ export class Gateway implements Forwarder {
   async forward(ctx: RetryableContext, method: string, params: Record<string, unknown>, mcp: McpServer = this.mcp): Promise<unknown> {
     if (this.#modern !== undefined) return this.#passThrough(this.#modern, ctx, method, params)
     const ref = ctx.requestState as RoundRef | undefined
-    if (ref !== undefined) return handlerReturn((await this.rounds.resume(ref, ctx.inputResponses ?? {}, ctx)) as never)
+    if (ref !== undefined) return handlerReturn((await this.rounds.resume(ref, ctx.inputResponses ?? {}, ctx as CallContext)) as never)
     const asTask = method === 'tools/call' && clientTakesTasks(ctx.clientCapabilities)
-    const send = (abort: AbortController, call: UpstreamCall) => this.upstream.request(method, params, { abort, onprogress: progressOf(call) })
-    const outcome = await this.rounds.start(ctx, send, asTask ? (this.#opts.taskAfterMs ?? 5000) : undefined)
+    const call = ctx as CallContext
+    const send = (abort: Cancel, upstreamCall: UpstreamCall) => this.upstream.request(method, params, { abort, onprogress: progressOf(upstreamCall) })
+    const outcome = await this.rounds.start(call, send, asTask ? (this.#opts.taskAfterMs ?? 5000) : undefined)
     if (outcome.kind !== 'running') return handlerReturn(outcome as never)
-    return this.#task(ctx as CallContext, outcome.call, mcp)
+    return this.#task(call, outcome.call, mcp)
   }
 
   /**
@@ -198,7 +200,7 @@ export class Gateway implements Forwarder {
       // Called again by the runner with the answers to the questions the last round returned (the
       // runner sets inputResponses with requestState).
       if (tc.requestState !== undefined) call.answer(tc.inputResponses!)
-      return handlerReturn((await call.next(tc.signal, tc.clientCapabilities)) as never)
+      return handlerReturn((await call.next(tc, tc.clientCapabilities)) as never)
     }, (result) => result as Record<string, unknown>)
     return taskStarted(task)
   }

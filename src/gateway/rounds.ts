@@ -1,7 +1,9 @@
+import type { CallContext } from '../core/call-context.js'
 import type { Logger, RequestContext } from '../core/request-context.js'
 import { McpError, errors, messageOf } from '../errors.js'
 import type { ServerMessage } from '../store/types.js'
 import { UpstreamCall, type Outcome, type RoundRef, type WireError } from './call.js'
+import type { Cancel } from './deadline.js'
 import { tooManyRounds } from './errors.js'
 import type { RelayedRound, RoundRelay } from './relay.js'
 
@@ -35,14 +37,14 @@ export class Rounds {
    * principal's cap of open rounds ends the call: 429, `Retry-After` when the first of theirs expires.
    */
   async start(
-    ctx: RequestContext,
-    send: (abort: AbortController, call: UpstreamCall) => Promise<Record<string, unknown>>,
+    ctx: CallContext,
+    send: (abort: Cancel, call: UpstreamCall) => Promise<Record<string, unknown>>,
     waitMs?: number
   ): Promise<Outcome | { kind: 'running'; call: UpstreamCall }> {
     const call = new UpstreamCall(this.instance, ctx, this.ttlMs, (c) => this.#calls.delete(c.id))
     this.#calls.set(call.id, call)
     call.run((abort) => send(abort, call))
-    const next = await call.next(ctx.signal, ctx.clientCapabilities, waitMs)
+    const next = await call.next(ctx, ctx.clientCapabilities, waitMs)
     if (next.kind === 'running') return { kind: 'running', call }
     if (next.kind === 'ask') {
       const held = [...this.#calls.values()].filter((c) => c !== call && c.principal === call.principal && c.heldUntil !== undefined)
@@ -55,7 +57,7 @@ export class Rounds {
   }
 
   /** A retry: answer the round's questions where its call waits (here or, relayed, elsewhere) and run on. */
-  async resume(ref: RoundRef, responses: Record<string, Record<string, unknown>>, ctx: RequestContext): Promise<Outcome> {
+  async resume(ref: RoundRef, responses: Record<string, Record<string, unknown>>, ctx: CallContext): Promise<Outcome> {
     const message: RelayedRound = { ref, responses, caps: ctx.clientCapabilities, principal: ctx.principal.id }
     if (ref.i === this.instance) return this.#local(message, ctx)
     let outcome: Outcome
@@ -72,7 +74,7 @@ export class Rounds {
     return outcome
   }
 
-  async #local(m: RelayedRound, ctx: RequestContext | undefined): Promise<Outcome> {
+  async #local(m: RelayedRound, ctx: CallContext | undefined): Promise<Outcome> {
     const call = this.#calls.get(m.ref.r)
     // The state is sealed for its principal; a call that ended, or an older round, is gone.
     if (call === undefined || call.round !== m.ref.n || call.principal !== m.principal) {
@@ -83,7 +85,7 @@ export class Rounds {
     call.answer(m.responses)
     try {
       // Without a limit: an outcome, never `running`.
-      return (await call.next(ctx?.signal, m.caps)) as Outcome
+      return (await call.next(ctx, m.caps)) as Outcome
     } catch (err) {
       // Relayed: the error crosses to the asking instance as data.
       if (ctx === undefined) return { kind: 'error', error: toWire(err) }

@@ -3,7 +3,7 @@ import type { Logger } from '../core/request-context.js'
 import { errors, messageOf } from '../errors.js'
 import type { ServerMessage } from '../store/types.js'
 import { newConnection, type Progress, type UpstreamSpec } from './connection.js'
-import { DEFAULT_REQUEST_TIMEOUT_MS, Deadline } from './deadline.js'
+import { Cancel, DEFAULT_REQUEST_TIMEOUT_MS, Deadline } from './deadline.js'
 import { upstreamError } from './errors.js'
 import { loadSdk, type Sdk } from './sdk.js'
 import { StdioChild } from './stdio.js'
@@ -200,14 +200,18 @@ export class Upstream {
 
   /** A ping not answered in time (a hung or vanished server): the connection is closed, and restarted. */
   async #ping(client: Client, wire: Wire): Promise<void> {
+    const deadline = new Deadline(this.#opts.pingTimeoutMs)
+    deadline.start()
     try {
-      await wire.request('ping', {}, AbortSignal.timeout(this.#opts.pingTimeoutMs))
+      await wire.request('ping', {}, deadline.cancel)
     } catch (err) {
       // A race no test orders: the ping failed after the connection was lost and replaced.
       /* c8 ignore next */
       if (this.client !== client) return
       this.#opts.log.warn({ upstream: this.#opts.name, reason: messageOf(err) }, 'upstream stopped answering')
       await client.close()
+    } finally {
+      deadline.end()
     }
   }
 
@@ -237,7 +241,7 @@ export class Upstream {
   async request(
     method: string,
     params: Record<string, unknown>,
-    options: { signal?: AbortSignal | undefined; abort?: AbortController; onprogress?: (p: Progress) => void } = {}
+    options: { signal?: AbortSignal | undefined; abort?: Cancel; onprogress?: (p: Progress) => void } = {}
   ): Promise<Record<string, unknown>> {
     const wire = this.#wire
     if (wire === undefined) {
@@ -246,9 +250,9 @@ export class Upstream {
       throw errors.upstreamDown(`The upstream server ${this.#opts.name} is ${this.state === 'closed' ? 'stopped' : 'down'}; try again later`, wait)
     }
     const { onprogress, abort } = options
-    // The caller's: its signal, or (a call's own, which only it aborts) its controller, which the deadline then aborts too.
-    const signal = abort?.signal ?? options.signal
-    const deadline = new Deadline(this.#opts.requestTimeoutMs, abort ?? signal)
+    // The caller's: its signal, or (a call's own, which only it aborts) its Cancel, which the deadline then aborts too.
+    const cancelled = abort ?? options.signal
+    const deadline = new Deadline(this.#opts.requestTimeoutMs, cancelled)
     this.#deadlines.add(deadline)
     if (this.#asking === 0) deadline.start()
     const token = onprogress === undefined ? undefined : `gw-${this.#tokens++}`
@@ -261,10 +265,10 @@ export class Upstream {
       params = { ...params, _meta: { ...(params._meta as object | undefined), progressToken: token } }
     }
     try {
-      return await wire.request(method, params, deadline.signal)
+      return await wire.request(method, params, deadline.cancel)
     } catch (err) {
       if (deadline.passed) throw errors.upstreamTimeout(this.#opts.name, this.#opts.requestTimeoutMs)
-      throw upstreamError(err, this.#opts.name, signal)
+      throw upstreamError(err, this.#opts.name, cancelled)
       /* c8 ignore next: no code runs after this catch, which always throws, but V8 counts the continuation (and maps it here) */
     } finally {
       deadline.end()

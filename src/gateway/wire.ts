@@ -2,6 +2,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
 import { errors } from '../errors.js'
 import { isPlainObject } from '../headers.js'
+import type { Cancel } from './deadline.js'
 import { UpstreamAnswer } from './errors.js'
 import { StdioChild } from './stdio.js'
 
@@ -9,8 +10,8 @@ interface Waiting {
   method: string
   resolve(result: Record<string, unknown>): void
   reject(err: unknown): void
-  signal: AbortSignal | undefined
-  onAbort: (() => void) | undefined
+  cancel: Cancel | undefined
+  onAbort: ((reason: Error) => void) | undefined
 }
 
 /**
@@ -55,23 +56,23 @@ export class Wire {
 
   /**
    * Send a request; its result, or the upstream's error answer ({@link UpstreamAnswer}), or the
-   * upstream closed (502). `signal` aborting: the upstream is told `notifications/cancelled`, and the
+   * upstream closed (502). `cancel` aborting: the upstream is told `notifications/cancelled`, and the
    * promise rejects with an Error of its reason.
    */
-  request(method: string, params: Record<string, unknown>, signal?: AbortSignal): Promise<Record<string, unknown>> {
-    if (signal?.aborted === true) return Promise.reject(new Error(String(signal.reason)))
+  request(method: string, params: Record<string, unknown>, cancel?: Cancel): Promise<Record<string, unknown>> {
+    if (cancel?.aborted === true) return Promise.reject(new Error(String(cancel.reason)))
     const id = this.#next++
     return new Promise((resolve, reject) => {
-      const waiting: Waiting = { method, resolve, reject, signal, onAbort: undefined }
-      if (signal !== undefined) {
+      const waiting: Waiting = { method, resolve, reject, cancel, onAbort: undefined }
+      if (cancel !== undefined) {
         // Removed when the request settles: it fires only while the request waits.
-        waiting.onAbort = () => {
+        waiting.onAbort = (reason) => {
           this.#waiting.delete(id)
-          this.#settle(waiting, undefined, new Error(String(signal.reason)))
-          const cancelled = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: String(signal.reason) } } as const
+          this.#settle(waiting, undefined, new Error(String(reason)))
+          const cancelled = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: String(reason) } } as const
           this.transport.send(cancelled).catch(() => undefined)
         }
-        signal.addEventListener('abort', waiting.onAbort, { once: true })
+        cancel.on(waiting.onAbort)
       }
       this.#waiting.set(id, waiting)
       this.transport.send({ jsonrpc: '2.0', id, method, params } as JSONRPCMessage).catch((err: unknown) => {
@@ -100,7 +101,7 @@ export class Wire {
   }
 
   #settle(waiting: Waiting, result: Record<string, unknown> | undefined, err?: unknown): void {
-    if (waiting.onAbort !== undefined) waiting.signal!.removeEventListener('abort', waiting.onAbort)
+    if (waiting.onAbort !== undefined) waiting.cancel!.off(waiting.onAbort)
     if (result !== undefined) waiting.resolve(result)
     else waiting.reject(err)
   }

@@ -7,8 +7,11 @@ import { MemoryRelay } from '../../src/gateway/relay.js'
 import { LateLogger } from '../../src/gateway/serve.js'
 import { Cancelled, UpstreamAnswer, upstreamError } from '../../src/gateway/errors.js'
 import { Upstream } from '../../src/gateway/upstream.js'
-import { McpError, asError } from '../../src/errors.js'
-import { ANONYMOUS } from '../../src/core/request-context.js'
+import { McpError } from '../../src/errors.js'
+import { ANONYMOUS, type Logger, type Principal } from '../../src/core/request-context.js'
+import { CallContext } from '../../src/core/call-context.js'
+import { Cancel } from '../../src/gateway/deadline.js'
+import { LATEST_VERSION } from '../../src/protocol.js'
 import { createServer } from 'node:http'
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
@@ -17,6 +20,13 @@ import { caps, everythingStdio } from '../helpers/gateway-helper.js'
 import { oddUpstream, oddUpstreamNamed } from '../helpers/gateway-odd.js'
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} }
+
+/** A caller's context as the faces build it: `principal` and `clientCapabilities`, no transport to watch. */
+const callerOf = (principal: Principal, clientCapabilities?: Record<string, unknown>, log: Logger = quiet) =>
+  new CallContext(
+    { requestId: 'r', protocolVersion: LATEST_VERSION, era: 'modern', meta: undefined, clientCapabilities, principal, log, deadline: Infinity },
+    { progressToken: () => undefined, logFloor: () => undefined, send: () => undefined }
+  )
 
 const pick = (err: Error) => [(err as McpError).code, (err as McpError).status, err.message]
 
@@ -72,7 +82,7 @@ t.test('a question outside any call, or among several callers, is refused', asyn
   const signal = new AbortController().signal
   await t.rejects(rounds.asked({ method: 'elicitation/create', params: {} }, signal), /outside a request/)
   await t.rejects(rounds.asked({ method: 'roots/list' }, signal), { name: 'MCP_ERR_UPSTREAM_REQUEST_REFUSED', message: /roots\/list outside a request/ }, 'roots are a client\'s: none to give outside a call')
-  const ctx = (id: string) => ({ principal: { ...ANONYMOUS, id }, signal, clientCapabilities: { elicitation: {} } }) as never
+  const ctx = (id: string) => callerOf({ ...ANONYMOUS, id }, { elicitation: {} })
   void rounds.start(ctx('alice'), () => new Promise(() => undefined))
   void rounds.start(ctx('bob'), () => new Promise(() => undefined))
   await t.rejects(rounds.asked({ method: 'sampling/createMessage', params: {} }, signal), /cannot tell which caller/)
@@ -176,8 +186,8 @@ t.test('a question the upstream withdraws is no longer asked', async (t) => {
 t.test('roots/list during a call: asked when the caller declared roots, else -32601 as such a client answers', async (t) => {
   const rounds = new Rounds('i', new MemoryRelay(), 60_000, quiet, 16)
   const signal = new AbortController().signal
-  const ctx = (clientCapabilities: unknown) => ({ principal: ANONYMOUS, signal, clientCapabilities }) as never
-  const forever = ({ signal: s }: AbortController) => new Promise<never>((_resolve, reject) => s.addEventListener('abort', () => reject(asError(s.reason))))
+  const ctx = (clientCapabilities?: Record<string, unknown>) => callerOf(ANONYMOUS, clientCapabilities)
+  const forever = (abort: Cancel) => new Promise<never>((_resolve, reject) => abort.on(reject))
   const plain = rounds.start(ctx(undefined), forever)
   await t.rejects(rounds.asked({ method: 'roots/list' }, signal), { code: -32601, message: /offers no roots/ })
   await rounds.close()
@@ -197,7 +207,7 @@ t.test('a round the relay cannot carry (its connection failed) is an invalid req
   const warned: unknown[] = []
   const relay = { serve: async () => async () => undefined, send: async () => Promise.reject(new Error('connection lost')) }
   const rounds = new Rounds('i', relay, 60_000, { ...quiet, warn: (o: unknown) => warned.push(o) }, 16)
-  const ctx = { principal: ANONYMOUS, signal: new AbortController().signal, log: { ...quiet, warn: (o: unknown) => warned.push(o) } } as never
+  const ctx = callerOf(ANONYMOUS, undefined, { ...quiet, warn: (o: unknown) => warned.push(o) })
   await t.rejects(rounds.resume({ i: 'elsewhere', r: 'x', n: 1 }, {}, ctx), { message: 'Invalid or expired requestState', status: 400 })
   t.match(warned, [{ instance: 'elsewhere' }])
 })
@@ -400,20 +410,73 @@ t.test("a deadline follows its caller's signal, and says when it passed by itsel
   done.end()
   ended.abort()
   t.equal(done.signal.aborted, false, 'ended: the caller is no longer followed')
-  // A call's own controller: the deadline aborts it when it passes, and is not fooled by the caller's abort.
-  const call = new AbortController()
+  // A call's own Cancel: the deadline aborts it when it passes, and is not fooled by the caller's abort.
+  const call = new Cancel()
   const timed = new Deadline(1, call)
-  t.equal(timed.signal, call.signal, 'no signal of its own')
+  t.equal(timed.cancel, call, 'no Cancel of its own')
   timed.start()
-  await new Promise((resolve) => call.signal.addEventListener('abort', resolve, { once: true }))
-  t.same([timed.passed, (call.signal.reason as Error).message], [true, 'nothing for 1 ms'], 'passed: the call aborted with its reason')
-  const cancelled = new AbortController()
+  await new Promise((resolve) => call.on(resolve))
+  t.same([timed.passed, call.reason!.message], [true, 'nothing for 1 ms'], 'passed: the call aborted with its reason')
+  t.same([timed.signal.aborted, (timed.signal.reason as Error).message], [true, 'nothing for 1 ms'], 'a signal asked for afterwards is aborted already')
+  const cancelled = new Cancel()
   const first = new Deadline(1, cancelled)
+  const fetched = first.signal
   first.start()
   cancelled.abort(new Error('cancelled'))
+  cancelled.abort(new Error('again'))
   // A timer of the same length set after it runs after it (Node keeps them in order).
   await new Promise((resolve) => setTimeout(resolve, 1))
-  t.same([first.passed, (cancelled.signal.reason as Error).message], [false, 'cancelled'], 'cancelled before it passed: not passed')
+  t.same([first.passed, cancelled.reason!.message, (fetched.reason as Error).message], [false, 'cancelled', 'cancelled'], 'cancelled before it passed: not passed; its signal follows, the first reason kept')
+})
+
+t.test('Cancel: listeners once and in order, one removed is not called, one added after the abort at once', async (t) => {
+  const cancel = new Cancel()
+  const heard: string[] = []
+  const a = (r: Error) => heard.push(`a ${r.message}`)
+  const b = (r: Error) => heard.push(`b ${r.message}`)
+  cancel.on(a)
+  cancel.on(b)
+  cancel.off(a)
+  cancel.off(a)
+  t.equal(cancel.aborted, false)
+  cancel.abort(new Error('x'))
+  cancel.abort(new Error('y'))
+  cancel.on(a)
+  t.same([cancel.aborted, heard], [true, ['b x', 'a x']])
+})
+
+t.test("a call's context: onCancel hears the cancellation without making a signal, watches the transport once", async (t) => {
+  let watched = 0
+  let close: ((reason: Error) => void) | undefined
+  const ctx = callerOf(ANONYMOUS)
+  const watching = new CallContext(
+    {
+      ...ctx,
+      watch: (abort) => {
+        watched++
+        close = abort
+      }
+    },
+    ctx.outlet
+  )
+  const heard: string[] = []
+  const a = (r: Error) => heard.push(`a ${r.message}`)
+  const b = (r: Error) => heard.push(`b ${r.message}`)
+  t.equal(watched, 0, 'nobody listens: the transport is not watched')
+  watching.onCancel(a)
+  watching.onCancel(b)
+  watching.offCancel(b)
+  watching.offCancel(b)
+  const signal = watching.signal
+  t.same([watched, watching.cancelled], [1, false], 'watched once, for the listener and the signal both')
+  close!(new Error('The client closed the connection'))
+  watching.abort(new Error('later'))
+  t.same([heard, watching.cancelled, (signal.reason as Error).message], [['a The client closed the connection'], true, 'The client closed the connection'])
+  watching.onCancel(b)
+  t.same(heard, ['a The client closed the connection', 'b The client closed the connection'], 'cancelled already: at once')
+  const early = callerOf(ANONYMOUS)
+  early.abort(new Error('cancelled first'))
+  t.same([early.cancelled, early.signal.aborted, (early.signal.reason as Error).message], [true, true, 'cancelled first'], 'a signal made after the abort is aborted')
 })
 
 t.test('a gateway that replaces another (a reload changed its entry) takes over its upstream subscriptions, holders and all', async (t) => {

@@ -5,6 +5,7 @@ import { McpError } from '../../src/errors.js'
 import { UpstreamAnswer } from '../../src/gateway/errors.js'
 import { StdioChild } from '../../src/gateway/stdio.js'
 import { Wire } from '../../src/gateway/wire.js'
+import { Cancel } from '../../src/gateway/deadline.js'
 import { handWritten } from '../helpers/gateway-hostile.js'
 
 /** A child running `script` under node, with what it says kept: messages, errors, stderr lines, and its close. */
@@ -183,14 +184,14 @@ t.test('the wire: results, the upstream error, malformed answers, cancellation, 
     'what is not an answer of ours goes on'
   )
 
-  const ac = new AbortController()
-  const waiting = wire.request('never', {}, ac.signal)
+  const ac = new Cancel()
+  const waiting = wire.request('never', {}, ac)
   t.equal(wire.size, 1)
   ac.abort(new Error('the caller left'))
   await t.rejects(waiting, { message: 'Error: the caller left' })
   t.equal(wire.size, 0)
   t.match(await wire.request('cancelled', {}), { cancelled: [{ requestId: Number, reason: 'Error: the caller left' }] }, 'the upstream is told')
-  await t.rejects(wire.request('ok', {}, ac.signal), { message: 'Error: the caller left' }, 'already aborted: not sent')
+  await t.rejects(wire.request('ok', {}, ac), { message: 'Error: the caller left' }, 'already aborted: not sent')
 
   const lost = wire.request('never', {})
   const exiting = wire.request('exit', {}).catch((err: unknown) => err)
