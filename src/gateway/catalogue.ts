@@ -125,7 +125,7 @@ export function handlerReturn(outcome: Exclude<Outcome, { kind: 'error' }>): unk
 
 /** Progress of the upstream request, reported to whoever waits on the call now. */
 export function progressOf(call: UpstreamCall): (p: Progress) => void {
-  return (p) => void call.ctx.progress(p.progress, p.total, p.message).catch(() => undefined)
+  return (p) => void call.ctx?.progress(p.progress, p.total, p.message).catch(() => undefined)
 }
 
 /** The `notifications/message` of an upstream, to the caller it belongs to. */

@@ -106,7 +106,7 @@ export class Rounds {
     const running = [...this.#calls.values()].filter((c) => c.settled === undefined)
     const principals = new Set(running.map((c) => c.principal))
     const call = principals.size === 1 ? running.at(-1)! : undefined
-    if (request.method === 'roots/list' && call !== undefined && call.ctx.clientCapabilities?.roots === undefined) {
+    if (request.method === 'roots/list' && call !== undefined && call.ctx!.clientCapabilities?.roots === undefined) {
       return Promise.reject(errors.methodNotFound('The client offers no roots (it did not declare the roots capability)'))
     }
     if (call !== undefined) return call.ask(request, signal)
@@ -119,7 +119,7 @@ export class Rounds {
   /** The request whose caller hears the upstream's log messages now: the single caller in flight, if one. */
   callers(): RequestContext[] {
     const running = [...this.#calls.values()].filter((c) => c.settled === undefined)
-    return new Set(running.map((c) => c.principal)).size === 1 ? [running.at(-1)!.ctx] : []
+    return new Set(running.map((c) => c.principal)).size === 1 ? [running.at(-1)!.ctx!] : []
   }
 
   /** Whether no call is in flight (a message of the upstream's then belongs to none). */

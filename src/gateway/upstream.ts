@@ -90,7 +90,8 @@ export class Upstream {
   #timer: NodeJS.Timeout | undefined
   #pinger: NodeJS.Timeout | undefined
   #pid: number | undefined
-  readonly #progress = new Map<string, (p: Progress) => void>()
+  /** Who hears each token's progress, while its request runs (emptied at its end: see `request`). */
+  readonly #progress = new Map<string, { deadline: Deadline | undefined; heard: ((p: Progress) => void) | undefined }>()
   #tokens = 0
   /** The deadlines of the requests in flight; paused while the upstream waits for an answer of ours. */
   readonly #deadlines = new Set<Deadline>()
@@ -133,7 +134,13 @@ export class Upstream {
     const { client, transport } = newConnection(sdk, this.#spec, this.#opts.name, this.#opts.log, {
       notified: (m) => this.#events.notified(m),
       asked: (r, signal) => this.#asked(r, signal),
-      progress: (token, p) => this.#progress.get(token)?.(p),
+      progress: (token, p) => {
+        const listener = this.#progress.get(token)
+        if (listener === undefined) return
+        // Progress is a sign of life: the deadline starts again.
+        listener.deadline!.touch()
+        listener.heard!(p)
+      },
       stderr: (line) => (this.#stderr = line)
     })
     const started = Date.now()
@@ -256,12 +263,9 @@ export class Upstream {
     this.#deadlines.add(deadline)
     if (this.#asking === 0) deadline.start()
     const token = onprogress === undefined ? undefined : `gw-${this.#tokens++}`
+    const listener = { deadline: deadline as Deadline | undefined, heard: onprogress }
     if (token !== undefined) {
-      // Progress is a sign of life: the deadline starts again.
-      this.#progress.set(token, (p) => {
-        deadline.touch()
-        onprogress!(p)
-      })
+      this.#progress.set(token, listener)
       params = { ...params, _meta: { ...(params._meta as object | undefined), progressToken: token } }
     }
     try {
@@ -274,6 +278,9 @@ export class Upstream {
       deadline.end()
       this.#deadlines.delete(deadline)
       if (token !== undefined) this.#progress.delete(token)
+      // The Map may keep the entry in its previous table until a full collection (see UpstreamCall's
+      // end): it reaches the call no more.
+      listener.deadline = listener.heard = undefined
     }
   }
 

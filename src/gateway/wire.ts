@@ -8,8 +8,8 @@ import { StdioChild } from './stdio.js'
 
 interface Waiting {
   method: string
-  resolve(result: Record<string, unknown>): void
-  reject(err: unknown): void
+  resolve: ((result: Record<string, unknown>) => void) | undefined
+  reject: ((err: unknown) => void) | undefined
   cancel: Cancel | undefined
   onAbort: ((reason: Error) => void) | undefined
 }
@@ -101,8 +101,12 @@ export class Wire {
   }
 
   #settle(waiting: Waiting, result: Record<string, unknown> | undefined, err?: unknown): void {
-    if (waiting.onAbort !== undefined) waiting.cancel!.off(waiting.onAbort)
-    if (result !== undefined) waiting.resolve(result)
-    else waiting.reject(err)
+    const { resolve, reject, cancel, onAbort } = waiting
+    // Deleted from #waiting, the entry may stay in that Map's previous table until the next full
+    // collection (see UpstreamCall's end): it keeps nothing of the request's from here on.
+    waiting.resolve = waiting.reject = waiting.cancel = waiting.onAbort = undefined
+    if (onAbort !== undefined) cancel!.off(onAbort)
+    if (result !== undefined) resolve!(result)
+    else reject!(err)
   }
 }

@@ -500,3 +500,16 @@ t.test('a gateway that replaces another (a reload changed its entry) takes over 
   await after.gw.unsubscribeUpstream('odd://r/0-2', 0, 'virtual')
   t.equal(await subs(), 'odd://r/0-3', "the virtual server's hold came along: its last subscriber gone, unsubscribed")
 })
+
+t.test('an ended call holds its request no more (a Map may keep it in an old table until a full collection)', async (t) => {
+  const done = new UpstreamCall('i', callerOf(ANONYMOUS), 60_000, () => undefined)
+  t.equal(done.principal, ANONYMOUS.id)
+  done.run(async () => ({ content: [] }))
+  t.match(await done.next(undefined, {}), { kind: 'done' })
+  t.equal(done.ctx, undefined, 'settled: its context let go')
+  const cancelled = new UpstreamCall('i', callerOf(ANONYMOUS), 60_000, () => undefined)
+  cancelled.run((abort) => new Promise((_resolve, reject) => abort.on(reject)))
+  cancelled.cancel('stop')
+  t.equal(cancelled.ctx, undefined, 'cancelled: likewise')
+  t.equal(cancelled.principal, ANONYMOUS.id, 'its principal stays')
+})
