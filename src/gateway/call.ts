@@ -5,6 +5,7 @@ import { asError, errors } from '../errors.js'
 import { missingCapabilities, questionFor } from '../mrtr/questions.js'
 import type { InputRequest } from '../schema/mrtr.js'
 import type { ServerMessage } from '../store/types.js'
+import type { Linked } from './chain.js'
 import { Cancel } from './deadline.js'
 
 /** Where a round waits: the instance holding the upstream request, the call, and the round's number. */
@@ -45,9 +46,12 @@ interface Question {
  * upstream asked during it. The upstream request stays open across the client's rounds: each round
  * answers the questions asked and waits for the next ones or the result.
  */
-export class UpstreamCall {
-  readonly id = randomUUID()
+export class UpstreamCall implements Linked<UpstreamCall> {
   readonly abort = new Cancel()
+  /** Its place among the calls in flight ({@link Chain}). */
+  before: UpstreamCall | undefined = undefined
+  after: UpstreamCall | undefined = undefined
+  #id: string | undefined = undefined
   /** Rounds handed to the client so far; a retry must name the latest. */
   round = 0
   /**
@@ -70,10 +74,17 @@ export class UpstreamCall {
     ctx: RequestContext,
     /** How long the client has to answer a round before the upstream is told `cancel`. */
     readonly ttlMs: number,
-    readonly onEnd: (call: UpstreamCall) => void
+    readonly onEnd: (call: UpstreamCall) => void,
+    /** A round is handed out (the first makes the call's id): where a retry will look for it. */
+    readonly onRound?: (call: UpstreamCall) => void
   ) {
     this.ctx = ctx
     this.principal = ctx.principal.id
+  }
+
+  /** The call's name in its rounds' sealed state; made for the first round (most calls have none). */
+  get id(): string {
+    return (this.#id ??= randomUUID())
   }
 
   /**
@@ -172,6 +183,7 @@ export class UpstreamCall {
       throw errors.missingCapability(missing, `This request needs the client capabilities: ${Object.keys(missing).join(', ')}`)
     }
     this.round++
+    this.onRound?.(this)
     this.heldUntil = Date.now() + this.ttlMs
     this.#expiry = setTimeout(() => this.cancel('The client did not answer in time'), this.ttlMs)
     this.#expiry.unref()

@@ -1,3 +1,5 @@
+import type { Linked } from './chain.js'
+
 /**
  * How long an upstream request may go without a sign of life before the gateway gives it up with
  * 504 (`requestTimeoutMs`, `--timeout-ms`, `"timeoutMs"`): the SDK's own default.
@@ -51,8 +53,11 @@ export class Cancel implements Cancellation {
  * that one when it passes: nothing of its own to follow. `signal` is an AbortSignal of the same, made
  * when something needs one (fetch). `end()` when the request is over.
  */
-export class Deadline {
+export class Deadline implements Linked<Deadline> {
   readonly cancel: Cancel
+  /** Its place among its upstream's requests in flight ({@link Chain}). */
+  before: Deadline | undefined = undefined
+  after: Deadline | undefined = undefined
   #timer: NodeJS.Timeout | undefined
   #fired = false
   readonly #parent: AbortSignal | undefined

@@ -3,6 +3,7 @@ import type { Logger, RequestContext } from '../core/request-context.js'
 import { McpError, errors, messageOf } from '../errors.js'
 import type { ServerMessage } from '../store/types.js'
 import { UpstreamCall, type Outcome, type RoundRef, type WireError } from './call.js'
+import { Chain } from './chain.js'
 import type { Cancel } from './deadline.js'
 import { tooManyRounds } from './errors.js'
 import type { RelayedRound, RoundRelay } from './relay.js'
@@ -13,7 +14,10 @@ import type { RelayedRound, RoundRelay } from './relay.js'
  * upstream request lives where it was made.
  */
 export class Rounds {
-  readonly #calls = new Map<string, UpstreamCall>()
+  /** The calls in flight, oldest first. */
+  readonly #calls = new Chain<UpstreamCall>()
+  /** The calls that have handed out a round, by id: where a retry finds its call. */
+  readonly #held = new Map<string, UpstreamCall>()
   #stop: (() => Promise<void>) | undefined
 
   constructor(
@@ -25,6 +29,15 @@ export class Rounds {
     /** How many rounds one principal may hold open (each an upstream request waiting for its answer). */
     readonly maxHeld: number
   ) {}
+
+  readonly #ended = (call: UpstreamCall): void => {
+    this.#calls.delete(call)
+    if (call.round > 0) this.#held.delete(call.id)
+  }
+
+  readonly #rounded = (call: UpstreamCall): void => {
+    this.#held.set(call.id, call)
+  }
 
   /** Take the rounds other instances relay here. */
   async listen(): Promise<void> {
@@ -41,13 +54,13 @@ export class Rounds {
     send: (abort: Cancel, call: UpstreamCall) => Promise<Record<string, unknown>>,
     waitMs?: number
   ): Promise<Outcome | { kind: 'running'; call: UpstreamCall }> {
-    const call = new UpstreamCall(this.instance, ctx, this.ttlMs, (c) => this.#calls.delete(c.id))
-    this.#calls.set(call.id, call)
+    const call = new UpstreamCall(this.instance, ctx, this.ttlMs, this.#ended, this.#rounded)
+    this.#calls.add(call)
     call.run((abort) => send(abort, call))
     const next = await call.next(ctx, ctx.clientCapabilities, waitMs)
     if (next.kind === 'running') return { kind: 'running', call }
     if (next.kind === 'ask') {
-      const held = [...this.#calls.values()].filter((c) => c !== call && c.principal === call.principal && c.heldUntil !== undefined)
+      const held = [...this.#held.values()].filter((c) => c !== call && c.principal === call.principal && c.heldUntil !== undefined)
       if (held.length >= this.maxHeld) {
         call.cancel('Too many open rounds')
         throw tooManyRounds(this.maxHeld, Math.min(...held.map((c) => c.heldUntil!)))
@@ -75,7 +88,7 @@ export class Rounds {
   }
 
   async #local(m: RelayedRound, ctx: CallContext | undefined): Promise<Outcome> {
-    const call = this.#calls.get(m.ref.r)
+    const call = this.#held.get(m.ref.r)
     // The state is sealed for its principal; a call that ended, or an older round, is gone.
     if (call === undefined || call.round !== m.ref.n || call.principal !== m.principal) {
       this.log.warn({ call: m.ref.r, round: m.ref.n }, 'gateway round unknown here (ended, expired or answered already)')
@@ -103,7 +116,7 @@ export class Rounds {
    * declared no roots answers as such a client would: -32601.
    */
   asked(request: ServerMessage, signal: AbortSignal): Promise<Record<string, unknown>> {
-    const running = [...this.#calls.values()].filter((c) => c.settled === undefined)
+    const running = [...this.#calls].filter((c) => c.settled === undefined)
     const principals = new Set(running.map((c) => c.principal))
     const call = principals.size === 1 ? running.at(-1)! : undefined
     if (request.method === 'roots/list' && call !== undefined && call.ctx!.clientCapabilities?.roots === undefined) {
@@ -118,20 +131,20 @@ export class Rounds {
 
   /** The request whose caller hears the upstream's log messages now: the single caller in flight, if one. */
   callers(): RequestContext[] {
-    const running = [...this.#calls.values()].filter((c) => c.settled === undefined)
+    const running = [...this.#calls].filter((c) => c.settled === undefined)
     return new Set(running.map((c) => c.principal)).size === 1 ? [running.at(-1)!.ctx!] : []
   }
 
   /** Whether no call is in flight (a message of the upstream's then belongs to none). */
   idle(): boolean {
-    for (const c of this.#calls.values()) if (c.settled === undefined) return false
+    for (const c of this.#calls) if (c.settled === undefined) return false
     return true
   }
 
   /** Stop taking relayed rounds; every call still waiting is cancelled. */
   async close(): Promise<void> {
     await this.#stop?.()
-    for (const call of [...this.#calls.values()]) call.cancel('The gateway is shutting down')
+    for (const call of [...this.#calls]) call.cancel('The gateway is shutting down')
   }
 }
 

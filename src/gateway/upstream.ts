@@ -3,6 +3,7 @@ import type { Logger } from '../core/request-context.js'
 import { errors, messageOf } from '../errors.js'
 import type { ServerMessage } from '../store/types.js'
 import { newConnection, type Progress, type UpstreamSpec } from './connection.js'
+import { Chain } from './chain.js'
 import { Cancel, DEFAULT_REQUEST_TIMEOUT_MS, Deadline } from './deadline.js'
 import { upstreamError } from './errors.js'
 import { loadSdk, type Sdk } from './sdk.js'
@@ -94,7 +95,7 @@ export class Upstream {
   readonly #progress = new Map<string, { deadline: Deadline | undefined; heard: ((p: Progress) => void) | undefined }>()
   #tokens = 0
   /** The deadlines of the requests in flight; paused while the upstream waits for an answer of ours. */
-  readonly #deadlines = new Set<Deadline>()
+  readonly #deadlines = new Chain<Deadline>()
   #asking = 0
 
   constructor(spec: UpstreamSpec, options: UpstreamOptions, events: UpstreamEvents) {

@@ -513,3 +513,28 @@ t.test('an ended call holds its request no more (a Map may keep it in an old tab
   t.equal(cancelled.ctx, undefined, 'cancelled: likewise')
   t.equal(cancelled.principal, ANONYMOUS.id, 'its principal stays')
 })
+
+t.test('Chain: items in the order they came, any one taken out, a stranger ignored', async (t) => {
+  const { Chain } = await import('../../src/gateway/chain.js')
+  type Item = { name: string; before: Item | undefined; after: Item | undefined }
+  const item = (name: string): Item => ({ name, before: undefined, after: undefined })
+  const chain = new Chain<Item>()
+  const [a, b, c, d] = ['a', 'b', 'c', 'd'].map(item) as [Item, Item, Item, Item]
+  const names = () => [...chain].map((i) => i.name)
+  for (const i of [a, b, c, d]) chain.add(i)
+  t.same(names(), ['a', 'b', 'c', 'd'])
+  chain.delete(b)
+  t.same([names(), b.before, b.after], [['a', 'c', 'd'], undefined, undefined], 'from the middle: it lets go of its neighbours')
+  chain.delete(b)
+  chain.delete(item('stranger'))
+  t.same(names(), ['a', 'c', 'd'], 'one not in it: nothing')
+  chain.delete(a)
+  chain.delete(d)
+  t.same(names(), ['c'], 'the first and the last')
+  chain.add(a)
+  chain.delete(c)
+  chain.delete(a)
+  t.same(names(), [], 'empty')
+  chain.add(b)
+  t.same(names(), ['b'], 'and again')
+})
