@@ -1,4 +1,5 @@
 import type { AnySchema } from './standard-schema.js'
+import { Cancel } from './cancel.js'
 import { MetaKey, type Era, type ProtocolVersion } from '../protocol.js'
 import type { Meta } from '../schema/common.js'
 import { admitsLog, type LoggingLevel } from '../schema/lifecycle.js'
@@ -64,8 +65,8 @@ export class CallContext implements RequestContext {
   arguments: Readonly<Record<string, string>> = NO_VALUES as Record<string, string>
   ask: Asker = noAsker
   #controller: AbortController | undefined = undefined
-  #reason: Error | undefined = undefined
-  #listeners: ((reason: Error) => void)[] | undefined = undefined
+  /** Made by the first abort or listener (see {@link onCancel}); most calls have neither. */
+  #cancel: Cancel | undefined = undefined
   #watching = false
   readonly #watch: CallInit['watch']
 
@@ -95,7 +96,7 @@ export class CallContext implements RequestContext {
   get signal(): AbortSignal {
     if (this.#controller === undefined) {
       const controller = (this.#controller = new AbortController())
-      if (this.#reason !== undefined) controller.abort(this.#reason)
+      if (this.#cancel?.reason !== undefined) controller.abort(this.#cancel.reason)
       else this.#watchTransport()
     }
     return this.#controller.signal
@@ -103,17 +104,15 @@ export class CallContext implements RequestContext {
 
   /** Whether the call was cancelled (its client went away, notifications/cancelled, tasks/cancel), as far as anyone looked. */
   get cancelled(): boolean {
-    return this.#reason !== undefined
+    return this.#cancel?.aborted === true
   }
 
   /** Abort the call (notifications/cancelled, tasks/cancel); a signal read later is already aborted. */
   abort(reason: Error): void {
-    if (this.#reason !== undefined) return
-    this.#reason = reason
+    const cancel = (this.#cancel ??= new Cancel())
+    if (cancel.aborted) return
     this.#controller?.abort(reason)
-    const listeners = this.#listeners
-    this.#listeners = undefined
-    if (listeners !== undefined) for (const listener of listeners) listener(reason)
+    cancel.abort(reason)
   }
 
   /**
@@ -122,14 +121,13 @@ export class CallContext implements RequestContext {
    * gateway paid on every call. Already cancelled: `listener` runs at once. {@link offCancel} stops.
    */
   onCancel(listener: (reason: Error) => void): void {
-    if (this.#reason !== undefined) return listener(this.#reason)
-    this.#watchTransport()
-    ;(this.#listeners ??= []).push(listener)
+    const cancel = (this.#cancel ??= new Cancel())
+    if (!cancel.aborted) this.#watchTransport()
+    cancel.on(listener)
   }
 
   offCancel(listener: (reason: Error) => void): void {
-    const i = this.#listeners?.indexOf(listener) ?? -1
-    if (i !== -1) this.#listeners!.splice(i, 1)
+    this.#cancel?.off(listener)
   }
 
   // The transport is watched once someone listens (see CallInit.watch).

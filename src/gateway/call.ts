@@ -6,7 +6,7 @@ import { missingCapabilities, questionFor } from '../mrtr/questions.js'
 import type { InputRequest } from '../schema/mrtr.js'
 import type { ServerMessage } from '../store/types.js'
 import type { Linked } from './chain.js'
-import { Cancel } from './deadline.js'
+import { Cancel } from '../core/cancel.js'
 
 /** Where a round waits: the instance holding the upstream request, the call, and the round's number. */
 export interface RoundRef {

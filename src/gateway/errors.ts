@@ -1,5 +1,5 @@
 import { McpError, errors, messageOf } from '../errors.js'
-import type { Cancellation } from './deadline.js'
+import type { Cancellation } from '../core/cancel.js'
 
 const STATUS: Record<number, number> = { [-32600]: 400, [-32601]: 404, [-32602]: 400, [-32002]: 404 }
 

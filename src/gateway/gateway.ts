@@ -8,7 +8,7 @@ import { taskStarted } from '../core/tools.js'
 import { clientTakesTasks, startTask } from '../tasks/runner.js'
 import type { ServerMessage, Store } from '../store/types.js'
 import type { RoundRef, UpstreamCall } from './call.js'
-import type { Cancel } from './deadline.js'
+import type { Cancel } from '../core/cancel.js'
 import { handlerReturn, progressOf, relayLog, unlistedPrompt, unlistedResource, unlistedTool, type Forwarder } from './catalogue.js'
 import { UpstreamLists } from './lists.js'
 import type { RoundRelay } from './relay.js'
@@ -154,14 +154,15 @@ export class Gateway implements Forwarder {
    */
   async forward(ctx: RetryableContext, method: string, params: Record<string, unknown>, mcp: McpServer = this.mcp): Promise<unknown> {
     if (this.#modern !== undefined) return this.#passThrough(this.#modern, ctx, method, params)
+    // The faces' contexts are CallContexts: the rounds hear their cancellation without a signal.
+    const context = ctx as CallContext
     const ref = ctx.requestState as RoundRef | undefined
-    if (ref !== undefined) return handlerReturn((await this.rounds.resume(ref, ctx.inputResponses ?? {}, ctx as CallContext)) as never)
+    if (ref !== undefined) return handlerReturn((await this.rounds.resume(ref, ctx.inputResponses ?? {}, context)) as never)
     const asTask = method === 'tools/call' && clientTakesTasks(ctx.clientCapabilities)
-    const call = ctx as CallContext
-    const send = (abort: Cancel, upstreamCall: UpstreamCall) => this.upstream.request(method, params, { abort, onprogress: progressOf(upstreamCall) })
-    const outcome = await this.rounds.start(call, send, asTask ? (this.#opts.taskAfterMs ?? 5000) : undefined)
+    const send = (abort: Cancel, call: UpstreamCall) => this.upstream.request(method, params, { abort, onprogress: progressOf(call) })
+    const outcome = await this.rounds.start(context, send, asTask ? (this.#opts.taskAfterMs ?? 5000) : undefined)
     if (outcome.kind !== 'running') return handlerReturn(outcome as never)
-    return this.#task(call, outcome.call, mcp)
+    return this.#task(context, outcome.call, mcp)
   }
 
   /**

@@ -1,10 +1,10 @@
 import type { CallContext } from '../core/call-context.js'
+import type { Cancel } from '../core/cancel.js'
 import type { Logger, RequestContext } from '../core/request-context.js'
 import { McpError, errors, messageOf } from '../errors.js'
 import type { ServerMessage } from '../store/types.js'
 import { UpstreamCall, type Outcome, type RoundRef, type WireError } from './call.js'
 import { Chain } from './chain.js'
-import type { Cancel } from './deadline.js'
 import { tooManyRounds } from './errors.js'
 import type { RelayedRound, RoundRelay } from './relay.js'
 
@@ -19,6 +19,15 @@ export class Rounds {
   /** The calls that have handed out a round, by id: where a retry finds its call. */
   readonly #held = new Map<string, UpstreamCall>()
   #stop: (() => Promise<void>) | undefined
+  /** A call's end and its rounds, as its {@link UpstreamCall} reports them. */
+  readonly #ended = (call: UpstreamCall): void => {
+    this.#calls.delete(call)
+    if (call.round > 0) this.#held.delete(call.id)
+  }
+
+  readonly #rounded = (call: UpstreamCall): void => {
+    this.#held.set(call.id, call)
+  }
 
   constructor(
     /** This instance's name in sealed states and on the relay. */
@@ -29,15 +38,6 @@ export class Rounds {
     /** How many rounds one principal may hold open (each an upstream request waiting for its answer). */
     readonly maxHeld: number
   ) {}
-
-  readonly #ended = (call: UpstreamCall): void => {
-    this.#calls.delete(call)
-    if (call.round > 0) this.#held.delete(call.id)
-  }
-
-  readonly #rounded = (call: UpstreamCall): void => {
-    this.#held.set(call.id, call)
-  }
 
   /** Take the rounds other instances relay here. */
   async listen(): Promise<void> {

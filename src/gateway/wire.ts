@@ -2,7 +2,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
 import { errors } from '../errors.js'
 import { isPlainObject } from '../headers.js'
-import type { Cancel } from './deadline.js'
+import type { Cancel } from '../core/cancel.js'
 import { UpstreamAnswer } from './errors.js'
 import { StdioChild } from './stdio.js'
 

@@ -5,7 +5,7 @@ import { McpError } from '../../src/errors.js'
 import { UpstreamAnswer } from '../../src/gateway/errors.js'
 import { StdioChild } from '../../src/gateway/stdio.js'
 import { Wire } from '../../src/gateway/wire.js'
-import { Cancel } from '../../src/gateway/deadline.js'
+import { Cancel } from '../../src/core/cancel.js'
 import { handWritten } from '../helpers/gateway-hostile.js'
 
 /** A child running `script` under node, with what it says kept: messages, errors, stderr lines, and its close. */
