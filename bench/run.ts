@@ -23,7 +23,7 @@ import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { h2load, type LoadResult, type RequestSpec } from './lib/h2load.js'
-import { cpuSeconds, memory, settle, startRedis, startServer, type Running } from './lib/procs.js'
+import { cpuSeconds, memory, settle, startRedis, startServer, visitOrder, type Running } from './lib/procs.js'
 import { capacity, capacityTable } from './lib/capacity.js'
 import { functionsBench, functionsTable } from './lib/functions.js'
 import { ledgerSpread, ledgerTable } from './lib/ledger.js'
@@ -200,7 +200,7 @@ async function runPhase(phase: Phase, results: Results): Promise<void> {
   for (let launch = 1; launch <= settings.launches; launch++) {
     if (settings.launches > 1) console.log(`[${phase.id}] launch ${launch}/${settings.launches}`)
     for (const workload of phase.workloads.filter((w) => selected(phase, w))) {
-      const ok = await launchPhase(phase, workload, results, (target, runs) => {
+      const ok = await launchPhase(phase, workload, launch - 1, results, (target, runs) => {
         const key = `${workload.id}\u0000${target}`
         perLaunch.set(key, [...(perLaunch.get(key) ?? []), runs])
       })
@@ -219,7 +219,7 @@ async function runPhase(phase: Phase, results: Results): Promise<void> {
 }
 
 /** One launch of a phase's servers for one workload; false when the phase cannot run here (no Redis). */
-async function launchPhase(phase: Phase, workload: Workload, results: Results, record: (target: string, runs: Run[]) => void): Promise<boolean> {
+async function launchPhase(phase: Phase, workload: Workload, launch: number, results: Results, record: (target: string, runs: Run[]) => void): Promise<boolean> {
   // The servers and h2load need both cores: anything else running skews the numbers.
   const load = loadavg()[0]!
   if (load > 1.5) {
@@ -272,7 +272,7 @@ async function launchPhase(phase: Phase, workload: Workload, results: Results, r
       }
     }
     if (!unfair.has(workload.id)) {
-      for (const [target, runs] of await measure(phase, workload, running, pids, results, redis?.pid)) record(target, runs)
+      for (const [target, runs] of await measure(phase, workload, launch, running, pids, results, redis?.pid)) record(target, runs)
     }
     for (const [id, server] of running) {
       const key = `${id}@${phase.id}`
@@ -287,12 +287,13 @@ async function launchPhase(phase: Phase, workload: Workload, results: Results, r
 }
 
 /**
- * One workload: warm every target up, then `reps` rounds that each visit every target in turn
- * (starting one further along each round, every other round in reverse order, each run once the
- * servers are idle), and keep each target's best run. With the phase's one redis-server (`redisPid`),
+ * One workload in launch `launch` (from 0): warm every target up, then `reps` rounds that each
+ * visit every target in turn ({@link visitOrder}: each round, over the launches too, starts one
+ * further along, every other cycle backwards; each run once the servers are idle), and keep each
+ * target's best run. With the phase's one redis-server (`redisPid`),
  * its CPU per request too: only one target runs at a time, so what Redis spent was for that target.
  */
-async function measure(phase: Phase, workload: Workload, running: Map<string, Running>, pids: number[], results: Results, redisPid?: number): Promise<Map<string, Run[]>> {
+async function measure(phase: Phase, workload: Workload, launch: number, running: Map<string, Running>, pids: number[], results: Results, redisPid?: number): Promise<Map<string, Run[]>> {
   const targets = Object.keys(workload.requests).filter(wanted)
   const serverOf = (target: string) => running.get(processOf(target))!
   const specs = new Map<string, RequestSpec>()
@@ -319,10 +320,9 @@ async function measure(phase: Phase, workload: Workload, running: Map<string, Ru
   for (const target of targets) await drive(target, isSdk(target) ? settings.warmSdkSeconds : settings.warmSeconds).catch(() => undefined)
   const runs = new Map<string, Run[]>(targets.map((t) => [t, []]))
   for (let rep = 0; rep < settings.reps; rep++) {
-    // Every other round backwards, so no target always runs right after the same other one.
-    const order = rep % 2 === 0 ? targets : [...targets].reverse()
-    for (let i = 0; i < order.length; i++) {
-      const target = order[(i + rep) % order.length]!
+    // Each round starts with another target (over launches too), every other cycle backwards.
+    const order = visitOrder(targets, launch * settings.reps + rep)
+    for (const target of order) {
       const label = `[${phase.id}] ${workload.id} · ${target} · run ${rep + 1}/${settings.reps}`
       // The SDK servers answer a 200-tool list in seconds: give them time to finish some.
       const seconds = isSdk(target) ? Math.max(settings.seconds, 10) : settings.seconds

@@ -156,3 +156,17 @@ export async function startRedis(): Promise<{ url: string; pid: number; stop(): 
   child.kill('SIGKILL')
   throw new Error('redis-server did not answer within 10 s')
 }
+
+/**
+ * The order round `round` visits `targets` in (rounds counted over all launches of a workload):
+ * each round starts one further along, forwards for a cycle of `targets.length` rounds, then
+ * backwards for one. Over a cycle every target goes first once; over two, each runs right after
+ * each other one. (Reversing every other round of a rotation, as the bench did, cancels out with
+ * two targets: ours ran first in every round of every launch.)
+ * @example visitOrder(['ours', 'bare'], 1) // ['bare', 'ours']
+ */
+export function visitOrder<T>(targets: readonly T[], round: number): T[] {
+  const n = targets.length
+  const step = Math.floor(round / n) % 2 === 0 ? 1 : n - 1
+  return targets.map((_, i) => targets[(round + i * step) % n]!)
+}

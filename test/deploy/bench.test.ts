@@ -4,6 +4,7 @@ import { parseSummary, percentiles } from '../../bench/lib/parse.js'
 import { LEARNED_SCRIPTS, RespCommands, perRequest } from '../../bench/lib/redis-proxy.js'
 import { roundTripTable, scriptNames } from '../../bench/lib/roundtrips.js'
 import { svg } from '../../bench/chart.js'
+import { visitOrder } from '../../bench/lib/procs.js'
 import { checks, growth, median, pairedRatios, soakGrowth, table, verdicts, workloads, type Measurement, type Results } from '../../bench/report.js'
 
 // The benchmark's own arithmetic and output, on a fixture: the real bench (npm run bench) is not
@@ -192,4 +193,20 @@ t.test('redis proxy: commands counted from RESP across chunk boundaries; per req
   t.equal(LEARNED_SCRIPTS[sha1(lua)], 'mcpThing')
   t.equal(scriptNames()[sha1(lua)], 'mcpThing')
   t.match(roundTripTable([{ workload: 'w', target: 'ours', requests: 1, perRequest: { writes: 1, commands: 1, byName: { [`EVALSHA ${sha1(lua)}`]: 1 } } }]), '| w | ours | 1 | 1 | mcpThing 1 |')
+})
+
+t.test('each round visits the targets from the next one, every other cycle backwards', async (t) => {
+  // Two targets: each goes first in turn (reversing a rotated round used to cancel out: ours first every time).
+  t.same([0, 1, 2, 3].map((r) => visitOrder(['ours', 'bare'], r)), [['ours', 'bare'], ['bare', 'ours'], ['ours', 'bare'], ['bare', 'ours']])
+  const three = [0, 1, 2, 3, 4, 5].map((r) => visitOrder(['a', 'b', 'c'], r).join(''))
+  t.same(three, ['abc', 'bca', 'cab', 'acb', 'bac', 'cba'])
+  // Over two cycles each target is first equally often and runs right after each other one.
+  const firsts = new Map<string, number>()
+  const after = new Set<string>()
+  for (const order of three) {
+    firsts.set(order[0]!, (firsts.get(order[0]!) ?? 0) + 1)
+    for (let i = 1; i < order.length; i++) after.add(order[i - 1]! + order[i]!)
+  }
+  t.same([...firsts.values()], [2, 2, 2])
+  t.equal(after.size, 6)
 })
