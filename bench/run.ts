@@ -14,7 +14,7 @@
  *   npm run bench -- --soak 600        10-minute soak of the demo server at a steady rate: memory growth
  *   npm run bench -- --profile "tools/call echo" [--target bare]   CPU profile of a server under a workload
  *   npm run bench -- --report bench/results/latest.json   table, verdicts and the SVG again from a results file
- *   --connections N (default 32), --launches N (fresh launches per phase; default 3, quick 1), --reps N, --seconds N
+ *   --connections N (default 32), --launches N (fresh launches per phase; default 3, quick 1), --reps N, --seconds N, --warm N (warm-up s; default 8, quick 2)
  */
 import { execFileSync } from 'node:child_process'
 import { cpus, loadavg } from 'node:os'
@@ -57,7 +57,8 @@ const { values: flags } = parseArgs({
     connections: { type: 'string', default: '32' },
     launches: { type: 'string' },
     reps: { type: 'string' },
-    seconds: { type: 'string' }
+    seconds: { type: 'string' },
+    warm: { type: 'string' }
   }
 })
 
@@ -71,8 +72,9 @@ const settings = {
   // Fresh launches of every server of a phase: a process's speed varies more from one launch to
   // the next than from one run to the next, so every ratio is the median of per-launch pairs.
   launches: Number(flags.launches ?? (quick ? 1 : 3)),
-  // The SDK servers keep speeding up for 10-15 s (JIT of the per-request rebuild); ours and bare settle sooner.
-  warmSeconds: quick ? 2 : 8,
+  // The SDK servers keep speeding up for 10-15 s (JIT of the per-request rebuild); ours and bare settle
+  // sooner (`--warm`: seconds of warm-up for ours and bare).
+  warmSeconds: Number(flags.warm ?? (quick ? 2 : 8)),
   warmSdkSeconds: quick ? 4 : 15
 }
 const only = flags.only?.split(',').map((s) => s.trim().toLowerCase())
