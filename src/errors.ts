@@ -41,6 +41,7 @@ export const catalogue = {
   MCP_ERR_FORBIDDEN: { rpc: C.invalidRequest, status: 403 },
   MCP_ERR_USER_TOKEN_REQUIRED: { rpc: C.invalidRequest, status: 403 },
   MCP_ERR_TOKEN_EXCHANGE_REFUSED: { rpc: C.invalidRequest, status: 403 },
+  MCP_ERR_TOKEN_NOT_FORWARDABLE: { rpc: C.invalidRequest, status: 403 },
   MCP_ERR_METHOD_NOT_FOUND: { rpc: C.methodNotFound, status: 404, message: 'Method not found' },
   MCP_ERR_NOT_FOUND: { rpc: C.invalidParams, status: 404 },
   MCP_ERR_UNKNOWN_TOOL: { rpc: C.invalidParams, status: 404 },
@@ -262,6 +263,17 @@ export const errors = {
     fixed(
       'MCP_ERR_USER_TOKEN_REQUIRED',
       `The upstream server ${upstream} acts for each user: call it with an OAuth access token (an API key, or no token, names no user)`,
+      { upstream }
+    ),
+  /**
+   * 403: an upstream sent the caller's own `Authorization` (forwardAuthorization), and the caller's
+   * token is DPoP-bound: it works only with a proof signed by the client's key for the URL it goes
+   * to, which the gateway cannot make for the upstream's.
+   */
+  tokenNotForwardable: (upstream: string) =>
+    fixed(
+      'MCP_ERR_TOKEN_NOT_FORWARDABLE',
+      `The upstream server ${upstream} is sent the caller's own token, and a DPoP-bound token cannot be forwarded (its proofs are for this gateway's URL): call with a Bearer token`,
       { upstream }
     ),
   /** 403: the authorization server refused to exchange the caller's token for one of the upstream's; `error` is its OAuth error code. */

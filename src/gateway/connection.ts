@@ -3,6 +3,7 @@ import type { IncomingMessage, Server } from 'node:http'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import type { KeyLookup } from '../auth/api-keys.js'
+import { errors } from '../errors.js'
 import type { Logger } from '../core/request-context.js'
 import type { ServerMessage } from '../store/types.js'
 import { boundToUs } from './child.js'
@@ -45,6 +46,9 @@ export interface Handlers {
  * upstream that forwards or exchanges it (see {@link watchCallers}); none in the gateway's own work.
  */
 const caller = new AsyncLocalStorage<Caller>()
+
+/** An `Authorization` of the DPoP scheme (RFC 9449): its token is bound to the client's key. */
+const DPOP = /^dpop /i
 
 /**
  * Keep each HTTP request's `Authorization` for the work it starts. Set on the Node server before
@@ -130,7 +134,7 @@ function sseTransport(sdk: Sdk, url: URL, options: ConstructorParameters<Sdk['SS
 /** The fetch of a URL upstream: as it is, forwarding the caller's `Authorization`, or exchanging its token. */
 export function fetchFor(spec: Extract<UpstreamSpec, { url: string }>, name: string, log: Logger): UpstreamFetch {
   if (spec.tokenExchange !== undefined) return exchanging(spec.tokenExchange, name, log, () => caller.getStore())
-  return spec.forwardAuthorization === true ? forwarding : fetch
+  return spec.forwardAuthorization === true ? (url, init) => forwarding(url, init, name) : fetch
 }
 
 /**
@@ -142,10 +146,13 @@ export function asGateway<T>(fn: () => T): T {
   return caller.exit(fn)
 }
 
-/** fetch, with the calling client's `Authorization` when there is one. */
-export function forwarding(url: string | URL, init?: RequestInit): Promise<Response> {
+/** fetch, with the calling client's `Authorization` when there is one (never a DPoP-bound one: 403). */
+export function forwarding(url: string | URL, init: RequestInit | undefined, upstream: string): Promise<Response> {
   const authorization = caller.getStore()?.authorization
   if (authorization === undefined) return fetch(url, init)
+  // Without its proof a DPoP-bound token is refused upstream, and the proof names this gateway's
+  // URL: say so rather than send what cannot work (RFC 9449).
+  if (DPOP.test(authorization)) return Promise.reject(errors.tokenNotForwardable(upstream))
   // The SDK always passes its init (method, headers, body).
   const headers = new Headers(init!.headers)
   headers.set('authorization', authorization)

@@ -61,6 +61,7 @@ const samples: { [K in keyof typeof errors]: () => McpError } = {
   upstreamRequestRefused: () => errors.upstreamRequestRefused('m'),
   userTokenRequired: () => errors.userTokenRequired('u'),
   tokenExchangeRefused: () => errors.tokenExchangeRefused('u', 'invalid_grant'),
+  tokenNotForwardable: () => errors.tokenNotForwardable('u'),
   tokenExchangeFailed: () => errors.tokenExchangeFailed('u', 'answered 503'),
   relayed: () => errors.relayed({ name: 'MCP_ERR_UNKNOWN_TOOL', code: -32602, message: 'Unknown tool: x', status: 404 })
 }

@@ -1,6 +1,6 @@
 /* eslint-disable no-template-curly-in-string -- `${VAR}` in a config file's strings is what the gateway expands */
 import { spawn } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { once } from 'node:events'
 import { createServer } from 'node:http'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { decodeJwt } from 'jose'
+import { SignJWT, calculateJwkThumbprint, decodeJwt, exportJWK, generateKeyPair } from 'jose'
 import { McpServer as SdkServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import { apiKeyRing } from '../../src/auth/api-keys.js'
@@ -52,10 +52,11 @@ async function upstream(t: Test, as: AuthorizationServer): Promise<string> {
 }
 
 /** A gateway to `spec` in this process, with its own OAuth (the AS's tokens for GATEWAY) and CLIENT_KEY, on a socket. */
-async function gateway(t: Test, as: AuthorizationServer, spec: UpstreamSpec): Promise<{ base: string; gw: Gateway; app: FastifyInstance }> {
+async function gateway(t: Test, as: AuthorizationServer, spec: UpstreamSpec, dpop?: { required?: boolean }): Promise<{ base: string; gw: Gateway; app: FastifyInstance }> {
   const gw = await Gateway.start({ name: 'tickets', spec, log: quiet, server: {}, relay: new MemoryRelay(), instance: `test-${randomBytes(4).toString('hex')}` })
   const apiKeys = [{ principal: 'ci', key: CLIENT_KEY }]
-  const app = await buildServer({ logger: false, mcp: gw.mcp, store: gw.wrapStore(new MemoryStore()), oauth: { issuer: as.issuer, audience: GATEWAY, jwksUrl: as.jwksUrl }, apiKeys })
+  const oauth = { issuer: as.issuer, audience: GATEWAY, jwksUrl: as.jwksUrl, ...(dpop === undefined ? {} : { dpop }) }
+  const app = await buildServer({ logger: false, mcp: gw.mcp, store: gw.wrapStore(new MemoryStore()), oauth, apiKeys })
   t.teardown(async () => {
     await app.close()
     await gw.close()
@@ -118,6 +119,34 @@ t.test('each user reaches the upstream as themselves, by a token exchanged once 
   t.match(byKey.body, { code: -32600, message: /^The upstream server tickets acts for each user/, data: { upstream: 'tickets' } })
   t.notOk(as.requests.some((r) => r.form.get('subject_token') === CLIENT_KEY), 'the key never went to the authorization server')
   t.equal((await whoami(base)).status, 401, "no token: the gateway's own OAuth refuses first")
+})
+
+t.test('a DPoP-bound token is exchanged too: the gateway checks its proof, the authorization server decides', async (t) => {
+  const as = await authorizationServer(t, { gatewayAudience: GATEWAY, upstreamAudience: UPSTREAM })
+  const url = await upstream(t, as)
+  const spec = { url, headers: { authorization: `Bearer ${GATEWAY_KEY}` }, tokenExchange: { tokenUrl: as.tokenUrl, clientId: as.clientId, clientSecret: as.clientSecret, audience: UPSTREAM } }
+  const { base } = await gateway(t, as, spec, {})
+  const key = await generateKeyPair('ES256', { extractable: true })
+  const jwk = await exportJWK(key.publicKey)
+  const alice = await as.userToken('alice', GATEWAY, { cnf: { jkt: await calculateJwkThumbprint(jwk) } })
+  // The proof names the gateway's public URL (its OAuth audience), as behind a proxy.
+  const proof = () =>
+    new SignJWT({ jti: randomUUID(), htm: 'POST', htu: `${GATEWAY}/tools/whoami/calls`, iat: Math.floor(Date.now() / 1000), ath: createHash('sha256').update(alice).digest('base64url') })
+      .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk })
+      .sign(key.privateKey)
+  const call = async (headers: Record<string, string>) => {
+    const res = await fetch(`${base}/tools/whoami/calls`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ arguments: {} }) })
+    return { status: res.status, body: (await res.json()) as any }
+  }
+  const bound = await call({ authorization: `DPoP ${alice}`, dpop: await proof() })
+  t.equal(bound.status, 200, 'not refused as "no user token"')
+  t.equal(subjectOf(bound), 'alice', 'the upstream saw alice, by a token exchanged for the bound one')
+  t.equal(as.exchanges, 1)
+  t.ok(as.requests.some((r) => r.form.get('subject_token') === alice), 'the bound token was the subject token')
+  t.equal(subjectOf(await call({ authorization: `DPoP ${alice}`, dpop: await proof() })), 'alice')
+  t.equal(as.exchanges, 1, 'and the token exchanged for it was kept')
+  t.equal((await call({ authorization: `DPoP ${alice}` })).status, 401, "without its proof the gateway's own OAuth refuses first")
+  t.equal(as.exchanges, 1)
 })
 
 t.test('concurrent calls of one user: one exchange', async (t) => {

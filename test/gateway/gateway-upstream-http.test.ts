@@ -10,8 +10,9 @@ import { post, start } from '../helpers/gateway-cli-helper.js'
 import { watchCallers } from '../../src/gateway/connection.js'
 
 /** A stateless Streamable HTTP upstream (the SDK's) whose `whoami` tool says which Authorization it got. */
-async function whoUpstream(t: Test): Promise<string> {
+async function whoUpstream(t: Test, heard: (string | undefined)[] = []): Promise<string> {
   const server = createServer((req, res) => {
+    heard.push(req.headers.authorization)
     const mcp = new McpServer({ name: 'who', version: '1' })
     mcp.registerTool('whoami', { description: 'the Authorization header of this request' }, async (extra) => ({
       content: [{ type: 'text', text: String(extra.requestInfo?.headers.authorization ?? 'none') }]
@@ -39,6 +40,31 @@ t.test("the client's Authorization goes upstream only when the configuration say
   t.equal(await whoami(forwarding.base, 'Bearer client-token'), 'Bearer client-token', 'forwarded when configured')
   t.equal(await whoami(forwarding.base), 'none', 'a request without one sends none (nothing left from the last)')
   t.equal((await post(`${forwarding.base}/tools/whoami/calls`, { arguments: {} })).status, 200)
+})
+
+t.test('a DPoP-bound token is not forwarded: 403 naming the upstream, and the upstream hears nothing of it', async (t) => {
+  const heard: (string | undefined)[] = []
+  const url = await whoUpstream(t, heard)
+  const forwarding = await start(t, ['gateway', '--url', url, '--forward-authorization'])
+  const res = await fetch(`${forwarding.base}/tools/whoami/calls`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'DPoP bound-token', dpop: 'a proof for the gateway' },
+    body: JSON.stringify({ arguments: {} })
+  })
+  t.equal(res.status, 403)
+  const body = (await res.json()) as { code: number; message: string; data: { upstream: string } }
+  t.equal(body.code, -32600)
+  t.match(body.message, /^The upstream server \S+ is sent the caller's own token, and a DPoP-bound token cannot be forwarded/)
+  t.type(body.data.upstream, 'string')
+  t.ok(body.message.includes(body.data.upstream), 'the message names the upstream of data.upstream')
+  t.notOk(heard.some((h) => h?.includes('bound-token')), 'the upstream never received the bound token')
+  // The same gateway still forwards a Bearer token.
+  const bearer = await fetch(`${forwarding.base}/tools/whoami/calls`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer plain' },
+    body: JSON.stringify({ arguments: {} })
+  })
+  t.equal(((await bearer.json()) as { content: { text: string }[] }).content[0]!.text, 'Bearer plain')
 })
 
 t.test('forwarding in this process: the Authorization of the request that made the upstream call', async (t) => {
