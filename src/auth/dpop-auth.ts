@@ -5,7 +5,7 @@ import { errors, type McpError } from '../errors.js'
 import { MemoryOnce } from '../store/memory-once.js'
 import { DEFAULT_LIMITS } from '../store/limits.js'
 import { DpopRefusal, dpopChecker, type DpopOptions } from './dpop.js'
-import { BEARER, BEARER_SCHEME, DUPLICATE, takeHeader } from './take-header.js'
+import { BEARER, BEARER_SCHEME, DPOP, DPOP_SCHEME, DUPLICATE, takeHeader } from './take-header.js'
 
 type Scheme = 'Bearer' | 'DPoP'
 
@@ -29,10 +29,6 @@ export interface SchemeParts {
   verified(token: string, request: FastifyRequest, refuse: Refuse): Promise<JWTPayload>
   principalOf(payload: JWTPayload): Principal
 }
-
-// RFC 9449 section 7.1: the scheme is case-insensitive, the token is token68 like Bearer's.
-const DPOP = /^dpop +([A-Za-z0-9\-._~+/]+=*) *$/i
-const DPOP_SCHEME = /^dpop(?: |$)/i
 
 /**
  * The resource server with DPoP on: `Authorization: DPoP <token>` with one `DPoP` proof header

@@ -5,6 +5,9 @@ export const DUPLICATE = Symbol('several headers of one name')
 // RFC 6750 section 2.1: the scheme is case-insensitive, the token is b64token.
 export const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
 export const BEARER_SCHEME = /^bearer(?: |$)/i
+// RFC 9449 section 7.1: the scheme is case-insensitive, the token is token68 like Bearer's.
+export const DPOP = /^dpop +([A-Za-z0-9\-._~+/]+=*) *$/i
+export const DPOP_SCHEME = /^dpop(?: |$)/i
 
 /**
  * Read a credential header (`authorization`, `dpop`) and remove it from the request, so that

@@ -3,6 +3,7 @@ import type { IncomingMessage, Server } from 'node:http'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import type { KeyLookup } from '../auth/api-keys.js'
+import { DPOP_SCHEME } from '../auth/take-header.js'
 import { errors } from '../errors.js'
 import type { Logger } from '../core/request-context.js'
 import type { ServerMessage } from '../store/types.js'
@@ -46,9 +47,6 @@ export interface Handlers {
  * upstream that forwards or exchanges it (see {@link watchCallers}); none in the gateway's own work.
  */
 const caller = new AsyncLocalStorage<Caller>()
-
-/** An `Authorization` of the DPoP scheme (RFC 9449): its token is bound to the client's key. */
-const DPOP = /^dpop /i
 
 /**
  * Keep each HTTP request's `Authorization` for the work it starts. Set on the Node server before
@@ -152,7 +150,7 @@ export function forwarding(url: string | URL, init: RequestInit | undefined, ups
   if (authorization === undefined) return fetch(url, init)
   // Without its proof a DPoP-bound token is refused upstream, and the proof names this gateway's
   // URL: say so rather than send what cannot work (RFC 9449).
-  if (DPOP.test(authorization)) return Promise.reject(errors.tokenNotForwardable(upstream))
+  if (DPOP_SCHEME.test(authorization)) return Promise.reject(errors.tokenNotForwardable(upstream))
   // The SDK always passes its init (method, headers, body).
   const headers = new Headers(init!.headers)
   headers.set('authorization', authorization)

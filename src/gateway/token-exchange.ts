@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { decodeJwt } from 'jose'
 import type { KeyLookup } from '../auth/api-keys.js'
 import { isLoopbackHost } from '../auth/origin.js'
+import { BEARER, DPOP } from '../auth/take-header.js'
 import type { Logger } from '../core/request-context.js'
 import { errors, messageOf, type McpError } from '../errors.js'
 
@@ -53,9 +54,6 @@ const TIMEOUT_MS = 10_000
 const MAX_ANSWER_BYTES = 64 * 1024
 // The refusals that say the gateway's own client is wrong (its configuration), not the caller's token.
 const CLIENT_ERRORS = new Set(['invalid_client', 'unauthorized_client', 'unsupported_grant_type'])
-// The caller's access token, Bearer or DPoP-bound (RFC 9449): the authorization server decides
-// whether it exchanges a bound one.
-const ACCESS_TOKEN = /^(?:bearer|dpop) +([A-Za-z0-9\-._~+/]+=*) *$/i
 // RFC 6750's b64token: what an `Authorization: Bearer` header can carry.
 const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/
 // RFC 6749 section 5.2's `error` characters; longer codes are not codes.
@@ -286,7 +284,9 @@ export function exchanging(spec: TokenExchangeSpec, upstream: string, log: Logge
   return async (url, init) => {
     const caller = current()
     if (caller === undefined) return fetch(url, init)
-    const subject = ACCESS_TOKEN.exec(caller.authorization ?? '')?.[1]
+    // Bearer or DPoP-bound (RFC 9449): the authorization server decides whether it exchanges a bound one.
+    const authorization = caller.authorization ?? ''
+    const subject = (BEARER.exec(authorization) ?? DPOP.exec(authorization))?.[1]
     if (subject === undefined || caller.keys?.(subject) !== undefined) throw errors.userTokenRequired(upstream)
     const headers = new Headers(init!.headers)
     headers.set('authorization', `Bearer ${await ours.accessTokenFor(subject)}`)
