@@ -14,12 +14,20 @@ import { PART, REGISTRY } from './redis-keys.js'
  * expiry), their bytes (`:b`, member -> bytes), the bytes in all and per owner (`:u`, '*' and <h> ->
  * bytes, and '~' the time of the last sweep), and each owner's records (`:o:<h>`, member -> expiry).
  * A member is `<h>:<id>`, h the owner's SHA-1. Tasks also keep the running ones (`:r`, and per owner
- * `:r:<h>`). The store-wide bounds a script is given are its shard's share.
+ * `:r:<h>`) and their counts in the totals (`*r` and `<h>r`, see {@link RUNNING}). The store-wide
+ * bounds a script is given are its shard's share.
  *
  * Every `redis.call` costs about a microsecond of Redis' one thread, so the steps are counted: what
  * expired is dropped in batches (a sweep at most every 100 ms, or at once when a bound would refuse),
  * one command per set for the whole batch rather than eight per record.
  */
+/**
+ * The running tasks' counts in a ledger's totals (`:u`): `*r` in all, `<h>r` an owner's, written
+ * with the bytes in the same HSET, so that booking a task reads one hash instead of two ZCARDs
+ * besides (the sets stay, for the first to expire). A count absent is counted from its set once.
+ */
+const RUNNING = 'r'
+
 const SHARED: Definitions = [
   ['G', `local G = P .. '${REGISTRY.tag}'`],
   // A strictly increasing use stamp (ms, with sub-ms steps), so that least-recently-used order is exact.
@@ -33,6 +41,15 @@ end`
   ],
   ['owner', "local function owner(m) return string.match(m, '^([^:]+):') end"],
   // Drop the members ms of the ledger Z: their bytes, their place in every set, their owners' totals.
+  // A count kept in the totals U, lowered by n; absent (a ledger written before counts were kept,
+  // or an owner gone), it stays absent: whoever needs it counts the set once (see mcpIndexTask).
+  [
+    'lower',
+    `local function lower(U, f, n)
+  local c = redis.call('HGET', U, f)
+  if c then redis.call('HSET', U, f, math.max(0, tonumber(c) - n)) end
+end`
+  ],
   [
     'dropAll',
     `local function dropAll(Z, ms)
@@ -41,7 +58,7 @@ end`
   local bs = redis.call('HMGET', Z .. '${PART.ledgerBytes}', unpack(ms))
   redis.call('HDEL', Z .. '${PART.ledgerBytes}', unpack(ms))
   redis.call('ZREM', Z, unpack(ms))
-  redis.call('ZREM', Z .. '${PART.ledgerRunning}', unpack(ms))
+  local running = redis.call('ZREM', Z .. '${PART.ledgerRunning}', unpack(ms))
   local per, total = {}, 0
   for i, m in ipairs(ms) do
     local oh, b = owner(m), tonumber(bs[i] or 0)
@@ -53,10 +70,12 @@ end`
   end
   for oh, o in pairs(per) do
     redis.call('ZREM', Z .. '${PART.ledgerOwner}' .. oh, unpack(o[1]))
-    redis.call('ZREM', Z .. '${PART.ledgerRunningOwner}' .. oh, unpack(o[1]))
-    if redis.call('HINCRBY', U, oh, -o[2]) <= 0 then redis.call('HDEL', U, oh) end
+    local ran = running > 0 and redis.call('ZREM', Z .. '${PART.ledgerRunningOwner}' .. oh, unpack(o[1])) or 0
+    if redis.call('HINCRBY', U, oh, -o[2]) <= 0 then redis.call('HDEL', U, oh, oh .. '${RUNNING}')
+    elseif ran > 0 then lower(U, oh .. '${RUNNING}', ran) end
   end
   redis.call('HINCRBY', U, '*', -total)
+  if running > 0 then lower(U, '*${RUNNING}', running) end
 end`
   ],
   ['drop', 'local function drop(Z, m) dropAll(Z, { m }) end'],
@@ -169,42 +188,62 @@ return 0
   mcpIndexTask: registry(`
 local m = A(1)
 local oh = owner(m)
-local R, RO, U = K .. '${PART.ledgerRunning}', K .. '${PART.ledgerRunningOwner}' .. oh, K .. '${PART.ledgerUsage}'
+local R, RO, U, B = K .. '${PART.ledgerRunning}', K .. '${PART.ledgerRunningOwner}' .. oh, K .. '${PART.ledgerUsage}', K .. '${PART.ledgerBytes}'
+local ohr = oh .. '${RUNNING}'
 local b = tonumber(A(3))
 if A(4) == 'create' then
   local now = nowms()
-  local u
+  local u, mine, running
+  -- The totals, with the running counts; a count absent (a ledger written before they were kept, an
+  -- owner whose records all expired) is counted from its set, once: the write below keeps it.
+  local function totals()
+    u = redis.call('HMGET', U, oh, '*', ohr, '*${RUNNING}', '~')
+    mine = tonumber(u[3] or redis.call('ZCARD', RO))
+    running = tonumber(u[4] or redis.call('ZCARD', R))
+  end
   local function refusal()
-    if redis.call('ZCARD', RO) >= tonumber(A(6)) then return { 'quota', first(RO, now), A(6), 'running tasks' } end
+    if mine >= tonumber(A(6)) then return { 'quota', first(RO, now), A(6), 'running tasks' } end
     if tonumber(u[1] or 0) + b > tonumber(A(8)) then return { 'quota', first(K .. '${PART.ledgerOwner}' .. oh, now), A(8), 'bytes of tasks' } end
-    if redis.call('ZCARD', R) >= tonumber(A(5)) then return { 'running', first(R, now), A(5) } end
+    if running >= tonumber(A(5)) then return { 'running', first(R, now), A(5) } end
     if tonumber(u[2] or 0) + b > tonumber(A(7)) then return { 'full', first(K, now), A(7) } end
   end
-  u = redis.call('HMGET', U, oh, '*', '~')
-  local swept = sweep(K, now, false, u[3])
-  if swept then u = redis.call('HMGET', U, oh, '*') end
+  totals()
+  local swept = sweep(K, now, false, u[5])
+  if swept then totals() end
   local refused = refusal()
   if refused and not swept then
     sweep(K, now, true)
-    u = redis.call('HMGET', U, oh, '*')
+    totals()
     refused = refusal()
   end
   if refused then return refused end
   local at = now + tonumber(A(2))
-  put(K, m, at, b, 0)
-  redis.call('ZADD', R, at, m)
-  redis.call('ZADD', RO, at, m)
+  local old = redis.call('ZADD', K, at, m) == 1 and 0 or tonumber(redis.call('HGET', B, m) or 0)
+  redis.call('ZADD', K .. '${PART.ledgerOwner}' .. oh, at, m)
+  redis.call('HSET', B, m, b)
+  mine = mine + redis.call('ZADD', RO, at, m)
+  running = running + redis.call('ZADD', R, at, m)
+  redis.call('HSET', U, oh, tonumber(u[1] or 0) - old + b, '*', tonumber(u[2] or 0) - old + b, ohr, mine, '*${RUNNING}', running)
   return { 'ok' }
 end
 -- finish: creates sweep; a finish sweeps only when what expired would make it refuse.
 local function finish()
-  if not redis.call('ZSCORE', K, m) then return { 'ok' } end
-  redis.call('ZREM', R, m)
-  redis.call('ZREM', RO, m)
-  local old = tonumber(redis.call('HGET', K .. '${PART.ledgerBytes}', m))
-  local u = redis.call('HMGET', U, oh, '*')
-  if tonumber(u[1] or 0) - old + b > tonumber(A(8)) or tonumber(u[2] or 0) - old + b > tonumber(A(7)) then return { 'large' } end
-  recount(K, m, b, old)
+  local old = redis.call('HGET', B, m)
+  if not old then return { 'ok' } end
+  old = tonumber(old)
+  local u = redis.call('HMGET', U, oh, '*', ohr, '*${RUNNING}')
+  local counts = {}
+  if redis.call('ZREM', R, m) == 1 then
+    redis.call('ZREM', RO, m)
+    if u[3] then counts[#counts + 1] = ohr counts[#counts + 1] = math.max(0, tonumber(u[3]) - 1) end
+    if u[4] then counts[#counts + 1] = '*${RUNNING}' counts[#counts + 1] = math.max(0, tonumber(u[4]) - 1) end
+  end
+  if tonumber(u[1] or 0) - old + b > tonumber(A(8)) or tonumber(u[2] or 0) - old + b > tonumber(A(7)) then
+    if #counts > 0 then redis.call('HSET', U, unpack(counts)) end
+    return { 'large' }
+  end
+  redis.call('HSET', B, m, b)
+  redis.call('HSET', U, oh, tonumber(u[1] or 0) - old + b, '*', tonumber(u[2] or 0) - old + b, unpack(counts))
   return { 'ok' }
 end
 local out = finish()

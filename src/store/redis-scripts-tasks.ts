@@ -45,11 +45,12 @@ return { fields, {} }
    * K task, A(1) lastUpdatedAt JSON, A(2) 'keep' | 'set' | 'del' for inputRequests, A(3) number of
    * fields to set, the pairs, the number of fields to delete, their names, then the inputRequests
    * pairs: nil when unknown or terminal, else the task as {fields, inputRequests} when its creator
-   * asked for notifications (the notification carries it), else 1.
+   * asked for notifications (the notification carries it; read with the status, as it was created),
+   * else 1.
    */
   mcpUpdateTask: script(`
-local status = redis.call('HGET', K, 'status')
-if not status or TERMINAL[status] then return nil end
+local was = redis.call('HMGET', K, 'status', 'notify')
+if not was[1] or TERMINAL[was[1]] then return nil end
 local n = tonumber(A(3))
 local d = 4 + 2 * n
 local dels = tonumber(A(d))
@@ -62,7 +63,7 @@ if A(2) == 'set' then
   redis.call('PEXPIRE', ir, redis.call('PTTL', K))
 end
 redis.call('HSET', K, 'lastUpdatedAt', A(1), unpack(ARGV, 4, 3 + 2 * n))
-if redis.call('HGET', K, 'notify') ~= 'true' then return 1 end
+if was[2] ~= 'true' then return 1 end
 if TERMINAL[redis.call('HGET', K, 'status')] then redis.call('HSET', K, 'notifyPending', 'true') end
 return { redis.call('HGETALL', K), redis.call('HGETALL', ir) }
 `),

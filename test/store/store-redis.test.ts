@@ -104,8 +104,9 @@ t.test('the task ledger drops expired records in one batch, and a bound that wou
   t.same(await raw.zrange(L, '0', '-1'), [`${sha1('alice')}:a1`], 'the next write swept every expired record')
   t.same(await raw.hkeys(`${L}:b`), [`${sha1('alice')}:a1`])
   const totals = await raw.hgetall(`${L}:u`)
-  t.same(Object.keys(totals).filter((k) => k !== '~').sort(), ['*', sha1('alice')].sort(), 'owners with nothing left leave the totals')
+  t.same(Object.keys(totals).filter((k) => k !== '~').sort(), ['*', '*r', sha1('alice'), `${sha1('alice')}r`].sort(), 'owners with nothing left leave the totals')
   t.equal(totals['*'], totals[sha1('alice')], 'the bytes in all are those of alice')
+  t.same([totals['*r'], totals[`${sha1('alice')}r`]], ['1', '1'], 'one task running, in all and for alice: the expired ones left the counts')
   t.equal(await raw.exists(`${L}:o:${sha1('owner-3')}`, `${L}:r`), 1, "an owner's set is gone; the running set holds alice's task")
   const a1 = `${sha1('alice')}:a1`
   t.equal(Number(await raw.hget(`${L}:b`, a1)), TASK_FLOOR, 'a small task counts the floor')
@@ -114,6 +115,7 @@ t.test('the task ledger drops expired records in one batch, and a bound that wou
   t.ok(outcome > 256 && outcome < TASK_FLOOR, `a small outcome (written with its count, in one round trip) counts its own ${outcome} bytes`)
   t.equal((await store.tasks.getTask('alice', 'a1'))?.status, 'completed')
   t.equal(await raw.zcard(`${L}:r`), 0, 'and leaves the running ones')
+  t.same(await raw.hmget(`${L}:u`, '*r', `${sha1('alice')}r`), ['0', '0'], 'and their counts')
 
   // Bob's two tasks expire before the next sweep is due; his third is not refused for them.
   await store.tasks.createTask('bob', task('b1', 40))
@@ -122,6 +124,37 @@ t.test('the task ledger drops expired records in one batch, and a bound that wou
   await sleep(60)
   await store.tasks.createTask('bob', task('b4', 60_000))
   t.same(await raw.zrange(`${L}:r:${sha1('bob')}`, '0', '-1'), [`${sha1('bob')}:b4`], 'the refusal swept first, then counted the living')
+  t.same(await raw.hmget(`${L}:u`, '*r', `${sha1('bob')}r`), ['1', '1'], 'and so do the counts')
+  // One of two running tasks expires: its owner keeps the other, and both counts lose the one.
+  await store.tasks.createTask('bob', task('b5', 40))
+  await sleep(150)
+  await store.tasks.createTask('erin', task('e1', 60_000))
+  t.same(await raw.hmget(`${L}:u`, '*r', `${sha1('bob')}r`), ['2', '1'], 'a sweep lowers the running counts by what expired')
+})
+
+t.test('a task ledger written before the running counts were kept counts its running sets once', async (t) => {
+  const prefix = `v${randomUUID().slice(0, 8)}:`
+  const store = open({ prefix, limits: { maxTasksPerPrincipal: 2 } })
+  t.teardown(() => store.close())
+  const raw = new Redis(redis.url)
+  t.teardown(() => raw.quit())
+  const now = new Date().toISOString()
+  const task = (taskId: string) => ({ taskId, status: 'working' as const, createdAt: now, lastUpdatedAt: now, ttlMs: 60_000, pollIntervalMs: 1000 })
+  const L = `${prefix}{g}:tasks`
+  const carol = sha1('carol')
+  await store.tasks.createTask('carol', task('c1'))
+  await store.tasks.createTask('dave', task('d1'))
+  // As an earlier version left it: the sets, and totals of bytes only.
+  await raw.hdel(`${L}:u`, '*r', `${carol}r`, `${sha1('dave')}r`)
+  await store.tasks.createTask('carol', task('c2'))
+  t.same(await raw.hmget(`${L}:u`, '*r', `${carol}r`), ['3', '2'], 'counted from the sets, then kept')
+  await t.rejects(store.tasks.createTask('carol', task('c3')), { name: 'QuotaExceeded' }, "carol's two running tasks reach her quota")
+  await raw.hdel(`${L}:u`, `${carol}r`)
+  await store.tasks.updateTask('carol', 'c1', { status: 'completed', result: { content: [] } })
+  t.same(await raw.hmget(`${L}:u`, '*r', `${carol}r`), ['2', null], 'a finish lowers the counts there are and leaves an absent one absent')
+  await store.tasks.createTask('carol', task('c4'))
+  t.same(await raw.hmget(`${L}:u`, '*r', `${carol}r`), ['3', '2'], 'the next booking counts her set: c2 and c4')
+  await t.rejects(store.tasks.createTask('carol', task('c5')), { name: 'QuotaExceeded' })
 })
 
 t.test('finishing a task: a small outcome is one write to Redis, a large one waits for the ledger first', async (t) => {
