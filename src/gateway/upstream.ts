@@ -1,6 +1,6 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import type { Logger } from '../core/request-context.js'
-import { errors, messageOf } from '../errors.js'
+import { McpError, errors, messageOf } from '../errors.js'
 import type { ServerMessage } from '../store/types.js'
 import { newConnection, type Progress, type UpstreamSpec } from './connection.js'
 import { Chain } from './chain.js'
@@ -147,9 +147,12 @@ export class Upstream {
     })
     const started = Date.now()
     // What the connection could not read (a line that is not JSON, an answer to nobody): dropped,
-    // and said; at warn once a connection (a server that logs on stdout would fill the log).
+    // and said; at warn once a connection (a server that logs on stdout would fill the log). A
+    // request this gateway would not send (a DPoP-bound token to forward, an exchange refused) is
+    // also told here by the SDK's transport before it throws: that is the caller's answer, not news.
     let dropped = 0
     client.onerror = (err) => {
+      if (err instanceof McpError) return
       const log = this.#opts.log
       ;(dropped++ === 0 ? log.warn : log.debug).call(log, { upstream: this.#opts.name, reason: err.message }, 'upstream message dropped')
     }

@@ -79,6 +79,26 @@ t.test('forwarding in this process: the Authorization of the request that made t
   t.equal(await whoami({}), 'Bearer own', 'without one: the configured header')
 })
 
+t.test('a refused forward is the caller\'s answer, not logged as an upstream message dropped', async (t) => {
+  const url = await whoUpstream(t)
+  const said: [string, string][] = []
+  const at = (level: string) => (_o: unknown, msg: string) => void said.push([level, msg])
+  const log = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }
+  const { app } = await serveUpstream(t, { url, forwardAuthorization: true }, { log: log as never })
+  watchCallers(app.server)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+  const res = await fetch(`${base}/tools/whoami/calls`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'DPoP bound-token', dpop: 'a proof for the gateway' },
+    body: JSON.stringify({ arguments: {} })
+  })
+  t.equal(res.status, 403)
+  t.equal(((await res.json()) as { code: number }).code, -32600)
+  t.equal(await post2(`${base}/tools/whoami/calls`, { authorization: 'Bearer plain' }).then((b) => b.content[0]!.text), 'Bearer plain', 'the connection still works')
+  t.same(said.filter(([, msg]) => msg === 'upstream message dropped'), [], 'nothing said of a message dropped')
+})
+
 const post2 = (url: string, headers: Record<string, string>) =>
   fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ arguments: {} }) }).then(
     async (r) => (await r.json()) as { content: { text: string }[] }
