@@ -5,6 +5,7 @@
  *   npm run bench                      full run, 3 launches per phase (about 2 hours on 2 cores): bench/results/latest.{json,svg}
  *   npm run bench -- --quick           short runs for iteration: bench/results/quick.{json,svg}
  *   npm run bench -- --only list,MRTR  only workloads (or phases) whose id contains one of these: partial.{json,svg}
+ *   npm run bench -- --only "task: create (202, Redis store)"   a comma inside parentheses is part of the id
  *   npm run bench -- --only core --skip cluster   and not those whose id contains one of these
  *   npm run bench -- --only targeted --servers ours,bare --launches 5   the workloads with a target (issue 40), ours and bare only
  *   npm run bench -- --only capacity   Redis memory per connection, notification, task, replay record
@@ -23,6 +24,7 @@ import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { h2load, type LoadResult, type RequestSpec } from './lib/h2load.js'
+import { terms } from './lib/parse.js'
 import { cpuSeconds, memory, settle, startRedis, startServer, visitOrder, type Running } from './lib/procs.js'
 import { capacity, capacityTable } from './lib/capacity.js'
 import { functionsBench, functionsTable } from './lib/functions.js'
@@ -77,8 +79,8 @@ const settings = {
   warmSeconds: Number(flags.warm ?? (quick ? 2 : 8)),
   warmSdkSeconds: quick ? 4 : 15
 }
-const only = flags.only?.split(',').map((s) => s.trim().toLowerCase())
-const skip = flags.skip?.split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== '') ?? []
+const only = flags.only === undefined ? undefined : terms(flags.only)
+const skip = flags.skip === undefined ? [] : terms(flags.skip)
 // `targeted`: the workloads that have a target (RATIO_TARGETS), each by its exact id.
 const matches = (phase: Phase, w: Workload, o: string) =>
   o === 'targeted' ? RATIO_TARGETS[w.id] !== undefined : w.id.toLowerCase().includes(o) || phase.id.toLowerCase().includes(o)

@@ -42,3 +42,26 @@ export function percentiles(log: string): { p50Ms: number; p99Ms: number } {
   const at = (q: number) => (n === 0 ? NaN : sorted[Math.min(n - 1, Math.floor(q * n))]! / 1000)
   return { p50Ms: at(0.5), p99Ms: at(0.99) }
 }
+
+/**
+ * The terms of `--only` or `--skip`, lower-cased: split at commas outside parentheses, so that a
+ * workload's own id (`task: create (202, Redis store)`, `(1,000 queued)`) is one term.
+ * @example terms('MRTR, task: create (202, Redis store)') // ['mrtr', 'task: create (202, redis store)']
+ */
+export function terms(list: string): string[] {
+  const out: string[] = []
+  let depth = 0
+  let term = ''
+  for (const c of list) {
+    if (c === ',' && depth === 0) {
+      out.push(term)
+      term = ''
+      continue
+    }
+    if (c === '(') depth++
+    else if (c === ')') depth = Math.max(0, depth - 1)
+    term += c
+  }
+  out.push(term)
+  return out.map((s) => s.trim().toLowerCase()).filter((s) => s !== '')
+}

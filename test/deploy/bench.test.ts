@@ -1,6 +1,6 @@
 import t from 'tap'
 import { createHash } from 'node:crypto'
-import { parseSummary, percentiles } from '../../bench/lib/parse.js'
+import { parseSummary, percentiles, terms } from '../../bench/lib/parse.js'
 import { LEARNED_SCRIPTS, RespCommands, perRequest } from '../../bench/lib/redis-proxy.js'
 import { roundTripTable, scriptNames } from '../../bench/lib/roundtrips.js'
 import { svg } from '../../bench/chart.js'
@@ -142,6 +142,14 @@ traffic: 5.12MB (5368709) total, 1.23MB (1289748) headers (space savings 0.00%),
 t.test("parseSummary: h2load's report", async (t) => {
   t.same(parseSummary(REPORT), { rps: 23456.7, requests: 234567, failed: 7, statusCounts: [0, 0, 234000, 500, 60, 0], bytes: 5368709 })
   t.throws(() => parseSummary('connection refused'), /h2load output without/)
+})
+
+t.test('terms: --only and --skip split at commas outside parentheses', async (t) => {
+  t.same(terms('list,MRTR'), ['list', 'mrtr'])
+  t.same(terms(' Task: create (202, Redis store) , (1,000 queued),'), ['task: create (202, redis store)', '(1,000 queued)'], 'a workload id with commas is one term')
+  t.same(terms('cluster,(202)'), ['cluster', '(202)'])
+  t.same(terms('a (b, c)) , d'), ['a (b, c))', 'd'], 'an unmatched parenthesis closes nothing more')
+  t.same(terms(''), [])
 })
 
 t.test("percentiles: from h2load's per-request log", async (t) => {
