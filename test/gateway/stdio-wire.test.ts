@@ -219,3 +219,29 @@ t.test("an upstream's unreadable lines are dropped and logged: the first of a co
     ]
   )
 })
+
+t.test('closed while a connection to a URL is failing: it stays closed, with no restart', async (t) => {
+  const { createServer } = await import('node:net')
+  const { Upstream } = await import('../../src/gateway/upstream.js')
+  // Accepts and never answers: the connect waits for its timeout.
+  const sockets: Socket[] = []
+  const silent = createServer((socket) => void sockets.push(socket))
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => {
+    for (const s of sockets) s.destroy()
+    silent.close()
+  })
+  const said: string[] = []
+  const at = () => (_o: unknown, msg: string) => void said.push(msg)
+  const log = { debug: at(), info: at(), warn: at(), error: at() }
+  const port = (silent.address() as { port: number }).port
+  const up = new Upstream({ url: `http://127.0.0.1:${port}/mcp` }, { name: 'silent', log, connectTimeoutMs: 300, restartMinMs: 50 }, { connected() {}, notified() {}, asked: async () => ({}) })
+  const starting = up.start()
+  // Closed once the connect is under way (the upstream's initialize reached the silent server).
+  await new Promise((resolve) => silent.once('connection', resolve))
+  t.equal(up.state, 'starting')
+  await up.close()
+  t.equal(await starting, false, 'the start failed')
+  t.equal(up.state, 'closed', 'and the upstream stays closed, not down')
+  t.notOk(said.includes('upstream down'), 'no restart is planned')
+})
