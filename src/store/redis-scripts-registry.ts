@@ -2,6 +2,13 @@ import { lua, readsOnly, type Definitions, type Lua } from './redis-lua.js'
 import { PART, REGISTRY } from './redis-keys.js'
 
 /**
+ * The running tasks' counts in a ledger's totals (`:u`): `*r` in all, `<h>r` an owner's, written
+ * with the bytes in the same HSET, so that booking a task reads one hash instead of two ZCARDs
+ * besides (the sets stay, for the first to expire). A count absent is counted from its set once.
+ */
+const RUNNING = 'r'
+
+/**
  * Scripts on the registry slot (`P {g}:...`, one slot for the whole deployment): which connections
  * exist and in what order they were used, and sessions; and the ledgers that bound tasks and
  * idempotency records over all owners, on the registry slot or in shards on slots of their own
@@ -21,13 +28,6 @@ import { PART, REGISTRY } from './redis-keys.js'
  * expired is dropped in batches (a sweep at most every 100 ms, or at once when a bound would refuse),
  * one command per set for the whole batch rather than eight per record.
  */
-/**
- * The running tasks' counts in a ledger's totals (`:u`): `*r` in all, `<h>r` an owner's, written
- * with the bytes in the same HSET, so that booking a task reads one hash instead of two ZCARDs
- * besides (the sets stay, for the first to expire). A count absent is counted from its set once.
- */
-const RUNNING = 'r'
-
 const SHARED: Definitions = [
   ['G', `local G = P .. '${REGISTRY.tag}'`],
   // A strictly increasing use stamp (ms, with sub-ms steps), so that least-recently-used order is exact.
@@ -40,7 +40,6 @@ const SHARED: Definitions = [
 end`
   ],
   ['owner', "local function owner(m) return string.match(m, '^([^:]+):') end"],
-  // Drop the members ms of the ledger Z: their bytes, their place in every set, their owners' totals.
   // A count kept in the totals U, lowered by n; absent (a ledger written before counts were kept,
   // or an owner gone), it stays absent: whoever needs it counts the set once (see mcpIndexTask).
   [
@@ -50,6 +49,7 @@ end`
   if c then redis.call('HSET', U, f, math.max(0, tonumber(c) - n)) end
 end`
   ],
+  // Drop the members ms of the ledger Z: their bytes, their place in every set, their owners' totals.
   [
     'dropAll',
     `local function dropAll(Z, ms)

@@ -235,7 +235,7 @@ t.test('closed while a connection to a URL is failing: it stays closed, with no 
   const at = () => (_o: unknown, msg: string) => void said.push(msg)
   const log = { debug: at(), info: at(), warn: at(), error: at() }
   const port = (silent.address() as { port: number }).port
-  const up = new Upstream({ url: `http://127.0.0.1:${port}/mcp` }, { name: 'silent', log, connectTimeoutMs: 300, restartMinMs: 50 }, { connected() {}, notified() {}, asked: async () => ({}) })
+  const up = new Upstream({ url: `http://127.0.0.1:${port}/mcp` }, { name: 'silent', log, connectTimeoutMs: 2000, restartMinMs: 50 }, { connected() {}, notified() {}, asked: async () => ({}) })
   const starting = up.start()
   // Closed once the connect is under way (the upstream's initialize reached the silent server).
   await new Promise((resolve) => silent.once('connection', resolve))
