@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { DEFAULT_LIMITS, RECORD_OVERHEAD } from '../../src/store/limits.js'
 import { TOO_LARGE } from '../../src/store/memory-tasks.js'
+import { COMMAND_OPTIONS } from '../../src/store/redis-connect.js'
 import { TASK_FLOOR } from '../../src/store/redis-tasks.js'
+import { INSTANCE_LOST } from '../../src/tasks/task-steps.js'
 
 /**
  * The ceiling of the Redis paths, for bare Fastify in the Redis phases: ioredis (auto-pipelining, as
@@ -31,6 +33,11 @@ import { TASK_FLOOR } from '../../src/store/redis-tasks.js'
  *   bytes replace its own) and one script on the task's slot, since a terminal task must stay
  *   terminal (a check and a write, atomic), in the same write.
  * - task poll: one script reading the task's hash and its outstanding input requests together.
+ * - a task's lease: a task whose instance died must not stay `working` until its TTL. Each task is
+ *   written with a lease (`leaseUntil`), renewed while it runs by one timer for all of them; a poll
+ *   that finds it lapsed fails the task, as the library's does (INSTANCE_LOST).
+ * - every command as the library's store sends it (COMMAND_OPTIONS): failing after 2 retries and a
+ *   timeout, so that a Redis that hangs is a fast error rather than a request held forever.
  *
  * The library runs as many Redis commands per task on the same guarantees (18, `INFO commandstats`
  * over 4,000 tasks; 24 until 2026-11-29, when it counted running tasks with ZCARD rather than with
@@ -170,13 +177,16 @@ if not s or s == '"completed"' or s == '"failed"' or s == '"cancelled"' then ret
 redis.call('HSET', KEYS[1], unpack(ARGV))
 return 1
 `
+const RENEW = `
+if redis.call('HGET', KEYS[1], 'status') == '"working"' then redis.call('HSET', KEYS[1], 'leaseUntil', ARGV[1]) end
+`
 const GET = `
 local fields = redis.call('HGETALL', KEYS[1])
 if #fields == 0 then return nil end
 return { fields, redis.call('HGETALL', KEYS[1] .. ':in') }
 `
 /** The scripts by name, for the bench's round-trip table. */
-export const CEILING_SCRIPTS = { ceilingTake: TAKE, ceilingReserve: RESERVE, ceilingFinish: FINISH, ceilingCreate: CREATE, ceilingComplete: COMPLETE, ceilingGet: GET }
+export const CEILING_SCRIPTS = { ceilingTake: TAKE, ceilingReserve: RESERVE, ceilingFinish: FINISH, ceilingCreate: CREATE, ceilingComplete: COMPLETE, ceilingRenew: RENEW, ceilingGet: GET }
 
 // The library's defaults but for the bound on tasks, raised as the bench's own server raises it
 // (bench/servers/ours.ts); bytes counted as the library counts them (RECORD_OVERHEAD, TASK_FLOOR).
@@ -189,8 +199,9 @@ const LIMITS = {
 
 type Script = (key: string, ...args: (string | number)[]) => Promise<unknown>
 
-export async function redisCeiling(url: string, queued: unknown[]): Promise<RedisCeiling> {
-  const redis = new Redis(url, { enableAutoPipelining: true })
+/** `leaseMs`: the tasks' lease, as the library's `MCP_TASK_LEASE_MS` (60 s by default). */
+export async function redisCeiling(url: string, queued: unknown[], leaseMs = 60_000): Promise<RedisCeiling> {
+  const redis = new Redis(url, { ...COMMAND_OPTIONS })
   for (const [name, lua] of Object.entries(CEILING_SCRIPTS)) redis.defineCommand(name, { numberOfKeys: 1, lua })
   const run = redis as unknown as Record<keyof typeof CEILING_SCRIPTS, Script>
   const P = `bare-${process.pid}:`
@@ -204,7 +215,13 @@ export async function redisCeiling(url: string, queued: unknown[]): Promise<Redi
     await redis.pexpire(`${conn}:nq`, 3_600_000)
   }
   let groups = 0
-  return {
+  // The running tasks' leases, renewed by one timer (a lost renewal is tried at the next tick).
+  const running = new Set<string>()
+  const renewing = setInterval(() => {
+    const until = String(Date.now() + leaseMs)
+    for (const id of running) run.ceilingRenew(taskKey(id), until).catch(() => undefined)
+  }, leaseMs / 3).unref()
+  const ceiling: RedisCeiling = {
     async take() {
       const g = (await run.ceilingTake(conn, `g-${++groups}`, 100, 3_600_000)) as string | null
       if (g === null) return undefined
@@ -214,16 +231,21 @@ export async function redisCeiling(url: string, queued: unknown[]): Promise<Redi
     async createTask(task) {
       const key = taskKey(String(task.taskId))
       const fields = Object.entries(task).flatMap(([k, v]) => [k, JSON.stringify(v)])
+      fields.push('leaseUntil', String(Date.now() + leaseMs))
       const bytes = Math.max(RECORD_OVERHEAD + JSON.stringify(fields).length, TASK_FLOOR)
       const [reserved] = await Promise.all([
         run.ceilingReserve(index, `${h}:${task.taskId}`, task.ttlMs!, bytes, LIMITS.running, LIMITS.runningPerOwner, LIMITS.bytes, LIMITS.bytesPerOwner, h),
         run.ceilingCreate(key, task.ttlMs!, ...fields)
       ])
-      if (reserved === 1) return true
+      if (reserved === 1) {
+        running.add(String(task.taskId))
+        return true
+      }
       await redis.del(key)
       return false
     },
     async completeTask(taskId, patch) {
+      running.delete(taskId)
       let fields = Object.entries(patch).flatMap(([k, v]) => [k, JSON.stringify(v)])
       const bytes = RECORD_OVERHEAD + JSON.stringify(fields).length
       const counted = run.ceilingFinish(index, `${h}:${taskId}`, bytes, LIMITS.bytes, LIMITS.bytesPerOwner, h)
@@ -238,11 +260,20 @@ export async function redisCeiling(url: string, queued: unknown[]): Promise<Redi
       if (found === null) return undefined
       const [fields] = found
       const task: Record<string, unknown> = {}
-      for (let i = 0; i < fields.length; i += 2) task[fields[i]!] = JSON.parse(fields[i + 1]!)
-      return task
+      let lease = Number.POSITIVE_INFINITY
+      for (let i = 0; i < fields.length; i += 2) {
+        if (fields[i] === 'leaseUntil') lease = Number(fields[i + 1])
+        else task[fields[i]!] = JSON.parse(fields[i + 1]!)
+      }
+      if (task.status !== 'working' || lease >= Date.now()) return task
+      // Its instance died: the task fails, saying why, as the library's lapsed tasks do.
+      await ceiling.completeTask(taskId, { status: 'failed', lastUpdatedAt: new Date().toISOString(), statusMessage: INSTANCE_LOST.message, error: { ...INSTANCE_LOST } })
+      return ceiling.getTask(taskId)
     },
     async close() {
+      clearInterval(renewing)
       await redis.quit()
     }
   }
+  return ceiling
 }

@@ -77,6 +77,12 @@ export interface RedisConnections {
   sharded: boolean
 }
 
+/**
+ * How every command of a store is sent: auto-pipelined, failing after 2 retries and the command
+ * timeout (a Redis that hangs is a fast 503). The bench's ceiling sends its commands so too.
+ */
+export const COMMAND_OPTIONS = { maxRetriesPerRequest: 2, commandTimeout: 2000, enableAutoPipelining: true } as const satisfies RedisOptions
+
 function withoutTimeout({ commandTimeout: _commandTimeout, ...rest }: RedisOptions): RedisOptions {
   return rest
 }
@@ -107,9 +113,8 @@ export function connect(target: RedisTarget): RedisConnections {
     ...(tls === undefined ? {} : { tls })
   }
   const base: RedisOptions = {
-    maxRetriesPerRequest: 2,
-    commandTimeout: target.commandTimeoutMs ?? 2000,
-    enableAutoPipelining: true,
+    ...COMMAND_OPTIONS,
+    commandTimeout: target.commandTimeoutMs ?? COMMAND_OPTIONS.commandTimeout,
     // A primary demoted to replica answers writes with READONLY: reconnect (to the new primary) and retry.
     reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 2 : false),
     ...auth,

@@ -74,7 +74,8 @@ export function startTask<T>(
     lastUpdatedAt: now,
     ttlMs: options.ttlMs,
     pollIntervalMs: options.pollIntervalMs,
-    notify: options.notify,
+    // Kept only when asked for: absent is false to every reader, and a field fewer in each record.
+    notify: options.notify || undefined,
     leaseUntil: svc.taskLeases.until()
   }
   let created: Promise<void>

@@ -2,6 +2,7 @@ import t from 'tap'
 import { Redis } from 'ioredis'
 import { redisCeiling } from '../../bench/servers/redis-ceiling.js'
 import { TOO_LARGE } from '../../src/store/memory-tasks.js'
+import { INSTANCE_LOST } from '../../src/tasks/task-steps.js'
 import { startRedis } from '../helpers/redis-server.js'
 
 // The Redis ceiling of the bench is only fair if it keeps the guarantees the library keeps (issue 22):
@@ -54,4 +55,53 @@ t.test('nothing queued: the ceiling takes nothing (the GET /notifications of the
   const ceiling = await redisCeiling(redis.url, [])
   t.teardown(() => ceiling.close())
   t.equal(await ceiling.take(), undefined)
+})
+
+t.test("a task whose instance stopped renewing its lease fails when polled, as the library's does", async (t) => {
+  await flushAll()
+  const first = await redisCeiling(redis.url, [], 300)
+  t.equal(await first.createTask(task('orphan')), true)
+  await first.close()
+  // Another instance (the same keys: one process) polls it once the lease has lapsed.
+  const second = await redisCeiling(redis.url, [], 300)
+  t.teardown(() => second.close())
+  let seen = await second.getTask('orphan')
+  t.notOk(seen !== undefined && 'leaseUntil' in seen, 'the lease is not on the wire')
+  while (seen?.status === 'working') {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    seen = await second.getTask('orphan')
+  }
+  t.match(seen, { status: 'failed', error: INSTANCE_LOST, statusMessage: INSTANCE_LOST.message })
+  t.equal(await second.createTask(task('after')), true)
+})
+
+t.test("a running task's lease is renewed by its instance", async (t) => {
+  await flushAll()
+  const ceiling = await redisCeiling(redis.url, [], 300)
+  t.teardown(() => ceiling.close())
+  const admin = new Redis(redis.url)
+  t.teardown(() => admin.quit())
+  t.equal(await ceiling.createTask(task('kept')), true)
+  const key = (await admin.keys('*kept*'))[0]!
+  const before = Number(await admin.hget(key, 'leaseUntil'))
+  t.ok(before > Date.now() - 1000, 'written with a lease')
+  let after = before
+  while (after === before) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    after = Number(await admin.hget(key, 'leaseUntil'))
+  }
+  t.ok(after > before, 'pushed back while it runs')
+  await ceiling.completeTask('kept', { status: 'completed', result: { content: [] } })
+  t.match(await ceiling.getTask('kept'), { status: 'completed' }, 'and a finished task is not failed for its lease')
+})
+
+t.test('a Redis that does not answer fails the command after the timeout the store has, not never', async (t) => {
+  await flushAll()
+  const ceiling = await redisCeiling(redis.url, [])
+  t.teardown(() => ceiling.close())
+  const admin = new Redis(redis.url)
+  t.teardown(() => admin.quit())
+  // Paused for twice the timeout: the commands are answered only after it, so they time out.
+  await admin.call('CLIENT', 'PAUSE', '4000', 'ALL')
+  await t.rejects(ceiling.createTask(task('paused')), /timed out/)
 })

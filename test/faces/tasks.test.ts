@@ -406,7 +406,7 @@ t.test('tasks/get from the memory store is answered at once; from a store that w
   await t.rejects(Promise.resolve(later.tasks.served(ctx(), 'unknown')), { status: 404, message: 'Unknown task: unknown' })
 })
 
-t.test('the runner: a create that throws is a rejection; a change retried after an outage notifies the task as it is; a failed status update fails the work', async (t) => {
+t.test('the runner: a create that throws is a rejection; a change retried after an outage notifies the task as it is; a failed status update fails the work; notify is kept only when asked', async (t) => {
   const { startTask } = await import('../../src/tasks/runner.js')
   const { StoreUnavailable } = await import('../../src/store/store-errors.js')
   // The runner's pause before writing again does not keep the process alive (a server's handles do).
@@ -487,6 +487,13 @@ t.test('the runner: a create that throws is a rejection; a change retried after 
   }, () => ({ content: [] }))
   await recorded
   t.match(patches, [{ status: 'completed', result: { isError: true, content: [{ text: 'the store refused it' }] } }])
+
+  // `notify` is kept only when asked for (absent is false to every reader): a field fewer a record.
+  const records: Record<string, unknown>[] = []
+  const keeping = services({ createTask: async (_o: string, task: Record<string, unknown>) => void records.push(task), updateTask: async () => true }, () => undefined)
+  await startTask(keeping, ctx, { ...options, notify: false }, () => 'done', () => ({ content: [] }))
+  await startTask(keeping, ctx, options, () => 'done', () => ({ content: [] }))
+  t.strictSame(records.map((r) => r.notify), [undefined, true], 'not asked: no notify; asked: true')
 })
 
 t.test('tasks/get from a store that answers later: a task whose lease lapsed is failed first, then read again', async (t) => {
