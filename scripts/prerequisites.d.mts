@@ -7,6 +7,8 @@ export declare const PREREQUISITES: {
   readonly curl: 'curl'
   readonly jq: 'jq'
   readonly chromium: 'chromium'
+  readonly callgrind_control: 'valgrind'
+  readonly h2load: 'nghttp2-client'
 }
 /** The path of `name` on `path` (default: PATH) or in the sbin folders, or undefined. */
 export declare function find(name: string, path?: string): string | undefined

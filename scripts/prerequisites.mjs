@@ -1,5 +1,6 @@
 // `npm test` runs real programs besides Node: redis-server and nginx for the store and cluster tests,
-// tmux for the CLI's terminal, curl and jq for the docs' examples, Debian's chromium for the pages.
+// tmux for the CLI's terminal, curl and jq for the docs' examples, Debian's chromium for the pages,
+// valgrind and h2load for the bench's instruction counts.
 // This script (the `pretest` step) finds each one and, where one is missing, installs it with apt-get
 // when it can do so without asking (root, or sudo without a password); otherwise it stops at once
 // with the exact command to run, so a suite never meets a missing program minutes into its run.
@@ -17,7 +18,9 @@ export const PREREQUISITES = {
   tmux: 'tmux',
   curl: 'curl',
   jq: 'jq',
-  chromium: 'chromium'
+  chromium: 'chromium',
+  callgrind_control: 'valgrind',
+  h2load: 'nghttp2-client'
 }
 
 // nginx and redis-server live in /usr/sbin, which a user's PATH often lacks.

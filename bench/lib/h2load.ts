@@ -21,6 +21,8 @@ export interface RequestSpec {
 export interface LoadOptions {
   connections: number
   seconds: number
+  /** Send exactly this many requests (h2load `-n`) instead of running for `seconds`. */
+  requests?: number
   /** Requests per second per connection (h2load `--rps`); unset: as fast as the server answers. */
   rps?: number
   /** Where h2load writes one line per request, for the latency percentiles. */
@@ -42,7 +44,7 @@ export interface LoadResult {
  * not `spec.status`, so a broken server never shows up as a fast one.
  */
 export async function h2load(base: string, spec: RequestSpec, options: LoadOptions): Promise<LoadResult> {
-  const args = ['--h1', '-c', String(options.connections), '-t', '1', '-D', String(options.seconds)]
+  const args = ['--h1', '-c', String(options.connections), '-t', '1', ...(options.requests === undefined ? ['-D', String(options.seconds)] : ['-n', String(options.requests)])]
   if (options.rps !== undefined) args.push('--rps', String(options.rps))
   if (spec.bodyFile !== undefined) args.push('-d', spec.bodyFile)
   for (const [name, value] of Object.entries(spec.headers ?? {})) args.push('-H', `${name}: ${value}`)

@@ -25,6 +25,8 @@ export interface ServerSpec {
   readyPath: string
   /** For a server that takes its port as a flag (`--port`), not from `PORT`. */
   portFlag?: string
+  /** A command Node runs under (valgrind's, say): `[command, ...its arguments]`, before Node's path. */
+  wrap?: string[]
 }
 
 export interface Running {
@@ -56,7 +58,8 @@ export function freePort(): Promise<number> {
 /** Start a server pinned to {@link SERVER_CORE} on a fresh loopback port; resolves once it answers. */
 export async function startServer(spec: ServerSpec): Promise<Running> {
   const port = await freePort()
-  const [command, args] = pinned(SERVER_CORE, process.execPath, spec.portFlag === undefined ? spec.args : [...spec.args, spec.portFlag, String(port)])
+  const node = spec.portFlag === undefined ? spec.args : [...spec.args, spec.portFlag, String(port)]
+  const [command, args] = spec.wrap === undefined ? pinned(SERVER_CORE, process.execPath, node) : pinned(SERVER_CORE, spec.wrap[0]!, [...spec.wrap.slice(1), process.execPath, ...node])
   const child = spawn(command, args, {
     env: { ...process.env, ...spec.env, HOST: '127.0.0.1', PORT: String(port) },
     stdio: ['ignore', 'ignore', 'pipe']
@@ -71,7 +74,8 @@ export async function startServer(spec: ServerSpec): Promise<Running> {
 }
 
 async function waitUntilUp(child: ChildProcess, url: string, stderr: () => string): Promise<void> {
-  const deadline = Date.now() + 60_000
+  // Two minutes: Node under valgrind takes ~30 s to start on this machine.
+  const deadline = Date.now() + 120_000
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`server exited ${child.exitCode} before answering ${url}:\n${stderr()}`)
     try {
@@ -82,7 +86,7 @@ async function waitUntilUp(child: ChildProcess, url: string, stderr: () => strin
     }
   }
   child.kill('SIGKILL')
-  throw new Error(`server did not answer ${url} within 60 s:\n${stderr()}`)
+  throw new Error(`server did not answer ${url} within 120 s:\n${stderr()}`)
 }
 
 function stop(child: ChildProcess): Promise<void> {

@@ -29,9 +29,14 @@ const spawnHooks = globalThis[Symbol.for('process-on-spawn@*:singletonId')]
 
 /**
  * npm or npx, or node running a script from node_modules (someone else's program), or a bench server
- * from dist/bench/ (not the library: .taprc leaves bench/ out of coverage).
+ * from dist/bench/ (not the library: .taprc leaves bench/ out of coverage), node started directly or
+ * through a wrapper (the bench's `nice`, `taskset`, `valgrind`).
  */
-const uncovered = (args) => /^(npm|npx)$/.test(basename(args[0] ?? '')) || (args[0] === process.execPath && /[\\/](node_modules|dist[\\/]bench)[\\/]/.test(args.find((a, i) => i > 0 && !a.startsWith('-')) ?? ''))
+const uncovered = (args) => {
+  if (/^(npm|npx)$/.test(basename(args[0] ?? ''))) return true
+  const node = args.indexOf(process.execPath)
+  return node >= 0 && /[\\/](node_modules|dist[\\/]bench)[\\/]/.test(args.find((a, i) => i > node && !a.startsWith('-')) ?? '')
+}
 
 if (spawnHooks !== undefined && process.env._TAPJS_PROCESSINFO_COVERAGE_ === '1') {
   const coverage = fileURLToPath(new URL('../../.tap/coverage', import.meta.url))
