@@ -11,10 +11,11 @@ import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { instructionsPerRequest, median } from './lib/instructions.js'
+import { instructionsPerRequest } from './lib/instructions.js'
 import { startRedis } from './lib/procs.js'
+import { median } from './report.js'
 import { Files } from './requests.js'
-import { phases } from './workloads.js'
+import { phases, serverEnv } from './workloads.js'
 
 const dist = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const { values } = parseArgs({
@@ -45,9 +46,8 @@ try {
     if (spec === undefined || request === undefined) throw new Error(`${target} does not run ${workload.id}`)
     const redis = phase.redis === true ? await startRedis() : undefined
     try {
-      const shared: Record<string, string> = redis === undefined ? {} : { MCP_REDIS_URL: redis.url }
-      const env = { ...spec.env, ...shared, ...(target === 'ours' ? phase.oursEnv : {}) }
-      const counts = await instructionsPerRequest({ ...spec, env }, (base) => Promise.resolve(typeof request === 'function' ? request(base, files) : request), dir, options)
+      const env = serverEnv(phase, spec, redis === undefined ? {} : { MCP_REDIS_URL: redis.url })
+      const counts = await instructionsPerRequest({ ...spec, ...(env === undefined ? {} : { env }) }, (base) => Promise.resolve(typeof request === 'function' ? request(base, files) : request), dir, options)
       medians[target] = median(counts)
       console.log(`${workload.id} · ${target}: ${counts.map((n) => `${(n / 1000).toFixed(1)}k`).join(' ')} instructions a request (median ${(medians[target]! / 1000).toFixed(1)}k)`)
     } finally {

@@ -39,7 +39,7 @@ import { telemetryBench, telemetryLine } from './lib/telemetry.js'
 import { svg } from './chart.js'
 import { RATIO_TARGETS, checks, median, table, verdicts, type Measurement, type Results } from './report.js'
 import { Files } from './requests.js'
-import { PENDING, phases, processOf, type Phase, type Workload } from './workloads.js'
+import { PENDING, phases, processOf, serverEnv, type Phase, type Workload } from './workloads.js'
 import { startRedisCluster, type RedisCluster } from '../test/helpers/redis-cluster.js'
 
 const dist = resolve(dirname(fileURLToPath(import.meta.url)), '..')
@@ -255,8 +255,7 @@ async function launchPhase(phase: Phase, workload: Workload, launch: number, res
     for (const spec of phase.servers) {
       if (onlyServers !== undefined && !onlyServers.some((t) => processOf(t) === spec.id)) continue
       const shared = { ...(redis === undefined ? {} : { MCP_REDIS_URL: redis.url }), ...(cluster === undefined ? {} : { MCP_REDIS_CLUSTER_NODES: cluster.seeds }) }
-      // Bare Fastify takes the phase's Redis too: its Redis ceiling (bench/servers/redis-ceiling.ts).
-      const env = spec.id === 'ours' ? { ...spec.env, ...shared, ...phase.oursEnv } : spec.id === 'bare' ? { ...spec.env, ...shared } : spec.env
+      const env = serverEnv(phase, spec, shared)
       running.set(spec.id, await startServer({ ...spec, ...(env === undefined ? {} : { env }) }))
     }
     const redisPids = [...(redis === undefined ? [] : [redis.pid]), ...(cluster?.nodes.map((n) => n.process.pid!) ?? [])]

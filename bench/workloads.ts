@@ -30,6 +30,16 @@ export interface Phase {
   workloads: Workload[]
 }
 
+/**
+ * A server's environment in a phase: this project's server and bare Fastify take the phase's store
+ * (`store`: its Redis URL or cluster seeds; bare's Redis ceiling uses it), this project's its
+ * `oursEnv` too; the SDK servers have no store.
+ */
+export function serverEnv(phase: Phase, spec: ServerSpec, store: Record<string, string>): Record<string, string> | undefined {
+  if (spec.id === 'ours') return { ...spec.env, ...store, ...phase.oursEnv }
+  return spec.id === 'bare' ? { ...spec.env, ...store } : spec.env
+}
+
 /** The process serving a target. */
 export const processOf = (target: string): string => (target === 'sdk-v2-modern' ? 'sdk-v2' : target)
 

@@ -5,17 +5,19 @@ import { promisify } from 'node:util'
 import { h2load, type RequestSpec } from './h2load.js'
 import { startServer, type ServerSpec } from './procs.js'
 
-const exec = promisify(execFile)
-// valgrind names the pipes callgrind_control talks through after $HOST, which startServer sets for
-// the server: the control must look for the same name.
-const control = (command: '-z' | '-d', pid: number) => exec('callgrind_control', [command, String(pid)], { env: { ...process.env, HOST: '127.0.0.1' } })
-
 /**
  * Instructions per request, counted by valgrind's callgrind: the number a process runs does not
  * depend on what else the machine does, where its CPU time moves 10-20% between launches here.
  * It is not the target's measure (CPU time is: memory stalls cost time and no instructions), but
  * it decides a change of a few per cent that CPU time cannot in any number of launches we can afford.
  */
+
+const exec = promisify(execFile)
+// valgrind names the pipes callgrind_control talks through after $HOST, which startServer sets for
+// the server: the control must look for the same name.
+const control = (command: '-z' | '-d', pid: number) => exec('callgrind_control', [command, String(pid)], { env: { ...process.env, HOST: '127.0.0.1' } })
+
+/** How much to send: before counting, and in each counted window. */
 export interface InstructionOptions {
   /** Requests before counting (the JIT and the heap settle). */
   warm: number
@@ -23,13 +25,6 @@ export interface InstructionOptions {
   window: number
   windows: number
   connections: number
-}
-
-/** The middle value (the mean of the two middle ones for an even count). */
-export function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
 }
 
 /** The total of a callgrind dump (its `summary:` line: every thread's instructions). */
