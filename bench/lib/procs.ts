@@ -1,6 +1,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { connect, createServer } from 'node:net'
+import { connect } from 'node:net'
+import { freePort } from './ports.js'
 
 /** The core the servers run on, and the one h2load (and this runner) use. */
 export const SERVER_CORE = 0
@@ -42,18 +43,6 @@ process.on('exit', () => {
   for (const child of live) child.kill('SIGKILL')
 })
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130))
-
-/** A port free right now on loopback (the OS picks it). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
-}
 
 /** Start a server pinned to {@link SERVER_CORE} on a fresh loopback port; resolves once it answers. */
 export async function startServer(spec: ServerSpec): Promise<Running> {

@@ -99,6 +99,8 @@ t.test('without pino-pretty the logs stay JSON lines, with a hint', async (t) =>
   })
   const { port, out, err, stop } = await start(t, undefined, { NODE_OPTIONS: `--import ${join(dir, 'register.mjs')}` })
   await until(async () => (await tools(port)).length > 0)
+  // The log line and the answer come on two pipes: the answer can be read first.
+  await until(() => out().includes('Server listening'))
   t.match(err(), 'dev: logs stay JSON lines; npm install --save-dev pino-pretty for readable ones')
   t.match(out(), /^\{"level":30,.*"msg":"Server listening at http:\/\/127\.0\.0\.1:/m)
   await stop()

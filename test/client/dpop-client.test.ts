@@ -12,6 +12,7 @@ import { McpServer } from '../../src/core/mcp-server.js'
 import type { OAuthOptions } from '../../src/auth/oauth.js'
 import { buildServer } from '../../src/server.js'
 import { run } from '../helpers/cli-run.js'
+import { freePort } from '../helpers/redis-server.js'
 
 /*
  * The client's DPoP (RFC 9449): against our own resource server (which checks every proof) end to
@@ -37,11 +38,7 @@ async function serve(t: Test, dpop: OAuthOptions['dpop']): Promise<{ url: string
   const mcp = new McpServer({ name: 't', version: '1' })
   mcp.tool({ name: 'whoami' }, (_args, ctx) => ctx.principal.id)
   // The port first, so that the audience can name it.
-  const probe = createServer().listen(0, '127.0.0.1')
-  await once(probe, 'listening')
-  const { port } = probe.address() as { port: number }
-  probe.close()
-  await once(probe, 'close')
+  const port = await freePort()
   const url = `http://127.0.0.1:${port}`
   const app = await buildServer({ mcp, logger: false, oauth: { issuer: ISSUER, audience: url, jwks: JWKS, dpop } })
   const statuses: number[] = []

@@ -1,37 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { freePort, reservePort } from '../../bench/lib/ports.js'
 import { prerequisite } from './prerequisites.js'
 
-/**
- * A loopback port held (bound) until `release()` (a second release does nothing). Ports reserved
- * together are distinct, and none is handed to anyone else while held: release each just before its
- * server binds it. A port released at once is often the next one the kernel hands out: four
- * `freePort()` in a row gave a duplicate about once in a thousand tries.
- */
-export async function reservePort(): Promise<{ port: number; release(): Promise<void> }> {
-  const srv = createServer().listen(0, '127.0.0.1')
-  await once(srv, 'listening')
-  const { port } = srv.address() as { port: number }
-  return {
-    port,
-    async release() {
-      if (!srv.listening) return
-      srv.close()
-      await once(srv, 'close')
-    }
-  }
-}
-
-/** A free loopback port (bound, read, released): for one server started at once. */
-export async function freePort(): Promise<number> {
-  const { port, release } = await reservePort()
-  await release()
-  return port
-}
+// Ports for the servers tests start: chosen where no other process's port-0 bind can take them
+// meanwhile (bench/lib/ports.ts says why).
+export { freePort, reservePort }
 
 export interface RedisServer {
   url: string

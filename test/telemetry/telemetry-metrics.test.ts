@@ -1,12 +1,12 @@
 import t from 'tap'
 import { spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
-import { createServer } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import parsePrometheusTextFormat from 'parse-prometheus-text-format'
 import { createDemoServer } from '../../src/demo/catalogue.js'
 import { DURATION_BUCKETS } from '../../src/telemetry/metrics.js'
 import { build, call } from '../helpers/helper.js'
+import { freePort } from '../helpers/redis-server.js'
 import { rpc } from '../helpers/rpc.js'
 import { Type } from '@sinclair/typebox'
 
@@ -131,12 +131,7 @@ t.test('task and replay counters; /metrics stays out of the OpenAPI document and
 })
 
 t.test('metrics on a port of their own', async (t) => {
-  const port = await new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port
-      s.close(() => resolve(p))
-    })
-  })
+  const port = await freePort()
   const { app } = await build(t, { telemetry: { metrics: { port, host: '127.0.0.1' } } })
   t.equal((await app.inject({ url: '/metrics' })).statusCode, 404, 'not on the main server')
   await call(app, { url: '/tools' })
@@ -176,12 +171,7 @@ t.test('telemetry off: no @opentelemetry module is loaded, no hook, no /metrics'
 })
 
 t.test('npm start with MCP_METRICS=true serves /metrics beside /health', async (t) => {
-  const port = await new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port
-      s.close(() => resolve(p))
-    })
-  })
+  const port = await freePort()
   const main = new URL('../../dist/src/main.js', import.meta.url).pathname
   const child = spawn(process.execPath, [main], {
     env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'silent', MCP_METRICS: 'true' },
