@@ -3,8 +3,9 @@
  * bench/lib/instructions.ts): `npm run build && node dist/bench/instructions.js --only "<workload>"
  * [--servers ours,bare] [--warm 12000] [--window 6000] [--windows 3] [--connections 32]`, a
  * workload by its id as `npm run bench` names it. Each target runs alone, under callgrind, with a
- * redis-server of its own when the workload is a Redis one. Prints each window's count, the medians
- * and their ratio. Needs valgrind (Debian's `valgrind`) and h2load (`nghttp2-client`).
+ * redis-server of its own when the workload is a Redis one. Prints each window's count in the main
+ * thread (the requests' own work) and in all threads (V8's collector and compiler too, lumpier), the
+ * medians and their ratios. Needs valgrind (Debian's `valgrind`) and h2load (`nghttp2-client`).
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -38,7 +39,8 @@ const { phase, workload } = found
 const options = { warm: Number(values.warm), window: Number(values.window), windows: Number(values.windows), connections: Number(values.connections) }
 const dir = mkdtempSync(join(tmpdir(), 'bench-instructions-'))
 const files = new Files(dir)
-const medians: Record<string, number> = {}
+const medians: Record<string, { main: number; all: number }> = {}
+const k = (n: number) => `${(n / 1000).toFixed(1)}k`
 try {
   for (const target of values.servers.split(',').map((t) => t.trim())) {
     const spec = phase.servers.find((s) => s.id === target)
@@ -48,13 +50,16 @@ try {
     try {
       const env = serverEnv(phase, spec, redis === undefined ? {} : { MCP_REDIS_URL: redis.url })
       const counts = await instructionsPerRequest({ ...spec, ...(env === undefined ? {} : { env }) }, (base) => Promise.resolve(typeof request === 'function' ? request(base, files) : request), dir, options)
-      medians[target] = median(counts)
-      console.log(`${workload.id} · ${target}: ${counts.map((n) => `${(n / 1000).toFixed(1)}k`).join(' ')} instructions a request (median ${(medians[target]! / 1000).toFixed(1)}k)`)
+      const m = (medians[target] = { main: median(counts.map((c) => c.main)), all: median(counts.map((c) => c.all)) })
+      console.log(`${workload.id} · ${target}: instructions a request, main thread ${counts.map((c) => k(c.main)).join(' ')} (median ${k(m.main)}), all threads ${counts.map((c) => k(c.all)).join(' ')} (median ${k(m.all)})`)
     } finally {
       await redis?.stop()
     }
   }
-  if (medians.ours !== undefined && medians.bare !== undefined) console.log(`ours / bare: ${(medians.ours / medians.bare).toFixed(3)} (medians of the windows)`)
+  const { ours, bare } = medians
+  if (ours !== undefined && bare !== undefined) {
+    console.log(`ours / bare: ${(ours.main / bare.main).toFixed(3)} in the main thread, ${(ours.all / bare.all).toFixed(3)} in all threads (medians of the windows)`)
+  }
 } finally {
   rmSync(dir, { recursive: true, force: true })
 }
