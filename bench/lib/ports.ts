@@ -33,22 +33,27 @@ export function portRange(rangeFile = '/proc/sys/net/ipv4/ip_local_port_range'):
 }
 
 /** Bind `port` on loopback (0: the kernel picks); undefined when it is taken. */
-async function bind(port: number): Promise<Server | undefined> {
+function bind(port: number): Promise<Server | undefined> {
   const server = createServer()
-  const failed = once(server, 'error').then(() => undefined)
-  server.listen(port, '127.0.0.1')
-  return Promise.race([once(server, 'listening').then(() => server), failed])
+  return new Promise((resolve) => {
+    server.once('error', () => resolve(undefined))
+    server.listen(port, '127.0.0.1', () => resolve(server))
+  })
 }
 
 const range = portRange()
 /** Ports this process handed out lately: not handed out again at once (a released one is free, but its server may not have bound it yet). */
 const recent: number[] = []
 
-/** A loopback port held (bound) until `release()` (a second release does nothing): release it just before its server binds it. */
-export async function reservePort(): Promise<{ port: number; release(): Promise<void> }> {
+/**
+ * A loopback port held (bound) until `release()` (a second release does nothing): release it just
+ * before its server binds it. From `within` (default: below the ephemeral range), or where the
+ * kernel picks when that has none free.
+ */
+export async function reservePort(within = range): Promise<{ port: number; release(): Promise<void> }> {
   let server: Server | undefined
-  if (range !== undefined) {
-    const [first, last] = range
+  if (within !== undefined) {
+    const [first, last] = within
     for (let tries = 0; server === undefined && tries < 100; tries++) {
       const port = first + Math.floor(Math.random() * (last - first + 1))
       if (!recent.includes(port)) server = await bind(port)

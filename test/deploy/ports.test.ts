@@ -47,6 +47,14 @@ t.test('reserved ports are outside the range the kernel picks from, distinct, an
   const picked = (kernel.address() as { port: number }).port
   kernel.close()
   t.ok(picked > range![1], `the kernel's pick (${picked}) is above it`)
+  // A range whose one port is taken: the kernel picks instead.
+  const taken = createServer().listen(0, '127.0.0.1')
+  await once(taken, 'listening')
+  t.teardown(() => taken.close())
+  const busy = (taken.address() as { port: number }).port
+  const instead = await reservePort([busy, busy])
+  await instead.release()
+  t.ok(instead.port !== busy && instead.port > range![1], `taken: ${busy}, the kernel's ${instead.port} instead`)
   const free = await freePort()
   t.ok(free >= range![0] && free <= range![1], 'freePort too')
 })
