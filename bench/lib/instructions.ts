@@ -9,7 +9,8 @@ import { startServer, type ServerSpec } from './procs.js'
  * Instructions per request, counted by valgrind's callgrind: the number a process runs does not
  * depend on what else the machine does, where its CPU time moves 10-20% between launches here.
  * It is not the target's measure (CPU time is: memory stalls cost time and no instructions), but
- * it decides a change of a few per cent that CPU time cannot in any number of launches we can afford.
+ * it decides a change of ~5% that CPU time cannot in any number of launches we can afford (below
+ * that, launches of the same build differ: the JIT's decisions, most likely; see bench/README.md).
  *
  * Counted per thread (`--separate-threads=yes`): the main thread, which serves the requests, and
  * every thread together. V8's worker threads (concurrent marking and sweeping, the optimizing
