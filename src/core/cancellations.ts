@@ -11,7 +11,7 @@ export interface Abortable {
  * runs it. Listens to the store from the first registration on.
  */
 export class Cancellations {
-  readonly #running = new Map<string, { work: Abortable; reason: string }>()
+  readonly #running = new Map<string, { work: Abortable | undefined; reason: string }>()
   #listening: (() => void) | undefined
 
   constructor(readonly signals: () => Signals) {}
@@ -24,13 +24,18 @@ export class Cancellations {
   track(owner: string, id: string, work: Abortable, reason = 'Cancelled by the client'): () => void {
     this.#listening ??= this.signals().onCancel((o, requestId, reason) => {
       const running = this.#running.get(`${o}\0${requestId}`)
-      running?.work.abort(new Error(reason ?? running.reason))
+      running?.work?.abort(new Error(reason ?? running.reason))
     })
     const key = `${owner}\0${id}`
-    const entry = { work, reason }
+    const entry: { work: Abortable | undefined; reason: string } = { work, reason }
     this.#running.set(key, entry)
+    // The entry lets go of its work as it leaves. It may outlive the registration in the old
+    // generation (V8 can allocate such objects there from birth, see TaskHandle in tasks/runner.ts,
+    // and keeps a Map's previous table, entries and all, until a full collection); there it kept the
+    // work (a task's whole context) alive through every scavenge, to be promoted and die later.
     return () => {
       if (this.#running.get(key) === entry) this.#running.delete(key)
+      entry.work = undefined
     }
   }
 

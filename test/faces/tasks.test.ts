@@ -488,6 +488,26 @@ t.test('the runner: a create that throws is a rejection; a change retried after 
   await recorded
   t.match(patches, [{ status: 'completed', result: { isError: true, content: [{ text: 'the store refused it' }] } }])
 
+  // `ctx.task.status` needs no `this`: taken off the context, it still updates the task.
+  const messages: Array<string | undefined> = []
+  let told!: () => void
+  const toldAll = new Promise<void>((resolve) => (told = resolve))
+  const telling = services({
+    createTask: async () => undefined,
+    updateTask: async (_o: string, _id: string, patch: { status?: string; statusMessage?: string }) => {
+      messages.push(patch.statusMessage ?? patch.status)
+      if (patch.status === 'completed') told()
+      return true
+    }
+  }, () => undefined)
+  await startTask(telling, ctx, options, async (tc) => {
+    const { id, status } = tc.task
+    await status(`task ${id.length > 0 ? 'named' : 'unnamed'}, detached`)
+    return 'done'
+  }, () => ({ content: [] }))
+  await toldAll
+  t.strictSame(messages, ['task named, detached', 'completed'])
+
   // `notify` is kept only when asked for (absent is false to every reader): a field fewer a record.
   const records: Record<string, unknown>[] = []
   const keeping = services({ createTask: async (_o: string, task: Record<string, unknown>) => void records.push(task), updateTask: async () => true }, () => undefined)
