@@ -6,23 +6,26 @@ import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { differences, fairness } from '../../bench/lib/fair.js'
 import { Files } from '../../bench/requests.js'
-import { phases, type Phase } from '../../bench/workloads.js'
-import { freePort } from '../helpers/redis-server.js'
+import { phases, serverEnv, type Phase } from '../../bench/workloads.js'
+import { freePort, startRedis } from '../helpers/redis-server.js'
 
 // A ratio to bare Fastify means something only if bare answers what ours answers. The bench checks
-// every phase that pairs them before measuring (bench/lib/fair.ts, in memory and with Redis, where
-// it starts the servers anyway); here the same check runs on the in-memory phases, as the bench
-// starts their servers, so a change that makes them differ fails the suite and not only a bench run.
+// every phase that pairs them before measuring (bench/lib/fair.ts); here the same check runs on each
+// of those phases, in memory and with Redis (both servers on one redis-server, as the bench starts
+// them), so a change that makes them differ fails the suite and not only a bench run.
 const root = resolve(import.meta.dirname, '../..')
 const scratch = mkdtempSync(join(tmpdir(), 'bench-fair-'))
 t.teardown(() => rmSync(scratch, { recursive: true, force: true }))
 
-/** The phase's server `id`, as the bench starts it (from the build `npm test` makes first), on a free loopback port. */
-async function serve(t: Test, phase: Phase, id: string): Promise<string> {
+/**
+ * The phase's server `id`, as the bench starts it (from the build `npm test` makes first, with the
+ * phase's store: `store` is its Redis URL), on a free loopback port.
+ */
+async function serve(t: Test, phase: Phase, id: string, store: Record<string, string> = {}): Promise<string> {
   const spec = phase.servers.find((s) => s.id === id)!
   const port = await freePort()
   const child = spawn(process.execPath, spec.args, {
-    env: { ...process.env, ...spec.env, HOST: '127.0.0.1', PORT: String(port) },
+    env: { ...process.env, ...serverEnv(phase, spec, store), HOST: '127.0.0.1', PORT: String(port) },
     stdio: ['ignore', 'ignore', 'pipe']
   })
   let err = ''
@@ -42,22 +45,50 @@ async function serve(t: Test, phase: Phase, id: string): Promise<string> {
   }
 }
 
+/** What a redis-server holds: the other clients connected, and whose keys (the servers' prefixes, `bench-<pid>:` and `bare-<pid>:`). */
+async function seen(url: string): Promise<{ clients: number; prefixes: string[] }> {
+  const { Redis } = await import('ioredis')
+  const client = new Redis(url)
+  try {
+    const clients = String(await client.client('LIST')).trim().split('\n').length - 1
+    const prefixes = [...new Set((await client.keys('*')).map((k) => k.split(':')[0]!.replace(/-\d+$/, '')))].sort()
+    return { clients, prefixes }
+  } finally {
+    client.disconnect()
+  }
+}
+
 const PAIRED = ['core', 'list-200', 'notifications', 'notifications-1000']
 const all = phases(join(root, 'dist'))
 const measured = all.filter((p) => PAIRED.includes(p.id))
 t.equal(measured.length, 4, 'the in-memory phases that pair ours with bare')
+const twins = all.filter((p) => p.id.startsWith('redis-') && !p.id.startsWith('redis-cluster'))
 t.same(
-  all.filter((p) => p.id.startsWith('redis-') && !p.id.startsWith('redis-cluster')).map((p) => p.id),
+  twins.map((p) => p.id),
   PAIRED.map((id) => `redis-${id}`),
-  'each has its Redis twin, which the bench checks the same way before measuring'
+  'each has its Redis twin'
 )
+t.ok(twins.every((p) => p.redis === true && p.servers.some((s) => s.id === 'bare')), 'the twins pair ours with bare on a redis-server')
 
-for (const phase of measured) {
+for (const phase of [...measured, ...twins]) {
   t.test(`phase ${phase.id}: bare answers what ours answers`, async (t) => {
-    const [ours, bare] = await Promise.all([serve(t, phase, 'ours'), serve(t, phase, 'bare')])
+    let store: Record<string, string> = {}
+    if (phase.redis === true) {
+      const redis = await startRedis()
+      t.teardown(() => redis.stop())
+      store = { MCP_REDIS_URL: redis.url }
+    }
+    const [ours, bare] = await Promise.all([serve(t, phase, 'ours', store), serve(t, phase, 'bare', store)])
     const checked = await fairness(phase, ours, bare, new Files(scratch))
     t.ok(checked.length > 0, 'workloads that pair them')
     for (const { workload, differences } of checked) t.same(differences, [], workload)
+    if (store.MCP_REDIS_URL !== undefined) {
+      // Both on the store: connected (this server with a subscriber too), and where the workloads
+      // write (tasks, queued notifications), each under its own prefix.
+      const { clients, prefixes } = await seen(store.MCP_REDIS_URL)
+      t.ok(clients >= 3, `both servers connected (${clients} clients)`)
+      t.same(prefixes, phase.id.includes('notifications') ? ['bare', 'bench'] : [], 'keys written by both where the workloads write')
+    }
   })
 }
 
