@@ -7,7 +7,7 @@ const sha1 = (s: string) => createHash('sha1').update(s).digest('hex')
  * A TCP proxy in front of a redis-server that counts what its clients send: commands (by name,
  * parsed from RESP) and writes (each `data` event from a client is one write that the server then
  * answers: with one request at a time, the writes of a request are its sequential round trips,
- * since concurrent commands of one tick leave in one write under ioredis' auto-pipelining).
+ * since concurrent commands of one turn leave in one write: see `batchTurns`).
  * Deterministic, unlike req/s: it holds on a loaded machine.
  */
 export interface RedisCounts {

@@ -2,13 +2,13 @@ import { createHash } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { DEFAULT_LIMITS, RECORD_OVERHEAD } from '../../src/store/limits.js'
 import { TOO_LARGE } from '../../src/store/memory-tasks.js'
-import { COMMAND_OPTIONS } from '../../src/store/redis-connect.js'
+import { COMMAND_OPTIONS, batchTurns } from '../../src/store/redis-connect.js'
 import { TASK_FLOOR } from '../../src/store/redis-tasks.js'
 import { INSTANCE_LOST } from '../../src/tasks/task-steps.js'
 
 /**
- * The ceiling of the Redis paths, for bare Fastify in the Redis phases: ioredis (auto-pipelining, as
- * the library's store) doing the fewest round trips that the library's guarantees need, on the same
+ * The ceiling of the Redis paths, for bare Fastify in the Redis phases: ioredis (each turn's commands
+ * in one write, as the library's store sends them) doing the fewest round trips that the library's guarantees need, on the same
  * keys (so that it would run on a Redis Cluster too: one script per slot) with the same atomicity.
  * Each script is loaded once (defineCommand: EVALSHA) and is as small as its guarantee allows:
  *
@@ -36,8 +36,9 @@ import { INSTANCE_LOST } from '../../src/tasks/task-steps.js'
  * - a task's lease: a task whose instance died must not stay `working` until its TTL. Each task is
  *   written with a lease (`leaseUntil`), renewed while it runs by one timer for all of them; a poll
  *   that finds it lapsed fails the task, as the library's does (INSTANCE_LOST).
- * - every command as the library's store sends it (COMMAND_OPTIONS): failing after 2 retries and a
- *   timeout, so that a Redis that hangs is a fast error rather than a request held forever.
+ * - every command as the library's store sends it (COMMAND_OPTIONS, batchTurns): failing after 2
+ *   retries and a timeout, so that a Redis that hangs is a fast error rather than a request held
+ *   forever, and the commands of one turn of the event loop in one write.
  *
  * The library runs as many Redis commands per task on the same guarantees (18, `INFO commandstats`
  * over 4,000 tasks; 24 until 2026-11-29, when it counted running tasks with ZCARD rather than with
@@ -203,7 +204,18 @@ type Script = (key: string, ...args: (string | number)[]) => Promise<unknown>
 export async function redisCeiling(url: string, queued: unknown[], leaseMs = 60_000): Promise<RedisCeiling> {
   const redis = new Redis(url, { ...COMMAND_OPTIONS })
   for (const [name, lua] of Object.entries(CEILING_SCRIPTS)) redis.defineCommand(name, { numberOfKeys: 1, lua })
-  const run = redis as unknown as Record<keyof typeof CEILING_SCRIPTS, Script>
+  const defined = redis as unknown as Record<keyof typeof CEILING_SCRIPTS, Script>
+  const batch = batchTurns(redis)
+  const run = Object.fromEntries(
+    Object.keys(CEILING_SCRIPTS).map((name) => {
+      const script = defined[name as keyof typeof CEILING_SCRIPTS]
+      const send: Script = (key, ...args) => {
+        batch()
+        return script.call(redis, key, ...args)
+      }
+      return [name, send]
+    })
+  ) as Record<keyof typeof CEILING_SCRIPTS, Script>
   const P = `bare-${process.pid}:`
   const h = createHash('sha1').update('anonymous').digest('hex')
   const conn = `${P}c:{${h}}`
@@ -241,6 +253,7 @@ export async function redisCeiling(url: string, queued: unknown[], leaseMs = 60_
         running.add(String(task.taskId))
         return true
       }
+      batch()
       await redis.del(key)
       return false
     },
