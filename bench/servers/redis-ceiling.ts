@@ -202,20 +202,9 @@ type Script = (key: string, ...args: (string | number)[]) => Promise<unknown>
 
 /** `leaseMs`: the tasks' lease, as the library's `MCP_TASK_LEASE_MS` (60 s by default). */
 export async function redisCeiling(url: string, queued: unknown[], leaseMs = 60_000): Promise<RedisCeiling> {
-  const redis = new Redis(url, { ...COMMAND_OPTIONS })
+  const redis = batchTurns(new Redis(url, { ...COMMAND_OPTIONS }))
   for (const [name, lua] of Object.entries(CEILING_SCRIPTS)) redis.defineCommand(name, { numberOfKeys: 1, lua })
-  const defined = redis as unknown as Record<keyof typeof CEILING_SCRIPTS, Script>
-  const batch = batchTurns(redis)
-  const run = Object.fromEntries(
-    Object.keys(CEILING_SCRIPTS).map((name) => {
-      const script = defined[name as keyof typeof CEILING_SCRIPTS]
-      const send: Script = (key, ...args) => {
-        batch()
-        return script.call(redis, key, ...args)
-      }
-      return [name, send]
-    })
-  ) as Record<keyof typeof CEILING_SCRIPTS, Script>
+  const run = redis as unknown as Record<keyof typeof CEILING_SCRIPTS, Script>
   const P = `bare-${process.pid}:`
   const h = createHash('sha1').update('anonymous').digest('hex')
   const conn = `${P}c:{${h}}`
@@ -253,7 +242,6 @@ export async function redisCeiling(url: string, queued: unknown[], leaseMs = 60_
         running.add(String(task.taskId))
         return true
       }
-      batch()
       await redis.del(key)
       return false
     },

@@ -85,28 +85,33 @@ export interface RedisConnections {
 export const COMMAND_OPTIONS = { maxRetriesPerRequest: 2, commandTimeout: 2000 } as const satisfies RedisOptions
 
 /**
- * Call before each command sent on `client`: the commands of one turn of the event loop leave in
- * one write. The first corks the connection, and it is uncorked once the turn's I/O callbacks have
+ * Every command sent on `client` (the store's steps, the rate limiter's, the webhook store's, the
+ * relay's: all go through `sendCommand`): the commands of one turn of the event loop leave in one
+ * write. The first corks the connection, and it is uncorked once the turn's I/O callbacks have
  * run (`setImmediate`), so the commands of requests that arrived together, each in a callback of its
  * own, reach Redis in one write and are read there in one read. ioredis' auto-pipelining batches
  * them so too, but makes a pipeline for each batch and holds a batch's commands until the one before
- * it is answered: under 32 clients it had V8 promote ~5 KB a Redis task creation, and this server
- * spent 22% less CPU a task creation and a task poll without it (bench/README.md, "What the garbage
- * collector showed"). Before the first connection there is no socket yet: ioredis queues the commands.
+ * it is answered: under 32 clients it had V8 promote ~5 KB a Redis task creation, and without it
+ * this server's CPU a task creation and a task poll fell by about a fifth (medians of 3 launches,
+ * unpaired: bench/README.md, "What the garbage collector showed"). Before the first connection there is no socket yet: ioredis queues the commands.
  */
-export function batchTurns(client: Redis): () => void {
+export function batchTurns(client: Redis): Redis {
   let corked = false
   const uncork = (stream: Redis['stream']) => {
     corked = false
     stream.uncork()
   }
-  return () => {
-    const stream = client.stream as Redis['stream'] | undefined
-    if (corked || stream === undefined) return
-    corked = true
-    stream.cork()
-    setImmediate(uncork, stream)
+  const send = client.sendCommand.bind(client)
+  client.sendCommand = (command, stream) => {
+    const socket = client.stream as Redis['stream'] | undefined
+    if (!corked && socket !== undefined) {
+      corked = true
+      socket.cork()
+      setImmediate(uncork, socket)
+    }
+    return send(command, stream)
   }
+  return client
 }
 
 function withoutTimeout({ commandTimeout: _commandTimeout, ...rest }: RedisOptions): RedisOptions {
@@ -180,9 +185,9 @@ export function connect(target: RedisTarget): RedisConnections {
       ...(target.sentinelPassword === undefined ? {} : { sentinelPassword: target.sentinelPassword }),
       ...(tls === undefined ? {} : { enableTLSForSentinelMode: true, sentinelTLS: tls })
     }
-    return { client: sentinelSafe(new Redis({ ...base, ...sentinel })), sub: sentinelSafe(new Redis({ ...subOptions, ...sentinel })), sharded: false }
+    return { client: batchTurns(sentinelSafe(new Redis({ ...base, ...sentinel }))), sub: sentinelSafe(new Redis({ ...subOptions, ...sentinel })), sharded: false }
   }
-  return { client: new Redis(target.url!, base), sub: new Redis(target.url!, subOptions), sharded: false }
+  return { client: batchTurns(new Redis(target.url!, base)), sub: new Redis(target.url!, subOptions), sharded: false }
 }
 
 /** What {@link sentinelSafe} reads of ioredis (6.0) internals the types keep private. */

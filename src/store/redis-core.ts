@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis'
 import { NotReplicated, StoreError, StoreUnavailable } from './store-errors.js'
 import { RedisBus } from './redis-bus.js'
-import { batchTurns, connect, type RedisTarget } from './redis-connect.js'
+import { connect, type RedisTarget } from './redis-connect.js'
 import { SCRIPTS, type ScriptName } from './redis-scripts.js'
 import { configure, type ScriptConfig } from './redis-lua.js'
 import { REGISTRY, RedisKeys } from './redis-keys.js'
@@ -46,8 +46,6 @@ export class RedisCore {
   readonly #keepEveryMs: number
   /** {@link RedisCore.guard}'s error mapping, for {@link evalScript}. */
   readonly #fail = (err: unknown): unknown => this.#failure(err)
-  /** Before each command: the turn's commands in one write ({@link batchTurns}; a Cluster auto-pipelines). */
-  readonly #batch: () => void
 
   constructor(
     target: RedisTarget,
@@ -59,7 +57,6 @@ export class RedisCore {
     const c = connect(target)
     this.client = c.client
     this.sub = c.sub
-    this.#batch = c.sharded ? () => undefined : batchTurns(c.client as Redis)
     this.prefix = prefix
     this.limits = limits
     this.answerTtlMs = o.answerTtlMs
@@ -125,14 +122,8 @@ export class RedisCore {
   run(name: ScriptName, key: string, ...args: Arg[]): Promise<unknown> {
     if (Date.now() < this.#quietUntil) return Promise.reject(new StoreUnavailable())
     const way = this.#way
-    if (way !== undefined) {
-      this.#batch()
-      return runStep(this.client, way, this.#scripts[name], [key, ...args], this.#fail)
-    }
-    return this.guard(() => this.chosen()).then((w) => {
-      this.#batch()
-      return runStep(this.client, w, this.#scripts[name], [key, ...args], this.#fail)
-    })
+    if (way !== undefined) return runStep(this.client, way, this.#scripts[name], [key, ...args], this.#fail)
+    return this.guard(() => this.chosen()).then((w) => runStep(this.client, w, this.#scripts[name], [key, ...args], this.#fail))
   }
 
   /**
@@ -147,7 +138,6 @@ export class RedisCore {
    */
   guard<T>(send: () => Promise<T>): Promise<T> {
     if (Date.now() < this.#quietUntil) return Promise.reject(new StoreUnavailable())
-    this.#batch()
     let sent: Promise<T>
     try {
       sent = send()
