@@ -22,7 +22,8 @@ import { startServer, type ServerSpec } from './procs.js'
 const exec = promisify(execFile)
 // valgrind names the pipes callgrind_control talks through after $HOST, which startServer sets for
 // the server: the control must look for the same name.
-const control = (command: '-z' | '-d', pid: number) => exec('callgrind_control', [command, String(pid)], { env: { ...process.env, HOST: '127.0.0.1' } })
+const control = (command: '-z' | '-d' | '-i', pid: number, ...rest: string[]) =>
+  exec('callgrind_control', [command, ...rest, String(pid)], { env: { ...process.env, HOST: '127.0.0.1' } })
 
 /** How much to send: before counting, and in each counted window. */
 export interface InstructionOptions {
@@ -32,12 +33,28 @@ export interface InstructionOptions {
   window: number
   windows: number
   connections: number
+  /**
+   * Also simulate the caches (callgrind's `--cache-sim=yes`: first-level instruction and data
+   * misses, the host's cache sizes). A start-up under the simulation outlasts Fastify's plugin
+   * timeout, so the process runs uninstrumented (`--instr-atstart=no`) until the warm-up has been
+   * sent, then is instrumented and warmed again briefly before counting.
+   */
+  cache?: boolean
 }
 
 /** Instructions per request of one counted window: the main thread's, and every thread's. */
 export interface WindowCount {
   main: number
   all: number
+  /** With {@link InstructionOptions.cache}: the main thread's first-level cache misses a request. */
+  misses?: CacheMisses
+}
+
+/** First-level cache misses a request: instruction fetches, data reads, data writes. */
+export interface CacheMisses {
+  i1: number
+  d1Read: number
+  d1Write: number
 }
 
 /** The total of a callgrind dump (its `summary:` line: with separate threads, that thread's instructions). */
@@ -45,6 +62,15 @@ export function callgrindTotal(dump: string): number {
   const m = /^summary:\s+(\d+)/m.exec(dump)
   if (m === null) throw new Error('a callgrind dump without a summary line')
   return Number(m[1])
+}
+
+/** A dump's `summary:` line by event name (its `events:` line), e.g. `Ir`, `I1mr`, `D1mr`, `D1mw`. */
+export function callgrindEvents(dump: string): Record<string, number> {
+  const names = /^events:\s*(.+)$/m.exec(dump)?.[1]?.trim().split(/\s+/)
+  const values = /^summary:\s*(.+)$/m.exec(dump)?.[1]?.trim().split(/\s+/)
+  if (names === undefined || values === undefined) throw new Error('a callgrind dump without its events and summary lines')
+  // A trailing event that counted nothing may be left off the summary.
+  return Object.fromEntries(names.map((name, i) => [name, Number(values[i] ?? 0)]))
 }
 
 /**
@@ -60,7 +86,8 @@ export async function instructionsPerRequest(
   o: InstructionOptions
 ): Promise<WindowCount[]> {
   const prefix = `cg-${spec.id}`
-  const wrap = ['valgrind', '--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=yes', `--callgrind-out-file=${join(dir, prefix)}.%p`]
+  const cache = o.cache === true ? ['--cache-sim=yes', '--instr-atstart=no'] : []
+  const wrap = ['valgrind', '--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=yes', ...cache, `--callgrind-out-file=${join(dir, prefix)}.%p`]
   const server = await startServer({ ...spec, wrap })
   // The process callgrind counts, by the file it opened at its start: Debian's `valgrind` is a
   // script that starts valgrind.bin as its child, so the pid started is not the one counted.
@@ -68,13 +95,24 @@ export async function instructionsPerRequest(
   try {
     const request = await requestFor(server.base)
     await h2load(server.base, request, { connections: o.connections, seconds: 0, requests: o.warm })
+    if (o.cache === true) {
+      // Instrumenting drops the translations valgrind made so far: a little more warm-up under it.
+      await control('-i', pid, 'on')
+      await h2load(server.base, request, { connections: o.connections, seconds: 0, requests: Math.min(o.warm, 2000) })
+    }
     const counts: WindowCount[] = []
     for (let w = 1; w <= o.windows; w++) {
       await control('-z', pid)
       const { requests } = await h2load(server.base, request, { connections: o.connections, seconds: 0, requests: o.window })
       await control('-d', pid)
-      const threads = (await dumpNumbered(dir, `${prefix}.${pid}.${w}`)).map(callgrindTotal)
-      counts.push({ main: Math.round(threads[0]! / requests), all: Math.round(threads.reduce((a, b) => a + b, 0) / requests) })
+      const dumps = await dumpNumbered(dir, `${prefix}.${pid}.${w}`)
+      const threads = dumps.map(callgrindTotal)
+      const count: WindowCount = { main: Math.round(threads[0]! / requests), all: Math.round(threads.reduce((a, b) => a + b, 0) / requests) }
+      if (o.cache === true) {
+        const e = callgrindEvents(dumps[0]!)
+        count.misses = { i1: e.I1mr! / requests, d1Read: e.D1mr! / requests, d1Write: e.D1mw! / requests }
+      }
+      counts.push(count)
     }
     return counts
   } finally {
