@@ -74,6 +74,17 @@ export function callgrindEvents(dump: string): Record<string, number> {
 }
 
 /**
+ * The pid of the process callgrind counts, from the names of the files in its output directory
+ * (`<prefix>.<pid>`, then `.<dump>-<thread>`).
+ */
+export function countedPid(names: readonly string[], prefix: string): number {
+  const name = names.find((f) => f.startsWith(`${prefix}.`))
+  const pid = name === undefined ? NaN : Number(name.slice(prefix.length + 1).split(/\D/)[0])
+  if (!Number.isInteger(pid) || pid <= 0) throw new Error(`no callgrind output named ${prefix}.<pid> among ${names.join(', ')}`)
+  return pid
+}
+
+/**
  * Start `spec` under callgrind, warm it with `request`, then count each window's instructions
  * (the counters zeroed before it and dumped after, `callgrind_control -z` and `-d`): instructions
  * per request of each window. Counting starts at the process's start, so the warm-up is left out
@@ -91,7 +102,7 @@ export async function instructionsPerRequest(
   const server = await startServer({ ...spec, wrap })
   // The process callgrind counts, by the file it opened at its start: Debian's `valgrind` is a
   // script that starts valgrind.bin as its child, so the pid started is not the one counted.
-  const pid = Number((await readdir(dir)).find((f) => f.startsWith(`${prefix}.`))!.slice(prefix.length + 1).split(/\D/)[0])
+  const pid = countedPid(await readdir(dir), prefix)
   try {
     const request = await requestFor(server.base)
     await h2load(server.base, request, { connections: o.connections, seconds: 0, requests: o.warm })

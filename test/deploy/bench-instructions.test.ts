@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { callgrindEvents, callgrindTotal, instructionsPerRequest, type InstructionOptions, type WindowCount } from '../../bench/lib/instructions.js'
+import { callgrindEvents, callgrindTotal, countedPid, instructionsPerRequest, type InstructionOptions, type WindowCount } from '../../bench/lib/instructions.js'
 import { Files } from '../../bench/requests.js'
 import { prerequisite } from '../helpers/prerequisites.js'
 
@@ -32,9 +32,16 @@ async function countEcho(t: Test, options: InstructionOptions): Promise<{ counts
   const spec = { id: 'bare', args: [join(dist, 'bench/servers/bare.js')], env: { TOOLS: '1' }, readyPath: '/tools' }
   const echo = { path: '/tools/echo/calls', bodyFile: files.body({ arguments: { text: 'hello' } }), headers: { 'content-type': 'application/json' } }
   const counts = await instructionsPerRequest(spec, async () => echo, dir, options)
-  const pid = Number(readdirSync(dir).find((f) => /^cg-bare\.\d+/.test(f))!.slice('cg-bare.'.length).split(/\D/)[0])
+  const pid = countedPid(readdirSync(dir), 'cg-bare')
   return { counts, pid }
 }
+
+t.test('countedPid finds the counted process among the output files', async (t) => {
+  t.equal(countedPid(['body-1.json', 'cg-bare.4711', 'cg-bare.4711.1-01', 'cg-bare.4711.1-02'], 'cg-bare'), 4711)
+  t.equal(countedPid(['cg-ours.12.1-01'], 'cg-ours'), 12)
+  t.throws(() => countedPid(['body-1.json'], 'cg-bare'), /no callgrind output named cg-bare/)
+  t.throws(() => countedPid(['cg-bare.x'], 'cg-bare'), /no callgrind output/)
+})
 
 t.test('a server under callgrind: instructions per request of each window, and nothing left running', async (t) => {
   const { counts, pid } = await countEcho(t, { warm: 200, window: 200, windows: 2, connections: 4 })
