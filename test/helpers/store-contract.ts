@@ -362,6 +362,13 @@ export function storeContract(t: Test, factory: StoreFactory): void {
     const result = { content: [], structuredContent: {}, isError: false }
     const done = updated(t, await store.tasks.updateTask('alice', 't1', { status: 'completed', result }))
     t.same([done?.status, done?.result], ['completed', result], 'empty arrays and objects survive')
+    // JSON from an upstream or a client may carry an own `__proto__` key: kept as a key, never made a prototype.
+    const odd = JSON.parse('{"content":[],"structuredContent":{"__proto__":{"x":1},"a":[{"__proto__":null}]}}') as Record<string, unknown>
+    await store.tasks.createTask('alice', task('proto'))
+    await store.tasks.updateTask('alice', 'proto', { status: 'completed', result: odd })
+    const kept = (await peer.tasks.getTask('alice', 'proto'))?.result as { structuredContent: object } | undefined
+    t.equal(JSON.stringify(kept), JSON.stringify(odd), 'an own __proto__ key survives as a key')
+    t.equal(Object.getPrototypeOf(kept?.structuredContent), Object.prototype, 'and is no prototype')
     t.equal(await peer.tasks.updateTask('alice', 't1', { status: 'cancelled' }), undefined, 'a completed task cannot be cancelled')
     t.equal((await store.tasks.getTask('alice', 't1'))?.status, 'completed')
     await store.tasks.createTask('alice', task('t2'))
