@@ -3,11 +3,10 @@
  * bench/lib/instructions.ts): `npm run build && node dist/bench/instructions.js --only "<workload>"
  * [--servers ours,bare] [--warm 12000] [--window 6000] [--windows 3] [--connections 32] [--cache]`,
  * a workload by its id as `npm run bench` names it. Each target runs alone, under callgrind, with a
- * redis-server of its own when the workload is a Redis one. `--cache` also simulates the
- * first-level caches and prints the main thread's misses a request (instruction fetches, data
- * reads, data writes). Prints each window's count in the main
+ * redis-server of its own when the workload is a Redis one. Prints each window's count in the main
  * thread (the requests' own work) and in all threads (V8's collector and compiler too, lumpier), the
- * medians and their ratios. Needs valgrind (Debian's `valgrind`) and h2load (`nghttp2-client`).
+ * medians and their ratios; with `--cache`, the main thread's first-level cache misses a request
+ * too (instruction fetches, data reads, data writes), from callgrind's simulation. Needs valgrind (Debian's `valgrind`) and h2load (`nghttp2-client`).
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'

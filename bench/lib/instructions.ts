@@ -100,10 +100,11 @@ export async function instructionsPerRequest(
   const cache = o.cache === true ? ['--cache-sim=yes', '--instr-atstart=no'] : []
   const wrap = ['valgrind', '--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=yes', ...cache, `--callgrind-out-file=${join(dir, prefix)}.%p`]
   const server = await startServer({ ...spec, wrap })
-  // The process callgrind counts, by the file it opened at its start: Debian's `valgrind` is a
-  // script that starts valgrind.bin as its child, so the pid started is not the one counted.
-  const pid = countedPid(await readdir(dir), prefix)
+  let pid: number | undefined
   try {
+    // The process callgrind counts, by the file it opened at its start: Debian's `valgrind` is a
+    // script that starts valgrind.bin as its child, so the pid started is not the one counted.
+    pid = countedPid(await readdir(dir), prefix)
     const request = await requestFor(server.base)
     await h2load(server.base, request, { connections: o.connections, seconds: 0, requests: o.warm })
     if (o.cache === true) {
@@ -130,7 +131,7 @@ export async function instructionsPerRequest(
     // Stopped before its wrapper, which would otherwise leave it running; it writes a last dump
     // as it exits, which takes a while under load.
     const deadline = Date.now() + 60_000
-    for (let signal: NodeJS.Signals | 0 = 'SIGTERM'; Date.now() < deadline; signal = 0) {
+    for (let signal: NodeJS.Signals | 0 = 'SIGTERM'; pid !== undefined && Date.now() < deadline; signal = 0) {
       try {
         process.kill(pid, signal)
       } catch {

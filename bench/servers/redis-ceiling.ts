@@ -8,8 +8,9 @@ import { INSTANCE_LOST } from '../../src/tasks/task-steps.js'
 
 /**
  * The ceiling of the Redis paths, for bare Fastify in the Redis phases: ioredis (each turn's commands
- * in one write, as the library's store sends them) doing the fewest round trips that the library's guarantees need, on the same
- * keys (so that it would run on a Redis Cluster too: one script per slot) with the same atomicity.
+ * in one write, as the library's store sends them) doing the fewest round trips that the library's
+ * guarantees need, on the same keys (so that it would run on a Redis Cluster too: one script per
+ * slot) with the same atomicity.
  * Each script is loaded once (defineCommand: EVALSHA) and is as small as its guarantee allows:
  *
  * - GET /notifications, one script on the connection's slot: a group handed out stays the same until

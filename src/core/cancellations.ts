@@ -5,13 +5,19 @@ export interface Abortable {
   abort(reason: Error): void
 }
 
+/** A registration: its work until released (see {@link Cancellations.track}), and the reason a cancel gives. */
+interface Running {
+  work: Abortable | undefined
+  readonly reason: string
+}
+
 /**
  * Running calls and tasks by owner and id, so that `notifications/cancelled` or `tasks/cancel`,
  * published through the store by whichever instance heard it, aborts the work on the instance that
  * runs it. Listens to the store from the first registration on.
  */
 export class Cancellations {
-  readonly #running = new Map<string, { work: Abortable | undefined; reason: string }>()
+  readonly #running = new Map<string, Running>()
   #listening: (() => void) | undefined
 
   constructor(readonly signals: () => Signals) {}
@@ -27,7 +33,7 @@ export class Cancellations {
       running?.work?.abort(new Error(reason ?? running.reason))
     })
     const key = `${owner}\0${id}`
-    const entry: { work: Abortable | undefined; reason: string } = { work, reason }
+    const entry: Running = { work, reason }
     this.#running.set(key, entry)
     // The entry lets go of its work as it leaves. It may outlive the registration in the old
     // generation (V8 can allocate such objects there from birth, see TaskHandle in tasks/runner.ts,

@@ -93,7 +93,8 @@ export const COMMAND_OPTIONS = { maxRetriesPerRequest: 2, commandTimeout: 2000 }
  * them so too, but makes a pipeline for each batch and holds a batch's commands until the one before
  * it is answered: under 32 clients it had V8 promote ~5 KB a Redis task creation, and without it
  * this server's CPU a task creation and a task poll fell by about a fifth (medians of 3 launches,
- * unpaired: bench/README.md, "What the garbage collector showed"). Before the first connection there is no socket yet: ioredis queues the commands.
+ * unpaired: bench/README.md, "What the garbage collector showed"). Before the first connection
+ * there is no socket yet: ioredis queues the commands.
  */
 export function batchTurns(client: Redis): Redis {
   let corked = false

@@ -77,9 +77,9 @@ export class RedisCore {
     c.sub.on('error', () => undefined)
     this.bus = new RedisBus(c.client, c.sub, c.sharded, this.keys, o.sweepMs)
     // Else chosen at the first step (or readiness ping), not here: on a Cluster a command sent now
-    // opens one of ioredis' auto-pipelines, which runs only at the next turn of the event loop, and a plugin that
-    // defines a command on this client in between (the rate limiter's) and calls it before that turn
-    // (Fastify's inject does) finds it missing on that pipeline.
+    // opens one of ioredis' auto-pipelines, which runs only at the next turn of the event loop, and
+    // a plugin that defines a command on this client in between (the rate limiter's) and calls it
+    // before that turn (Fastify's inject does) finds it missing on that pipeline.
     if (this.#library === undefined) this.#way = BY_SCRIPTS
   }
 
